@@ -1,0 +1,21 @@
+// Baselines that every shoal benchmark compares against, measured in the same run because these
+// machines are shared and noisy: a single-threaded memcpy and one TCP stream over 127.0.0.1.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace shoal::bench {
+
+// Seconds for one memcpy of `bytes` between two pre-faulted buffers; one sample per run.
+std::vector<double> memcpy_seconds(size_t bytes, int runs);
+
+// Seconds to move `bytes` through one loopback TCP stream (writes of write_bytes each), from the
+// first write until the receiver has read the last byte; one sample per run.
+std::vector<double> tcp_loopback_seconds(size_t bytes, int runs, size_t write_bytes = 4u << 20);
+
+double median(std::vector<double> v);
+// Decimal gigabytes per second.
+inline double gbps(size_t bytes, double seconds) { return seconds > 0 ? double(bytes) / seconds / 1e9 : 0.0; }
+
+}  // namespace shoal::bench

@@ -1,0 +1,108 @@
+// Dispatch of `shoal SUBCOMMAND ...`, the global flags and the top-level help.
+#include "agent/cli.hpp"
+
+#include <cstdio>
+#include <iostream>
+
+#include "agent/flags.hpp"
+#include "agent/version_text.hpp"
+#include "base/log.hpp"
+
+namespace shoal::agent {
+namespace {
+
+int version_command(std::span<const std::string> args) {
+  FlagSet flags("shoal version", "Print the version, the git revision and the backends compiled in.");
+  auto parsed = flags.parse(args);
+  if (!parsed) {
+    std::cerr << "shoal version: " << parsed.error().message << "\n";
+    return kExitUsage;
+  }
+  if (parsed->help) {
+    std::cout << flags.help();
+    return kExitOk;
+  }
+  std::cout << version_text();
+  return kExitOk;
+}
+
+std::string top_help() {
+  std::string out =
+      "usage: shoal [--log-level SPEC] SUBCOMMAND [flags]\n"
+      "       shoal --version | --help\n\n"
+      "shoal keeps a training job running while hosts fail and join: the hosts agree on the member list\n"
+      "among themselves (SWIM gossip, committed views), derive ranks, rebuild the communicator and keep\n"
+      "checkpoints in peers' memory.\n\nsubcommands:\n";
+  for (const auto& s : subcommands()) {
+    std::string left = "  " + s.name;
+    left.resize(14, ' ');
+    out += left + s.summary + "\n";
+  }
+  out +=
+      "\nglobal flags:\n"
+      "  --log-level SPEC   log levels, e.g. info or warn,gossip=debug (default: $SHOAL_LOG, else info)\n"
+      "  --version          same as `shoal version`\n"
+      "  -h, --help         this help; `shoal SUBCOMMAND --help` for each subcommand\n";
+  return out;
+}
+
+int help_command(std::span<const std::string>) {
+  std::cout << top_help();
+  return kExitOk;
+}
+
+}  // namespace
+
+const std::vector<Subcommand>& subcommands() {
+  static const std::vector<Subcommand> table = {
+      {"demo", "run the local multi-host demo", demo_command},
+      {"version", "print version, git revision and backends", version_command},
+      {"help", "print this help", help_command},
+  };
+  return table;
+}
+
+int run_cli(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::optional<std::string> log_flag;
+  size_t i = 0;
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--version") return version_command({});
+    if (a == "-h" || a == "--help") return help_command({});
+    if (a == "--log-level" || a.rfind("--log-level=", 0) == 0) {
+      if (a == "--log-level") {
+        if (i + 1 >= args.size()) {
+          std::cerr << "shoal: --log-level needs a value (SPEC)\n";
+          return kExitUsage;
+        }
+        log_flag = args[++i];
+      } else {
+        log_flag = a.substr(std::string("--log-level=").size());
+      }
+      continue;
+    }
+    break;
+  }
+  auto spec = log::spec_from(log_flag ? std::optional<std::string_view>(*log_flag) : std::nullopt);
+  if (!spec) {
+    std::cerr << "shoal: " << spec.error().message << "\n";
+    return kExitUsage;
+  }
+  log::setup(*spec);
+
+  if (i >= args.size()) {
+    std::cerr << top_help();
+    return kExitUsage;
+  }
+  const std::string& name = args[i];
+  for (const auto& s : subcommands()) {
+    if (s.name == name) {
+      return s.run(std::span<const std::string>(args).subspan(i + 1));
+    }
+  }
+  std::cerr << "shoal: unknown subcommand '" << name << "' (see `shoal --help`)\n";
+  return kExitUsage;
+}
+
+}  // namespace shoal::agent

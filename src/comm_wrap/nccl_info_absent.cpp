@@ -1,0 +1,8 @@
+// Built instead of nccl_info.cpp when NCCL was not found at configure time.
+#include "comm_wrap/backends.hpp"
+
+namespace shoal::comm {
+
+std::string nccl_version() { return "no"; }
+
+}  // namespace shoal::comm

@@ -1,0 +1,81 @@
+// The shoal binary as a user runs it: --version, help, bad subcommands and bad flags.
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+#include "comm_wrap/backends.hpp"
+
+namespace {
+
+struct Run {
+  int exit_code;
+  std::string output;  // stdout and stderr together
+};
+
+Run run_shoal(const std::string& args) {
+  const std::string cmd = std::string(SHOAL_BINARY) + " " + args + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::string out;
+  std::array<char, 4096> buf{};
+  size_t n = 0;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  const int status = ::pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+}  // namespace
+
+TEST_CASE("--version names the version, the git revision and every backend") {
+  const Run r = run_shoal("--version");
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("shoal 0.") == 0);
+  CHECK(r.output.find("\ngit ") != std::string::npos);
+  CHECK(r.output.find(std::string("\ngloo ") + (shoal::comm::gloo_compiled_in() ? "yes" : "no")) != std::string::npos);
+  CHECK(r.output.find("\nnccl " + shoal::comm::nccl_version() + "\n") != std::string::npos);
+  CHECK(r.output.find("\nsystemd ") != std::string::npos);
+#ifdef SHOAL_HAVE_NCCL
+  CHECK(shoal::comm::nccl_version().find("2.") == 0);
+#endif
+  CHECK(run_shoal("version").output == r.output);
+}
+
+TEST_CASE("help lists the subcommands and each subcommand has its own help") {
+  const Run top = run_shoal("--help");
+  CHECK(top.exit_code == 0);
+  CHECK(top.output.find("demo") != std::string::npos);
+  CHECK(top.output.find("version") != std::string::npos);
+  const Run demo = run_shoal("demo --help");
+  CHECK(demo.exit_code == 0);
+  CHECK(demo.output.find("usage: shoal demo") != std::string::npos);
+}
+
+TEST_CASE("an unknown subcommand or flag exits 2 with a message that names it") {
+  const Run sub = run_shoal("frobnicate");
+  CHECK(sub.exit_code == 2);
+  CHECK(sub.output.find("frobnicate") != std::string::npos);
+  const Run flag = run_shoal("demo --bogus");
+  CHECK(flag.exit_code == 2);
+  CHECK(flag.output.find("--bogus") != std::string::npos);
+  const Run none = run_shoal("");
+  CHECK(none.exit_code == 2);
+}
+
+TEST_CASE("a bad SHOAL_LOG is an error that names the variable, --log-level overrides it") {
+  const Run bad = run_shoal("--log-level=shouty version");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.output.find("shouty") != std::string::npos);
+  const Run env = run_shoal("version; SHOAL_LOG=shouty " + std::string(SHOAL_BINARY) + " version");
+  CHECK(env.exit_code == 2);
+  CHECK(env.output.find("SHOAL_LOG") != std::string::npos);
+}
+
+TEST_CASE("demo reports the build until the cluster demo lands") {
+  const Run r = run_shoal("demo");
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("shoal 0.") == 0);
+  CHECK(r.output.find("demo:") != std::string::npos);
+}
