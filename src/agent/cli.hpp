@@ -25,5 +25,8 @@ int run_cli(int argc, char** argv);
 
 // Subcommands (one file each).
 int demo_command(std::span<const std::string> args);
+int agent_command(std::span<const std::string> args);
+int members_command(std::span<const std::string> args);
+int view_command(std::span<const std::string> args);
 
 }  // namespace shoal::agent

@@ -73,9 +73,12 @@ TEST_CASE("a bad SHOAL_LOG is an error that names the variable, --log-level over
   CHECK(env.output.find("SHOAL_LOG") != std::string::npos);
 }
 
-TEST_CASE("demo reports the build until the cluster demo lands") {
-  const Run r = run_shoal("demo");
+TEST_CASE("demo forms a view on loopback, survives a crash, readmits the restarted host and says ok") {
+  const Run r = run_shoal("demo --hosts 3");
   CHECK(r.exit_code == 0);
   CHECK(r.output.find("shoal 0.") == 0);
-  CHECK(r.output.find("demo:") != std::string::npos);
+  CHECK(r.output.find("view epoch 1 committed at every host: 3 members") != std::string::npos);
+  CHECK(r.output.find("every survivor sees host1 dead") != std::string::npos);
+  CHECK(r.output.find("view epoch 2 committed at every survivor: 2 members") != std::string::npos);
+  CHECK(r.output.find("demo: ok") != std::string::npos);
 }

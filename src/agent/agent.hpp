@@ -1,0 +1,114 @@
+// The agent as a library: one member of a shoal cluster with its UDP/TCP port, gossip runtime and
+// control socket on a single-threaded Asio loop. `shoal agent` is a thin main over this class; an
+// embedding trainer runs the same class on a thread of its own.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/control_handlers.hpp"
+#include "agent/host_port.hpp"
+#include "base/result.hpp"
+#include "gossip/swim.hpp"
+#include "membership/view_keeper.hpp"
+
+namespace shoal::agent {
+
+namespace asio = boost::asio;
+
+struct AgentConfig {
+  std::string name;                           // member name, stable across restarts
+  HostPort bind;                              // port 0: chosen by the OS
+  std::optional<std::string> advertise_host;  // what others use to reach us; default: the bind host
+  std::vector<HostPort> seeds;                // empty: start a new cluster
+  std::string control_path;                   // empty: no control socket
+  // Give up (run() fails) when no seed has answered within this time; nullopt: keep trying.
+  std::optional<std::chrono::milliseconds> join_timeout;
+  // How long a graceful stop keeps the loop running so that the leave gets out.
+  std::chrono::milliseconds leave_grace{300};
+  // How often to warn while no seed has answered.
+  std::chrono::milliseconds join_warn_interval{5000};
+  gossip::Config gossip;  // cluster_id lives here
+  gossip::MemberMeta meta;
+  membership::Config membership;
+};
+
+class GossipRuntime;
+class MembershipRuntime;
+class StreamListener;
+class ControlServer;
+
+class Agent {
+ public:
+  explicit Agent(AgentConfig cfg);
+  ~Agent();
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  // Binds the port, opens the control socket and joins. Errors (port in use, control socket held by
+  // a live agent, a seed name that does not resolve) say what to change.
+  Status start();
+  // Runs the loop until stop() has finished, or the join timeout expired (then an error).
+  Status run();
+  // Graceful leave, then run() returns. Safe from any thread and from signal handlers' Asio callbacks.
+  void stop();
+  // Stops the loop at once, without a leave (a second Ctrl-C).
+  void stop_now();
+
+  // Valid after start().
+  const std::string& addr() const { return addr_; }  // "ip:port" others reach us at
+  uint16_t port() const { return port_; }
+  uint64_t generation() const { return generation_; }
+  const std::string& control_path() const { return cfg_.control_path; }
+  const gossip::Swim& swim() const;
+
+  // Every member event, after the runtime has logged it (the membership layer subscribes here).
+  // Call before start() or from the loop: observers run on the loop's thread.
+  void add_member_observer(std::function<void(const gossip::MemberEvent&)> observer);
+  // Every committed view, on the loop's thread. Call before start() or from the loop.
+  void add_view_observer(std::function<void(const membership::View&)> observer);
+  // The view keeper (valid after start()).
+  const membership::ViewKeeper& keeper() const;
+  // Control requests; add before start() or from the loop.
+  ControlHandlers& control() { return control_handlers_; }
+  // More TCP channels register here (view agreement, rendezvous store, checkpoint streams). After start().
+  StreamListener& streams();
+  asio::io_context& io() { return io_; }
+
+ private:
+  void begin_leave();
+  void finish(Status outcome);
+  void watch_join();
+  std::string members_reply() const;
+  std::string view_reply() const;
+  std::string force_reply(std::span<const std::string> args);
+
+  AgentConfig cfg_;
+  asio::io_context io_;
+  std::chrono::steady_clock::time_point origin_;  // time zero of the gossip core: the start
+  std::chrono::steady_clock::time_point next_join_warn_;
+  std::string addr_;
+  uint16_t port_ = 0;
+  uint64_t generation_ = 0;
+  std::vector<std::string> seed_addrs_;
+  ControlHandlers control_handlers_;
+  std::unique_ptr<StreamListener> listener_;
+  std::unique_ptr<GossipRuntime> runtime_;
+  std::unique_ptr<MembershipRuntime> membership_;
+  std::vector<std::function<void(const membership::View&)>> pending_view_observers_;
+  std::unique_ptr<ControlServer> control_server_;
+  std::vector<std::function<void(const gossip::MemberEvent&)>> pending_observers_;
+  asio::steady_timer leave_timer_;
+  asio::steady_timer join_timer_;
+  bool joined_ = false;
+  bool leaving_ = false;
+  Status outcome_ = Ok{};
+};
+
+}  // namespace shoal::agent

@@ -1,0 +1,180 @@
+// `shoal agent`: runs one member until SIGTERM/SIGINT, then leaves gracefully. Parses flags into an
+// AgentConfig, starts the Agent, prints the bound address on stdout for scripts, handles signals.
+#include <boost/asio/signal_set.hpp>
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+
+#include "agent/agent.hpp"
+#include "agent/cli.hpp"
+#include "agent/control_path.hpp"
+#include "agent/flags.hpp"
+
+namespace shoal::agent {
+namespace {
+
+constexpr size_t kMaxNameBytes = 128;
+
+Status check_name(const std::string& name) {
+  if (name.empty()) return fail("--name must not be empty");
+  if (name.size() > kMaxNameBytes) return fail("--name is longer than " + std::to_string(kMaxNameBytes) + " bytes");
+  for (char c : name) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || u == 0x7F) return fail("--name must not contain spaces or control characters");
+  }
+  return Ok{};
+}
+
+Result<std::chrono::milliseconds> parse_seconds(const std::string& text) {
+  char* end = nullptr;
+  const double s = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !(s > 0) || s > 86400.0 * 365) {
+    return fail("'" + text + "' is not a positive number of seconds");
+  }
+  return std::chrono::milliseconds(static_cast<int64_t>(s * 1000.0 + 0.5));
+}
+
+}  // namespace
+
+int agent_command(std::span<const std::string> args) {
+  std::optional<std::string> name, bind, seeds, cluster, control, join_timeout, advertise;
+  std::optional<int64_t> slots, min_hosts, max_hosts;
+  std::optional<std::string> hold_down, quorum_policy;
+  FlagSet flags("shoal agent --name NAME --bind HOST:PORT [--seeds HOST:PORT,...] [--cluster ID] [--control PATH]",
+                "Run one member of a shoal cluster: SWIM gossip over UDP and TCP on one port, committed views\n"
+                "agreed with the other members, and a control socket (requests: members, view, view-force,\n"
+                "stats) for `shoal members` and `shoal view`. Once bound, prints one line:\n"
+                "  shoal agent NAME listening on ADDR control PATH\n"
+                "SIGTERM or SIGINT leaves the cluster gracefully and exits 0; a second signal exits at once.\n"
+                "Exit status: 0 after a graceful stop, 1 on a runtime failure (port in use, control socket\n"
+                "held by a live agent, join timeout), 2 on a usage error.");
+  flags.add_string("name", "NAME", "member name, unique in the cluster and stable across restarts (required)", &name);
+  flags.add_string("bind", "HOST:PORT",
+                   "address of the UDP socket and TCP listener, the same port for both; port 0 lets the OS choose "
+                   "(required)",
+                   &bind);
+  flags.add_string("seeds", "HOST:PORT,...",
+                   "members to join through; retried until one answers. Without seeds the agent starts a new cluster",
+                   &seeds);
+  flags.add_string("cluster", "ID", "cluster id; packets and connections of other ids are refused (default: default)",
+                   &cluster);
+  flags.add_string("control", "PATH",
+                   "control socket (default: /run/shoal/NAME.sock when writable, else "
+                   "$XDG_RUNTIME_DIR/shoal/NAME.sock, else /tmp/shoal-UID/NAME.sock)",
+                   &control);
+  flags.add_string("join-timeout", "SECONDS", "exit 1 if no seed has answered within this time (default: keep trying)",
+                   &join_timeout);
+  flags.add_string("advertise", "HOST",
+                   "address other members reach this one at (default: the --bind host; required when that is a "
+                   "wildcard and the host name does not resolve)",
+                   &advertise);
+  flags.add_int("slots", "N", "GPU slots of this host: the ranks it runs (default: 1; 0 makes a witness)", &slots, 0,
+                1024);
+  flags.add_int("min-hosts", "N",
+                "no committed view with fewer members: the first view forms once N members are alive, and a job "
+                "that would shrink below N stalls instead (default: 1)",
+                &min_hosts, 1, 100000);
+  flags.add_int("max-hosts", "N", "at most N members in a view; further hosts wait as spares (default: no limit)",
+                &max_hosts, 1, 100000);
+  flags.add_string("hold-down", "SECONDS",
+                   "a member removed from a view must stay alive this long before it is readmitted, so a bad link "
+                   "costs one rebuild, not one every few seconds (default: 10)",
+                   &hold_down);
+  flags.add_string("quorum-policy", "majority|any",
+                   "majority (default): a view change needs a majority of the last view, so a minority partition "
+                   "stalls. any: every connected set of at least --min-hosts members may continue. RISK of `any`: "
+                   "both sides of a partition continue as separate jobs (split brain); meant for 2-host jobs that "
+                   "prefer availability",
+                   &quorum_policy);
+
+  auto parsed = flags.parse(args);
+  const auto usage_error = [](const std::string& message) {
+    std::cerr << "shoal agent: " << message << " (see `shoal agent --help`)\n";
+    return kExitUsage;
+  };
+  if (!parsed) return usage_error(parsed.error().message);
+  if (parsed->help) {
+    std::cout << flags.help();
+    return kExitOk;
+  }
+  if (!parsed->positional.empty()) return usage_error("unexpected argument '" + parsed->positional.front() + "'");
+  if (!name) return usage_error("--name is required");
+  if (!bind) return usage_error("--bind is required");
+
+  AgentConfig cfg;
+  if (auto ok = check_name(*name); !ok) return usage_error(ok.error().message);
+  cfg.name = *name;
+  auto bind_hp = parse_host_port(*bind, PortZero::allowed);
+  if (!bind_hp) return usage_error("--bind: " + bind_hp.error().message);
+  cfg.bind = *bind_hp;
+  if (seeds) {
+    auto list = parse_host_port_list(*seeds);
+    if (!list) return usage_error("--seeds: " + list.error().message);
+    cfg.seeds = *list;
+  }
+  cfg.gossip.cluster_id = cluster ? *cluster : "default";
+  if (cfg.gossip.cluster_id.empty()) return usage_error("--cluster must not be empty");
+  if (join_timeout) {
+    auto t = parse_seconds(*join_timeout);
+    if (!t) return usage_error("--join-timeout: " + t.error().message);
+    cfg.join_timeout = *t;
+  }
+  if (advertise) {
+    if (advertise->empty()) return usage_error("--advertise must not be empty");
+    cfg.advertise_host = *advertise;
+  }
+  cfg.meta.slots = static_cast<uint32_t>(slots.value_or(1));
+  cfg.membership.min_hosts = static_cast<uint32_t>(min_hosts.value_or(1));
+  cfg.membership.max_hosts = static_cast<uint32_t>(max_hosts.value_or(0));
+  if (max_hosts && min_hosts && *max_hosts < *min_hosts) return usage_error("--max-hosts is below --min-hosts");
+  if (hold_down) {
+    auto t = parse_seconds(*hold_down);
+    if (!t) return usage_error("--hold-down: " + t.error().message);
+    cfg.membership.hold_down = std::chrono::duration_cast<gossip::Time>(*t);
+  }
+  if (quorum_policy) {
+    if (*quorum_policy == "majority") {
+      cfg.membership.policy = membership::QuorumPolicy::majority;
+    } else if (*quorum_policy == "any") {
+      cfg.membership.policy = membership::QuorumPolicy::any;
+    } else {
+      return usage_error("--quorum-policy must be majority or any, not '" + *quorum_policy + "'");
+    }
+  }
+  cfg.control_path = control ? *control : default_control_path(cfg.name, probe_control_dirs());
+  if (cfg.control_path.empty()) return usage_error("--control must not be empty");
+
+  std::signal(SIGPIPE, SIG_IGN);
+  Agent agent(std::move(cfg));
+  // Installed before start(), so a signal that arrives early still means a graceful stop.
+  boost::asio::signal_set signals(agent.io(), SIGINT, SIGTERM);
+  int signals_seen = 0;
+  std::function<void()> wait_signal = [&] {
+    signals.async_wait([&](boost::system::error_code ec, int) {
+      if (ec) return;
+      if (++signals_seen == 1) {
+        agent.stop();
+        wait_signal();
+      } else {
+        agent.stop_now();
+      }
+    });
+  };
+  wait_signal();
+  if (auto started = agent.start(); !started) {
+    std::cerr << "shoal agent: " << started.error().message << "\n";
+    return kExitFailure;
+  }
+
+  std::cout << "shoal agent " << agent.swim().self().name << " listening on " << agent.addr() << " control "
+            << agent.control_path() << std::endl;
+
+  const Status outcome = agent.run();
+  if (!outcome) {
+    std::cerr << "shoal agent: " << outcome.error().message << "\n";
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+}  // namespace shoal::agent

@@ -1,0 +1,73 @@
+// The Asio runtime of the gossip core: turns gossip::Effects into UDP datagrams, TCP requests and
+// one wake-up timer, and feeds received datagrams, TCP requests and timer expiries back into
+// gossip::Swim. It decides nothing about the protocol.
+#pragma once
+
+#include <array>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/udp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "agent/stream_client.hpp"
+#include "agent/stream_listener.hpp"
+#include "agent/warn_limiter.hpp"
+#include "gossip/swim.hpp"
+
+namespace shoal::agent {
+
+namespace asio = boost::asio;
+
+class GossipRuntime {
+ public:
+  using Clock = std::chrono::steady_clock;
+  using EventObserver = std::function<void(const gossip::MemberEvent&)>;
+
+  // `origin` is time zero for the core. The listener gets the gossip channels (push-pull, probe).
+  GossipRuntime(asio::io_context& io, asio::ip::udp::socket socket, gossip::Swim swim, Clock::time_point origin,
+                StreamListener& listener);
+  GossipRuntime(const GossipRuntime&) = delete;
+  GossipRuntime& operator=(const GossipRuntime&) = delete;
+
+  // Starts receiving and joins through `seed_addrs` (numeric "ip:port"; empty: a new cluster).
+  void start(const std::vector<std::string>& seed_addrs);
+  // Graceful leave: the core broadcasts it; keep the loop running briefly so that it goes out.
+  void leave();
+  // Stops receiving and ticking (after leave() and its grace period).
+  void close();
+
+  // Called for every member event, after it is logged.
+  void add_observer(EventObserver observer) { observers_.push_back(std::move(observer)); }
+
+  const gossip::Swim& swim() const { return swim_; }
+  gossip::Time now() const;
+
+ private:
+  void receive_next();
+  void perform(gossip::Effects& fx);
+  void send_packet(gossip::SendPacket& p);
+  void start_stream(gossip::StreamRequest& r);
+  void arm_timer(gossip::Time at);
+  std::vector<std::byte> answer_stream(const StreamPeer& peer, std::span<const std::byte> request);
+  void warn_limited(const std::string& key, const std::string& message);
+
+  asio::io_context& io_;
+  asio::ip::udp::socket socket_;
+  gossip::Swim swim_;
+  Clock::time_point origin_;
+  StreamClient client_;
+  asio::steady_timer timer_;
+  std::optional<gossip::Time> armed_at_;
+  uint64_t timer_seq_ = 0;  // a wait from an earlier arming is stale and ignored
+  std::array<std::byte, 65536> rx_buf_{};
+  asio::ip::udp::endpoint rx_from_;
+  std::vector<std::byte> hello_;  // our hello for gossip requests
+  std::vector<EventObserver> observers_;
+  WarnLimiter warn_{std::chrono::seconds(10)};
+  bool closed_ = false;
+};
+
+}  // namespace shoal::agent

@@ -1,0 +1,188 @@
+// Inbound TCP connections: hello, then one request/response exchange on a registered channel.
+#include "agent/stream_listener.hpp"
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+
+#include "agent/endpoint_text.hpp"
+#include "agent/frame_io.hpp"
+#include "base/log.hpp"
+
+namespace shoal::agent {
+
+struct StreamListener::Shared {
+  struct Channel {
+    size_t max_request_bytes = 0;
+    RequestHandler handler;
+  };
+  std::string cluster_id;
+  Limits limits;
+  std::map<int, Channel> channels;
+  wire::RejectCounters rejected;
+  WarnLimiter warn{std::chrono::seconds(10)};
+  size_t active = 0;
+
+  void reject(wire::RejectCause cause, const std::string& remote, const std::string& detail) {
+    rejected.add(cause);
+    if (auto held = warn.admit(wire::name(cause), WarnLimiter::Clock::now())) {
+      log::get(log::Component::agent)
+          .warn("tcp: refused input from {} ({}: {}){}", remote, wire::name(cause), detail,
+                *held ? fmt::format("; {} more of this kind since the last report", *held) : std::string());
+    }
+  }
+};
+
+namespace {
+
+using tcp = asio::ip::tcp;
+
+class StreamSession : public std::enable_shared_from_this<StreamSession> {
+ public:
+  StreamSession(tcp::socket socket, std::shared_ptr<StreamListener::Shared> shared)
+      : socket_(std::move(socket)), shared_(std::move(shared)), timer_(socket_.get_executor()) {
+    boost::system::error_code ec;
+    const auto ep = socket_.remote_endpoint(ec);
+    remote_ = ec ? std::string("?") : ip_port_text(ep.address(), ep.port());
+    ++shared_->active;
+  }
+
+  void start() {
+    auto self = shared_from_this();
+    timer_.expires_after(shared_->limits.connection_timeout);
+    timer_.async_wait([self](boost::system::error_code ec) {
+      if (ec || self->done_) return;
+      self->fail(wire::RejectCause::truncated, "no complete exchange within the time limit");
+    });
+    async_read_frame(socket_, kMaxHelloBytes,
+                     [self](Result<wire::Frame, FrameReadError> r) { self->on_hello(std::move(r)); });
+  }
+
+ private:
+  void on_hello(Result<wire::Frame, FrameReadError> r) {
+    if (!r) return on_read_error(r.error(), "hello");
+    if (r->type != static_cast<uint8_t>(FrameType::hello)) {
+      return fail(wire::RejectCause::malformed, "first frame has type " + std::to_string(r->type) + ", not hello");
+    }
+    auto hello = decode_hello(r->payload, shared_->cluster_id);
+    if (!hello) return fail(hello.error().cause, "hello: " + hello.error().detail);
+    const auto it = shared_->channels.find(hello->channel);
+    if (it == shared_->channels.end()) {
+      return fail(wire::RejectCause::bad_version,
+                  "channel " + wire::Hello::Channel_Name(hello->channel) + " is not served here");
+    }
+    peer_.hello = std::move(*hello);
+    peer_.remote = remote_;
+    auto self = shared_from_this();
+    async_read_frame(socket_, it->second.max_request_bytes,
+                     [self](Result<wire::Frame, FrameReadError> r2) { self->on_request(std::move(r2)); });
+  }
+
+  void on_request(Result<wire::Frame, FrameReadError> r) {
+    if (!r) return on_read_error(r.error(), "request");
+    if (r->type != static_cast<uint8_t>(FrameType::request)) {
+      return fail(wire::RejectCause::malformed, "expected a request frame, got type " + std::to_string(r->type));
+    }
+    const auto it = shared_->channels.find(peer_.hello.channel);
+    if (it == shared_->channels.end()) return finish();
+    std::vector<std::byte> response = it->second.handler(peer_, r->payload);
+    if (response.empty()) return finish();
+    out_ = frame_bytes(static_cast<uint8_t>(FrameType::response), response);
+    auto self = shared_from_this();
+    asio::async_write(socket_, asio::buffer(out_), [self](boost::system::error_code, size_t) { self->finish(); });
+  }
+
+  void on_read_error(const FrameReadError& e, const char* what) {
+    if (done_) return;  // the deadline already counted this connection
+    switch (e.kind) {
+      case FrameReadError::Kind::closed:
+        // A connection closed before sending a byte is not a malformed input (port checks do this);
+        // one closed between hello and request is.
+        if (std::string_view(what) == "hello") return finish();
+        return fail(wire::RejectCause::truncated, "closed before the request");
+      case FrameReadError::Kind::truncated:
+        return fail(wire::RejectCause::truncated, std::string(what) + " cut short");
+      case FrameReadError::Kind::rejected:
+        return fail(e.reject.cause, std::string(what) + ": " + e.reject.detail);
+      case FrameReadError::Kind::io:
+        return finish();
+    }
+  }
+
+  void fail(wire::RejectCause cause, const std::string& detail) {
+    if (done_) return;
+    shared_->reject(cause, remote_, detail);
+    finish();
+  }
+
+  void finish() {
+    if (done_) return;
+    done_ = true;
+    --shared_->active;
+    boost::system::error_code ignored;
+    timer_.cancel();
+    socket_.shutdown(tcp::socket::shutdown_both, ignored);
+    socket_.close(ignored);
+  }
+
+  tcp::socket socket_;
+  std::shared_ptr<StreamListener::Shared> shared_;
+  asio::steady_timer timer_;
+  std::string remote_;
+  StreamPeer peer_;
+  std::vector<std::byte> out_;
+  bool done_ = false;
+};
+
+}  // namespace
+
+StreamListener::StreamListener(tcp::acceptor acceptor, std::string cluster_id, Limits limits)
+    : acceptor_(std::move(acceptor)), retry_timer_(acceptor_.get_executor()), shared_(std::make_shared<Shared>()) {
+  shared_->cluster_id = std::move(cluster_id);
+  shared_->limits = limits;
+}
+
+StreamListener::~StreamListener() { close(); }
+
+void StreamListener::add_request_channel(wire::Hello::Channel channel, size_t max_request_bytes,
+                                         RequestHandler handler) {
+  shared_->channels[channel] = Shared::Channel{max_request_bytes, std::move(handler)};
+}
+
+const wire::RejectCounters& StreamListener::rejected() const { return shared_->rejected; }
+
+void StreamListener::start() { accept_next(); }
+
+void StreamListener::close() {
+  boost::system::error_code ignored;
+  acceptor_.close(ignored);
+  retry_timer_.cancel();
+  // Connections in flight finish on their own; no new requests reach the handlers.
+  shared_->channels.clear();
+}
+
+void StreamListener::accept_next() {
+  acceptor_.async_accept([this, shared = shared_](boost::system::error_code ec, tcp::socket socket) {
+    if (ec == asio::error::operation_aborted) return;
+    if (!acceptor_.is_open()) return;
+    if (ec) {
+      log::get(log::Component::agent).warn("tcp: accept failed: {}; retrying", ec.message());
+      retry_timer_.expires_after(std::chrono::milliseconds(100));
+      retry_timer_.async_wait([this](boost::system::error_code tec) {
+        if (!tec && acceptor_.is_open()) accept_next();
+      });
+      return;
+    }
+    if (shared->active >= shared->limits.max_connections) {
+      boost::system::error_code ignored;
+      socket.close(ignored);
+      if (shared->warn.admit("connection limit", WarnLimiter::Clock::now())) {
+        log::get(log::Component::agent).warn("tcp: {} connections open; refusing new ones", shared->active);
+      }
+    } else {
+      std::make_shared<StreamSession>(std::move(socket), shared)->start();
+    }
+    accept_next();
+  });
+}
+
+}  // namespace shoal::agent

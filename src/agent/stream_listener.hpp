@@ -1,0 +1,65 @@
+// The TCP side of the agent's port: accepts connections, reads the typed hello, and hands the
+// connection's request to the handler registered for its channel (gossip push-pull and probe today;
+// view agreement, the rendezvous store and checkpoint streams register theirs later). Every read is
+// bounded in size and time; malformed input is counted by cause and dropped.
+#pragma once
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "agent/stream_hello.hpp"
+#include "agent/warn_limiter.hpp"
+#include "wire/reject.hpp"
+
+namespace shoal::agent {
+
+namespace asio = boost::asio;
+
+struct StreamPeer {
+  PeerHello hello;
+  std::string remote;  // "ip:port" of the connection itself (an ephemeral port)
+};
+
+class StreamListener {
+ public:
+  // One request frame in, one response frame out; an empty response closes without answering.
+  using RequestHandler = std::function<std::vector<std::byte>(const StreamPeer&, std::span<const std::byte> request)>;
+
+  struct Limits {
+    std::chrono::milliseconds connection_timeout{5000};  // hello, request and reply together
+    size_t max_connections = 128;                        // beyond this, new connections are closed at once
+  };
+
+  StreamListener(asio::ip::tcp::acceptor acceptor, std::string cluster_id, Limits limits);
+  ~StreamListener();
+  StreamListener(const StreamListener&) = delete;
+  StreamListener& operator=(const StreamListener&) = delete;
+
+  // Registers the handler of a request/response channel; requests above max_request_bytes are refused.
+  void add_request_channel(wire::Hello::Channel channel, size_t max_request_bytes, RequestHandler handler);
+
+  void start();
+  void close();
+
+  // TCP-level refusals: bad hellos, oversized or truncated frames, unknown channels, timeouts.
+  const wire::RejectCounters& rejected() const;
+
+  // State shared with live connections, which may outlive a close().
+  struct Shared;
+
+ private:
+  void accept_next();
+
+  asio::ip::tcp::acceptor acceptor_;
+  asio::steady_timer retry_timer_;  // after an accept error (out of file descriptors), pause before retrying
+  std::shared_ptr<Shared> shared_;
+};
+
+}  // namespace shoal::agent

@@ -1,0 +1,123 @@
+// `shoal view`: asks a running agent for the committed view, its status and the ranks; and
+// `shoal view force --yes`, the operator's override when a majority of the last view is lost.
+#include <iostream>
+
+#include "agent/cli.hpp"
+#include "agent/control_client.hpp"
+#include "agent/control_path.hpp"
+#include "agent/flags.hpp"
+#include "agent/json_reader.hpp"
+#include "agent/view_report.hpp"
+
+namespace shoal::agent {
+namespace {
+
+int ask(const std::string& who, const std::optional<std::string>& control, const std::optional<std::string>& name,
+        const std::string& request, const std::function<int(const JsonValue&, const std::string&)>& print) {
+  if (control && name) {
+    std::cerr << who << ": give --control or --name, not both\n";
+    return kExitUsage;
+  }
+  auto path = choose_control_socket(control, name);
+  if (!path) {
+    std::cerr << who << ": " << path.error().message << "\n";
+    return kExitFailure;
+  }
+  auto reply = control_request(*path, request);
+  if (!reply) {
+    std::cerr << who << ": " << reply.error().message << "\n";
+    return kExitFailure;
+  }
+  auto doc = parse_json(*reply);
+  if (!doc) {
+    std::cerr << who << ": the agent at " << *path << " sent an unreadable reply: " << doc.error().message << "\n";
+    return kExitFailure;
+  }
+  if (const JsonValue* err = doc->find("error")) {
+    std::cerr << who << ": " << err->as_string().value_or("?") << "\n";
+    return kExitFailure;
+  }
+  return print(*doc, *reply);
+}
+
+int force_command(std::span<const std::string> args) {
+  std::optional<std::string> control, name;
+  bool yes = false;
+  FlagSet flags("shoal view force [--control PATH | --name NAME] --yes",
+                "Operator override for a job that lost a majority of its last view at once (a rack, a switch):\n"
+                "the survivors stall rather than risk a split, and this tells the asked agent to commit the\n"
+                "next view from the members it sees alive, needing only their acceptance.\n"
+                "RISK: if the members it believes lost are in fact alive on the other side of a partition and\n"
+                "are forced too, the job splits into two jobs with the same epoch. Force one side only, and\n"
+                "only when the other side is known to be down.\n"
+                "Exit status: 0 when the view was committed, 1 when it was not (the reason is printed).");
+  flags.add_string("control", "PATH", "the agent's control socket", &control);
+  flags.add_string("name", "NAME", "the agent's member name", &name);
+  flags.add_bool("yes", "confirm that the lost members are down (required)", &yes);
+  auto parsed = flags.parse(args);
+  if (!parsed) {
+    std::cerr << "shoal view force: " << parsed.error().message << "\n";
+    return kExitUsage;
+  }
+  if (parsed->help) {
+    std::cout << flags.help();
+    return kExitOk;
+  }
+  if (!yes) {
+    std::cerr << "shoal view force: refusing without --yes (read `shoal view force --help` for the risk)\n";
+    return kExitUsage;
+  }
+  return ask("shoal view force", control, name, "view-force yes", [](const JsonValue& doc, const std::string&) {
+    const JsonValue* forced = doc.find("forced");
+    if (forced == nullptr || !forced->as_bool().value_or(false)) {
+      const JsonValue* why = doc.find("error");
+      std::cerr << "shoal view force: not forced: " << (why ? why->as_string().value_or("?") : "?") << "\n";
+      return kExitFailure;
+    }
+    std::cout << "forced: committed epoch " << doc.find("epoch")->as_uint64().value_or(0) << "\n";
+    return kExitOk;
+  });
+}
+
+}  // namespace
+
+int view_command(std::span<const std::string> args) {
+  if (!args.empty() && args[0] == "force") return force_command(args.subspan(1));
+  std::optional<std::string> control, name;
+  bool json = false;
+  FlagSet flags("shoal view [--control PATH | --name NAME] [--json]\n       shoal view force ... --yes",
+                "Print a running agent's committed view: epoch, hash, status (forming, stable, proposing, or\n"
+                "stalled with its reason), the members and the ranks derived from them.\n"
+                "Exit status: 0 on success, 1 when no agent answers, 2 on a usage error.");
+  flags.add_string("control", "PATH", "the agent's control socket", &control);
+  flags.add_string("name", "NAME", "the agent's member name (its socket is looked up in the default places)", &name);
+  flags.add_bool("json", "print the agent's JSON document", &json);
+  auto parsed = flags.parse(args);
+  if (!parsed) {
+    std::cerr << "shoal view: " << parsed.error().message << " (see `shoal view --help`)\n";
+    return kExitUsage;
+  }
+  if (parsed->help) {
+    std::cout << flags.help();
+    return kExitOk;
+  }
+  if (!parsed->positional.empty()) {
+    std::cerr << "shoal view: unexpected argument '" << parsed->positional.front() << "'\n";
+    return kExitUsage;
+  }
+  return ask("shoal view", control, name, "view", [json](const JsonValue& doc, const std::string& raw) {
+    if (json) {
+      std::cout << raw << (raw.empty() || raw.back() != '\n' ? "\n" : "");
+      return kExitOk;
+    }
+    auto table = render_view_table(doc);
+    if (!table) {
+      std::cerr << "shoal view: " << table.error().message << "\n";
+      return kExitFailure;
+    }
+    std::cout << *table;
+    return kExitOk;
+  });
+}
+
+}  // namespace shoal::agent

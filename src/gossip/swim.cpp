@@ -1,0 +1,289 @@
+// gossip::Swim's entry points: decoding and dispatch of inputs, the timer set, the periodic
+// duties of on_tick, and the recovery from a pause of this process.
+#include "gossip/swim.hpp"
+
+#include "base/log.hpp"
+#include "gossip/swim_core.hpp"
+
+namespace shoal::gossip {
+
+// ---- the facade ----------------------------------------------------------------------------
+
+Swim::Swim(Config cfg, Identity self, MemberMeta meta, uint64_t seed)
+    : core_(std::make_unique<SwimCore>(std::move(cfg), std::move(self), std::move(meta), seed)) {}
+Swim::~Swim() = default;
+Swim::Swim(Swim&&) noexcept = default;
+Swim& Swim::operator=(Swim&&) noexcept = default;
+
+void Swim::start(const std::vector<std::string>& seed_addrs, Time now, Effects& out) {
+  core_->start(seed_addrs, now, out);
+}
+void Swim::on_packet(const std::string& from, std::span<const std::byte> bytes, Time now, Effects& out) {
+  core_->on_packet(from, bytes, now, out);
+}
+std::vector<std::byte> Swim::on_stream_request(const std::string& from, std::span<const std::byte> bytes, Time now,
+                                               Effects& out) {
+  return core_->on_stream_request(from, bytes, now, out);
+}
+void Swim::on_stream_response(uint64_t token, std::optional<std::span<const std::byte>> bytes, Time now,
+                              Effects& out) {
+  core_->on_stream_response(token, bytes, now, out);
+}
+void Swim::on_tick(Time now, Effects& out) { core_->on_tick(now, out); }
+void Swim::leave(Time now, Effects& out) { core_->leave(now, out); }
+const Identity& Swim::self() const { return core_->self(); }
+std::vector<Member> Swim::members() const { return core_->table().records(); }
+const Member* Swim::find(const std::string& name) const { return core_->table().find(name); }
+const Stats& Swim::stats() const { return core_->stats(); }
+int Swim::local_health() const { return core_->local_health(); }
+const Config& Swim::config() const { return core_->config(); }
+size_t Swim::live_count() const { return core_->table().live_count(); }
+
+// ---- the core: construction, entry and exit ----------------------------------------------------
+
+SwimCore::SwimCore(Config cfg, Identity self, MemberMeta meta, uint64_t seed)
+    : cfg_(std::move(cfg)),
+      rng_(seed),
+      table_(self, meta, Time{0}),
+      health_(cfg_.awareness_max),
+      queue_(cfg_.broadcast_queue_max),
+      writer_(cfg_.cluster_id, self, cfg_.max_packet_bytes),
+      stream_envelope_(wire::make_envelope(cfg_.cluster_id, self.name, self.generation, self.addr)),
+      udp_limits_{cfg_.max_packet_bytes, cfg_.cluster_id},
+      stream_limits_{cfg_.max_stream_bytes, cfg_.cluster_id} {}
+
+void SwimCore::enter(Time now) {
+  const bool stalled = wanted_wake_ && now > *wanted_wake_ + ms(cfg_.stall_threshold_ms);
+  const Time lost = stalled ? now - *wanted_wake_ : Time{0};
+  now_ = std::max(now_, now);
+  if (stalled) recover_from_stall(lost);
+}
+
+void SwimCore::finish(Effects& out) {
+  run_due();
+  const Time wake = next_wake();
+  if (wake != kNever) {
+    out.wake_no_later_than(wake);
+    wanted_wake_ = wake;
+  } else {
+    wanted_wake_.reset();
+  }
+  out_ = nullptr;
+}
+
+Time SwimCore::next_wake() const {
+  Time t = kNever;
+  if (!timers_.empty()) t = std::min(t, timers_.begin()->first.first);
+  if (!started_) return t;
+  t = std::min({t, next_probe_at_, next_push_pull_at_, next_reconnect_at_, next_reap_at_});
+  if (!queue_.empty()) t = std::min(t, next_gossip_at_);
+  if (!joined_) t = std::min(t, next_join_at_);
+  return t;
+}
+
+void SwimCore::run_due() {
+  // Bounded: a timer that re-arms itself at `now` cannot spin forever.
+  for (int guard = 0; guard < 100000; ++guard) {
+    if (!timers_.empty() && timers_.begin()->first.first <= now_) {
+      auto node = timers_.extract(timers_.begin());
+      fire(node.mapped());
+      continue;
+    }
+    if (!started_) return;
+    if (!queue_.empty() && next_gossip_at_ <= now_) {
+      next_gossip_at_ = now_ + ms(cfg_.gossip_interval_ms);
+      gossip_round();
+      continue;
+    }
+    if (next_probe_at_ <= now_) {
+      start_regular_probe();
+      continue;
+    }
+    if (!joined_ && next_join_at_ <= now_) {
+      next_join_at_ = now_ + ms(cfg_.join_retry_ms);
+      send_join();
+      continue;
+    }
+    if (next_push_pull_at_ <= now_) {
+      if (joined_ && early_push_pulls_left_ > 0) {
+        next_push_pull_at_ = now_ + ms(cfg_.join_retry_ms) * (4 - static_cast<int64_t>(early_push_pulls_left_--));
+      } else {
+        next_push_pull_at_ = now_ + push_pull_interval();
+      }
+      if (!leaving_ && push_pulls_in_flight_ < cfg_.push_pull_max_in_flight) {
+        auto peers = pick_members(1, std::string(), true);
+        if (!peers.empty()) start_push_pull(peers[0]->id.addr, StreamKind::push_pull);
+      }
+      continue;
+    }
+    if (next_reconnect_at_ <= now_) {
+      next_reconnect_at_ = now_ + ms(cfg_.reconnect_interval_ms);
+      if (!leaving_) reconnect();
+      continue;
+    }
+    if (next_reap_at_ <= now_) {
+      next_reap_at_ = now_ + std::max(ms(1000), ms(cfg_.tombstone_ttl_ms) / 10);
+      std::vector<std::string> removed;
+      table_.expire_tombstones(now_, ms(cfg_.tombstone_ttl_ms), removed);
+      if (!removed.empty()) order_.clear();  // positions moved
+      continue;
+    }
+    return;
+  }
+}
+
+SwimCore::TimerKey SwimCore::add_timer(Time at, TimerAction action) {
+  const TimerKey key{at, next_token_++};
+  timers_.emplace(key, std::move(action));
+  return key;
+}
+
+void SwimCore::fire(const TimerAction& a) {
+  switch (a.kind) {
+    case TimerKind::probe_direct: probe_direct_timeout(a.seq); break;
+    case TimerKind::probe_end:
+      if (probes_.count(a.seq) != 0) {
+        ++stats_.probes_failed;
+        finish_probe(a.seq, false);
+      } else {
+        ++stats_.stale_timers;
+      }
+      break;
+    case TimerKind::relay_nack: relay_nack(a.seq); break;
+    case TimerKind::relay_expire: relays_.erase(a.seq); break;
+    case TimerKind::suspicion: suspicion_expired(a.name); break;
+  }
+}
+
+// This process did not run for `lost` (paused, swapped out, starved). Timers that expired meanwhile
+// measured our absence, not the silence of others: abandon the probes in flight without blaming
+// their targets, drop late relays, and give every suspicion we hold back the time we were away,
+// asking each suspect directly to refute.
+void SwimCore::recover_from_stall(Time lost) {
+  ++stats_.stalls_detected;
+  health_.apply(LocalHealth::kProbeFailed);
+  for (auto& [seq, p] : probes_) {
+    cancel_timer(p.direct_timer);
+    cancel_timer(p.end_timer);
+  }
+  probes_.clear();
+  regular_probe_.reset();
+  if (started_ && !leaving_) next_probe_at_ = std::min(next_probe_at_, now_);
+  for (auto& [seq, r] : relays_) {
+    cancel_timer(r.nack_timer);
+    cancel_timer(r.expire_timer);
+  }
+  relays_.clear();
+  for (auto& [name, s] : suspicions_) {
+    s.timer.postpone(lost);
+    reschedule_suspicion(s, name);
+    if (const Member* m = table_.find(name); m != nullptr && !m->id.addr.empty()) {
+      send(m->id.addr, update_entry(*m, s.timer.accuser()), false);
+    }
+  }
+  shoal::log::get(shoal::log::Component::gossip)
+      .debug("{}: no run for {} ms: probes abandoned, suspicions postponed", self().name, lost.count() / 1000);
+}
+
+void SwimCore::log_reject(const wire::DecodeError& e, const char* what) {
+  stats_.rejected.add(e.cause);
+  auto& last = last_reject_log_[static_cast<size_t>(e.cause)];
+  if (last && now_ - *last < ms(10000)) return;
+  last = now_;
+  shoal::log::get(shoal::log::Component::gossip)
+      .warn("{}: refused {} ({}: {}); {} refused for this cause so far, logged at most every 10 s", self().name,
+            what, wire::name(e.cause), e.detail, stats_.rejected.get(e.cause));
+}
+
+void SwimCore::note_sender(const std::string& from, const wire::MemberId& sender, const Member* known) {
+  if (known != nullptr && known->id.generation >= sender.generation()) {
+    if (!unknown_senders_.empty()) unknown_senders_.erase(sender.name());
+    return;
+  }
+  if (!joined_ || leaving_) return;
+  auto [it, inserted] = unknown_senders_.emplace(sender.name(), now_);
+  if (inserted) {
+    if (unknown_senders_.size() > 64) unknown_senders_.erase(it);  // bounded; others will do
+    return;
+  }
+  if (now_ - it->second < ms(cfg_.unknown_sender_pull_ms)) return;
+  it->second = now_;  // at most one pull per interval per sender
+  start_push_pull(from, StreamKind::push_pull);
+}
+
+// ---- entry points ------------------------------------------------------------------------------
+
+void SwimCore::start(const std::vector<std::string>& seed_addrs, Time now, Effects& out) {
+  out_ = &out;
+  enter(now);
+  if (started_) {
+    finish(out);
+    return;
+  }
+  started_ = true;
+  table_.set_self(State::alive, table_.self().incarnation, now_);
+  emit(table_.self(), std::nullopt);
+  for (const auto& a : seed_addrs) {
+    if (a != self().addr && std::find(seeds_.begin(), seeds_.end(), a) == seeds_.end()) seeds_.push_back(a);
+  }
+  broadcast(table_.self(), std::string());
+  // Spread the first probe and push-pull over one interval, so members started together do not
+  // probe in lockstep.
+  next_probe_at_ = now_ + ms(cfg_.probe_interval_ms) * static_cast<int64_t>(uniform_index(rng_, 1000)) / 1000;
+  next_gossip_at_ = now_;
+  next_push_pull_at_ = now_ + push_pull_interval() * static_cast<int64_t>(500 + uniform_index(rng_, 1000)) / 1000;
+  next_reconnect_at_ = now_ + ms(cfg_.reconnect_interval_ms);
+  next_reap_at_ = now_ + std::max(ms(1000), ms(cfg_.tombstone_ttl_ms) / 10);
+  if (seeds_.empty()) {
+    joined_ = true;
+  } else {
+    next_join_at_ = now_ + ms(cfg_.join_retry_ms);
+    send_join();
+  }
+  finish(out);
+}
+
+void SwimCore::on_tick(Time now, Effects& out) {
+  out_ = &out;
+  enter(now);
+  finish(out);
+}
+
+void SwimCore::on_packet(const std::string& from, std::span<const std::byte> bytes, Time now, Effects& out) {
+  out_ = &out;
+  enter(now);
+  ++stats_.packets_in;
+  stats_.bytes_in += bytes.size();
+  auto env = wire::decode_packet(bytes, udp_limits_);
+  if (!env) {
+    log_reject(env.error(), "a packet");
+    finish(out);
+    return;
+  }
+  auto packet = decode_gossip(*env);
+  if (!packet) {
+    log_reject(packet.error(), "a packet");
+    finish(out);
+    return;
+  }
+  const pb::Packet& p = *packet;
+  const std::string& sender = env->sender().name();
+  if (sender == self().name && env->sender().generation() == self().generation) {
+    finish(out);  // our own packet looped back: nothing to learn
+    return;
+  }
+  if (started_) {
+    // Updates first: a ping that carries a suspicion of us is answered after we refuted it.
+    corrected_ = false;
+    for (const auto& u : p.updates()) handle_update(u, from);
+    const Member* known = table_.find(sender);  // valid until the table next grows
+    note_sender(from, env->sender(), known);
+    if (p.has_ping()) on_ping(from, env->sender(), p.ping(), known);
+    if (p.has_ping_req()) on_ping_req(from, p.ping_req());
+    if (p.has_ack()) on_ack(*env, p.ack().seq());
+    if (p.has_nack()) on_nack(p.nack().seq());
+  }
+  finish(out);
+}
+
+}  // namespace shoal::gossip

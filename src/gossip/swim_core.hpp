@@ -1,0 +1,197 @@
+// The orchestrating state machine behind gossip::Swim (internal header). Its members are
+// implemented by concern: swim.cpp (entry points, timers, stalls), swim_probe.cpp (probes, acks,
+// nacks, relays for others), swim_updates.cpp (applying claims, suspicion, refutation,
+// dissemination), swim_streams.cpp (join, push-pull, the TCP fallback probe).
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gossip.pb.h"
+#include "gossip/broadcast_queue.hpp"
+#include "gossip/codec.hpp"
+#include "gossip/local_health.hpp"
+#include "gossip/member_table.hpp"
+#include "gossip/probe_order.hpp"
+#include "gossip/suspicion.hpp"
+#include "gossip/swim.hpp"
+
+namespace shoal::gossip {
+
+inline constexpr Time kNever = Time::max();
+
+inline Time ms(uint64_t v) { return std::chrono::duration_cast<Time>(std::chrono::milliseconds(v)); }
+
+class SwimCore {
+ public:
+  SwimCore(Config cfg, Identity self, MemberMeta meta, uint64_t seed);
+
+  void start(const std::vector<std::string>& seed_addrs, Time now, Effects& out);
+  void on_packet(const std::string& from, std::span<const std::byte> bytes, Time now, Effects& out);
+  std::vector<std::byte> on_stream_request(const std::string& from, std::span<const std::byte> bytes, Time now,
+                                           Effects& out);
+  void on_stream_response(uint64_t token, std::optional<std::span<const std::byte>> bytes, Time now, Effects& out);
+  void on_tick(Time now, Effects& out);
+  void leave(Time now, Effects& out);
+
+  const Identity& self() const { return table_.self().id; }
+  const MemberTable& table() const { return table_; }
+  const Stats& stats() const { return stats_; }
+  int local_health() const { return health_.score(); }
+  const Config& config() const { return cfg_; }
+
+ private:
+  // ---- timers: one ordered map, so that a cancelled timer never wakes the runtime ----
+  enum class TimerKind : uint8_t { probe_direct, probe_end, relay_nack, relay_expire, suspicion };
+  using TimerKey = std::pair<Time, uint64_t>;  // (deadline, token): tokens make the order total
+  struct TimerAction {
+    TimerKind kind;
+    uint32_t seq = 0;   // probes and relays
+    std::string name;   // suspicions
+  };
+  TimerKey add_timer(Time at, TimerAction action);
+  void cancel_timer(const TimerKey& key) { timers_.erase(key); }
+  void fire(const TimerAction& action);
+
+  // ---- one probe (the round-robin one, or a confirmation of someone else's suspicion) ----
+  struct Probe {
+    std::string target;
+    uint64_t generation = 0;
+    std::string addr;
+    bool regular = false;           // the round-robin probe counts towards local health
+    bool indirect_sent = false;
+    std::vector<std::string> helpers;
+    uint32_t nacks = 0;
+    TimerKey direct_timer{}, end_timer{};
+  };
+  // ---- a ping sent for another member's probe (we are its helper) ----
+  struct Relay {
+    std::string prober_addr;
+    uint32_t prober_seq = 0;
+    std::string target;
+    uint64_t generation = 0;
+    bool nacked = false;
+    TimerKey nack_timer{}, expire_timer{};
+  };
+  struct Suspicion {
+    SuspicionTimer timer;
+    uint64_t generation = 0;
+    uint64_t incarnation = 0;
+    TimerKey key{};
+  };
+  enum class StreamKind : uint8_t { join, push_pull, push_state, fallback_probe };
+  struct PendingStream {
+    StreamKind kind;
+    std::string peer_addr;
+    uint32_t seq = 0;  // fallback probes
+  };
+
+  // swim.cpp
+  void enter(Time now);
+  void finish(Effects& out);
+  void run_due();
+  void recover_from_stall(Time lost);
+  Time next_wake() const;
+  void log_reject(const wire::DecodeError& e, const char* what);
+  void note_sender(const std::string& from, const wire::MemberId& sender, const Member* known);
+
+  // swim_probe.cpp
+  void start_regular_probe();
+  void start_probe(const Member& target, bool regular);
+  void probe_direct_timeout(uint32_t seq);
+  void finish_probe(uint32_t seq, bool acked);
+  void on_ping(const std::string& from, const wire::MemberId& sender, const pb::Ping& ping, const Member* known);
+  void on_ping_req(const std::string& from, const pb::PingReq& req);
+  void on_ack(const wire::Envelope& env, uint32_t seq);
+  void on_nack(uint32_t seq);
+  void relay_nack(uint32_t seq);
+  std::vector<const Member*> pick_members(size_t k, const std::string& exclude, bool alive_only);
+
+  // swim_updates.cpp
+  // from_addr: where to answer a sender that is behind (empty: do not); from_state: read from a
+  // push-pull state rather than gossiped.
+  void handle_claim(const Claim& c, const std::string& from_addr, bool from_state);
+  // A received update: claims that change nothing here are dropped before they are decoded
+  // (most updates a member receives are repeats).
+  void handle_update(const pb::Update& u, const std::string& from_addr);
+  bool worth_correcting(const Member& record, State claimed) const;
+  void handle_self_claim(const Claim& c);
+  void refute(uint64_t seen_incarnation, const std::string& accuser);
+  void accuse(const std::string& name);  // this member's own probe of `name` failed
+  void start_suspicion(const Member& m, const std::string& accuser);
+  void reschedule_suspicion(Suspicion& s, const std::string& name);
+  void suspicion_expired(const std::string& name);
+  void emit(const Member& m, std::optional<State> previous);
+  void broadcast(const Member& m, const std::string& accuser);
+  void gossip_round();
+  uint32_t retransmit_limit() const;
+  std::string update_entry(const Member& m, const std::string& accuser) const;
+  // Sends `body` plus as many queued updates as fit to `to`.
+  void send(const std::string& to, std::string body, bool piggyback = true);
+
+  // swim_streams.cpp
+  void send_join();
+  void start_push_pull(const std::string& addr, StreamKind kind);
+  uint64_t request(const std::string& to, const pb::StreamRequest& msg, StreamKind kind, uint32_t seq, Time deadline);
+  void merge_state(const pb::FullState& state, const std::string& peer);
+  void reconnect();
+  Time push_pull_interval() const;
+
+  Config cfg_;
+  std::mt19937_64 rng_;
+  MemberTable table_;
+  ProbeOrder order_;
+  LocalHealth health_;
+  BroadcastQueue queue_;
+  PacketWriter writer_;
+  wire::Envelope stream_envelope_;  // sender fields of every stream payload
+  wire::PacketLimits udp_limits_, stream_limits_;
+  Stats stats_;
+  Effects* out_ = nullptr;  // the effects of the call in progress
+  Time now_{0};
+
+  bool started_ = false;
+  bool leaving_ = false;
+  std::optional<Time> wanted_wake_;  // the wake-up we last asked for: a call much later means we were paused
+
+  std::map<TimerKey, TimerAction> timers_;
+  uint64_t next_token_ = 1;
+  uint32_t next_seq_ = 1;
+
+  std::map<uint32_t, Probe> probes_;
+  std::optional<uint32_t> regular_probe_;
+  Time next_probe_at_ = kNever;
+  std::map<uint32_t, Relay> relays_;
+  std::map<std::string, Suspicion> suspicions_;
+
+  Time next_gossip_at_{0};
+  Time next_push_pull_at_ = kNever;
+  Time next_reconnect_at_ = kNever;
+  Time next_reap_at_ = kNever;
+
+  std::vector<std::string> seeds_;
+  bool joined_ = false;
+  Time next_join_at_ = kNever;
+  std::map<uint64_t, PendingStream> streams_;
+  bool merging_join_ = false;  // reading the state our seed sent back: nothing in it is news to others
+  bool corrected_ = false;  // this packet's sender was already told what it missed
+  // Senders we heard from but hold no record of (name -> first heard): if gossip has not told us
+  // about one within unknown_sender_pull_ms, we pull its state.
+  std::map<std::string, Time> unknown_senders_;
+  uint32_t push_pulls_in_flight_ = 0;
+  // After joining, a few push-pulls at short intervals catch what the broadcasts of a cluster
+  // that is itself starting up did not deliver.
+  uint32_t early_push_pulls_left_ = 3;
+
+  std::array<std::optional<Time>, wire::kRejectCauses> last_reject_log_{};
+  std::optional<Time> last_name_clash_log_;
+};
+
+}  // namespace shoal::gossip

@@ -1,0 +1,224 @@
+// Probing: the round-robin probe and confirmation probes (direct ping, then ping-reqs through k
+// helpers and a TCP ping in parallel), the answers to others' pings, and the relays we run as a
+// helper (forwarding acks, sending Lifeguard's nacks).
+#include "gossip/swim_core.hpp"
+
+namespace shoal::gossip {
+
+std::vector<const Member*> SwimCore::pick_members(size_t k, const std::string& exclude, bool alive_only) {
+  std::vector<const Member*> chosen;
+  const auto& records = table_.records();
+  if (k == 0 || records.size() < 2) return chosen;
+  auto eligible = [&](const Member& m) {
+    if (alive_only ? m.state != State::alive : !is_live(m.state)) return false;
+    return m.id.name != exclude && !m.id.addr.empty() &&
+           std::find(chosen.begin(), chosen.end(), &m) == chosen.end();
+  };
+  // Random draws first: O(k) when most records are live, which is the common case at any size.
+  for (size_t attempt = 0; attempt < 4 * k + 8 && chosen.size() < k; ++attempt) {
+    const Member& m = records[1 + uniform_index(rng_, records.size() - 1)];  // [0] is self
+    if (eligible(m)) chosen.push_back(&m);
+  }
+  if (chosen.size() == k) return chosen;
+  // Few eligible members: reservoir sampling over the rest of the table.
+  const size_t drawn = chosen.size();
+  size_t seen = 0;
+  for (size_t i = 1; i < records.size(); ++i) {
+    const Member& m = records[i];
+    if (std::find(chosen.begin(), chosen.begin() + static_cast<std::ptrdiff_t>(drawn), &m) !=
+        chosen.begin() + static_cast<std::ptrdiff_t>(drawn)) {
+      continue;
+    }
+    if (alive_only ? m.state != State::alive : !is_live(m.state)) continue;
+    if (m.id.name == exclude || m.id.addr.empty()) continue;
+    ++seen;
+    if (chosen.size() < k) {
+      chosen.push_back(&m);
+    } else if (size_t j = uniform_index(rng_, seen); j < k - drawn) {
+      chosen[drawn + j] = &m;
+    }
+  }
+  return chosen;
+}
+
+void SwimCore::start_regular_probe() {
+  next_probe_at_ = now_ + health_.scale(ms(cfg_.probe_interval_ms));
+  if (leaving_) {
+    next_probe_at_ = kNever;
+    return;
+  }
+  const auto& records = table_.records();
+  auto probeable = [&](const Member& m) { return is_live(m.state) && !m.id.addr.empty(); };
+  auto target = order_.next(
+      [&](ProbeOrder::Slot i) { return i != 0 && i < records.size() && probeable(records[i]); },  // [0] is self
+      [&] {
+        std::vector<ProbeOrder::Slot> slots;
+        slots.reserve(table_.live_count());
+        for (size_t i = 1; i < records.size(); ++i) {
+          if (probeable(records[i])) slots.push_back(static_cast<ProbeOrder::Slot>(i));
+        }
+        return slots;
+      },
+      rng_);
+  if (!target) return;
+  const Member* m = &records[*target];
+  for (const auto& [seq, p] : probes_) {
+    if (p.target == m->id.name) return;  // a confirmation probe of it is running already
+  }
+  start_probe(*m, true);
+}
+
+void SwimCore::start_probe(const Member& target, bool regular) {
+  const uint32_t seq = next_seq_++;
+  Probe p;
+  p.target = target.id.name;
+  p.generation = target.id.generation;
+  p.addr = target.id.addr;
+  p.regular = regular;
+  const Time direct = health_.scale(ms(cfg_.probe_timeout_ms));
+  const Time indirect = health_.scale(ms(cfg_.indirect_timeout_ms));
+  p.direct_timer = add_timer(now_ + direct, TimerAction{TimerKind::probe_direct, seq, {}});
+  p.end_timer = add_timer(now_ + direct + indirect, TimerAction{TimerKind::probe_end, seq, {}});
+  if (regular) {
+    regular_probe_ = seq;
+    next_probe_at_ = std::max(next_probe_at_, now_ + direct + indirect);
+  }
+  std::string body = ping_body(seq);
+  // Lifeguard's buddy system: a suspect learns of the suspicion from the ping itself.
+  if (target.state == State::suspect) {
+    auto s = suspicions_.find(target.id.name);
+    body += update_entry(target, s != suspicions_.end() ? s->second.timer.accuser() : self().name);
+  }
+  const std::string addr = target.id.addr;
+  probes_.emplace(seq, std::move(p));
+  ++stats_.probes_sent;
+  send(addr, std::move(body));
+}
+
+void SwimCore::probe_direct_timeout(uint32_t seq) {
+  auto it = probes_.find(seq);
+  if (it == probes_.end()) {
+    ++stats_.stale_timers;
+    return;
+  }
+  Probe& p = it->second;
+  p.indirect_sent = true;
+  const Identity target{p.target, p.generation, p.addr};
+  // Ping once more ourselves: at 10% loss a second try turns one in five failed direct probes
+  // into one in twenty-five, for one datagram.
+  send(p.addr, ping_body(seq));
+  for (const Member* h : pick_members(cfg_.indirect_checks, p.target, true)) {
+    p.helpers.push_back(h->id.name);
+    ++stats_.indirect_probes_sent;
+    send(h->id.addr, ping_req_body(seq, target));
+  }
+  if (cfg_.fallback_probe) {
+    pb::StreamRequest req;
+    req.mutable_ping()->set_seq(seq);
+    ++stats_.fallback_probes_sent;
+    request(p.addr, req, StreamKind::fallback_probe, seq, p.end_timer.first);
+  }
+}
+
+void SwimCore::finish_probe(uint32_t seq, bool acked) {
+  auto it = probes_.find(seq);
+  if (it == probes_.end()) return;
+  Probe p = std::move(it->second);
+  probes_.erase(it);
+  cancel_timer(p.direct_timer);
+  cancel_timer(p.end_timer);
+  if (p.regular) {
+    if (regular_probe_ == seq) regular_probe_.reset();
+    if (acked) {
+      health_.apply(LocalHealth::kProbeSucceeded);
+    } else {
+      health_.apply(LocalHealth::kProbeFailed);
+      // Helpers that stayed silent suggest that our own network is the problem.
+      if (p.indirect_sent && p.nacks < p.helpers.size()) health_.apply(LocalHealth::kMissedNack);
+    }
+  }
+  if (acked) {
+    ++stats_.acks_received;
+    return;
+  }
+  const Member* m = table_.find(p.target);
+  if (m != nullptr && m->id.generation == p.generation && is_live(m->state)) accuse(p.target);
+}
+
+void SwimCore::on_ping(const std::string& from, const wire::MemberId& sender, const pb::Ping& ping,
+                       const Member* known) {
+  std::string body = ack_body(ping.seq());
+  // A member we hold as suspect or dead is told so at once, so that it refutes (an accused
+  // member that pings us is alive, or paused and back).
+  if (known != nullptr && known->id.generation == sender.generation() && known->state != State::alive &&
+      known->state != State::left) {
+    auto s = suspicions_.find(known->id.name);
+    body += update_entry(*known, s != suspicions_.end() ? s->second.timer.accuser() : self().name);
+  }
+  send(from, std::move(body));
+}
+
+void SwimCore::on_ping_req(const std::string& from, const pb::PingReq& req) {
+  if (leaving_ || req.target() == self().name) return;
+  const uint32_t seq = next_seq_++;
+  Relay r;
+  r.prober_addr = from;
+  r.prober_seq = req.seq();
+  r.target = req.target();
+  r.generation = req.target_generation();
+  const Time nack_after = ms(cfg_.nack_timeout_ms);
+  r.nack_timer = add_timer(now_ + nack_after, TimerAction{TimerKind::relay_nack, seq, {}});
+  // Keep forwarding a late ack while the prober may still be waiting for it.
+  r.expire_timer = add_timer(now_ + nack_after + ms(cfg_.indirect_timeout_ms), TimerAction{TimerKind::relay_expire, seq, {}});
+  relays_.emplace(seq, std::move(r));
+  ++stats_.relayed_pings;
+  send(req.target_addr(), ping_body(seq));
+}
+
+void SwimCore::relay_nack(uint32_t seq) {
+  auto it = relays_.find(seq);
+  if (it == relays_.end()) {
+    ++stats_.stale_timers;
+    return;
+  }
+  it->second.nacked = true;
+  ++stats_.nacks_sent;
+  send(it->second.prober_addr, nack_body(it->second.prober_seq));
+}
+
+void SwimCore::on_ack(const wire::Envelope& env, uint32_t seq) {
+  const auto& sender = env.sender();
+  if (auto it = probes_.find(seq); it != probes_.end()) {
+    const Probe& p = it->second;
+    const bool from_target = sender.name() == p.target && sender.generation() == p.generation;
+    const bool from_helper =
+        p.indirect_sent && std::find(p.helpers.begin(), p.helpers.end(), sender.name()) != p.helpers.end();
+    if (from_target || from_helper) {
+      if (from_helper && !from_target) ++stats_.indirect_acks;
+      finish_probe(seq, true);
+      return;
+    }
+  }
+  if (auto it = relays_.find(seq); it != relays_.end()) {
+    Relay& r = it->second;
+    if (sender.name() == r.target && sender.generation() == r.generation) {
+      const std::string to = r.prober_addr;
+      const uint32_t prober_seq = r.prober_seq;
+      cancel_timer(r.nack_timer);
+      cancel_timer(r.expire_timer);
+      relays_.erase(it);
+      send(to, ack_body(prober_seq));
+      return;
+    }
+  }
+  ++stats_.stale_acks;
+}
+
+void SwimCore::on_nack(uint32_t seq) {
+  auto it = probes_.find(seq);
+  if (it == probes_.end()) return;
+  ++it->second.nacks;
+  ++stats_.nacks_received;
+}
+
+}  // namespace shoal::gossip

@@ -1,0 +1,241 @@
+// What this member does with claims: applies them to its table by SWIM precedence, runs the
+// suspicion timers, refutes claims about itself, accuses members its probes could not reach, and
+// spreads every change by piggyback and by the gossip timer.
+#include "base/log.hpp"
+#include "gossip/swim_core.hpp"
+
+namespace shoal::gossip {
+
+bool SwimCore::worth_correcting(const Member& record, State claimed) const {
+  const bool accusation = claimed == State::suspect || claimed == State::dead;
+  return (accusation && is_live(record.state)) || (claimed == State::alive && !is_live(record.state));
+}
+
+void SwimCore::handle_update(const pb::Update& u, const std::string& from_addr) {
+  if (u.name() != self().name) {
+    if (const Member* m = table_.find(u.name()); m != nullptr) {
+      const State claimed = state_of(u.state());
+      const Verdict v = judge(*m, claimed, u.generation(), u.incarnation());
+      if (v == Verdict::same && claimed != State::suspect) return;
+      if (v == Verdict::stale && (corrected_ || from_addr.empty() || !worth_correcting(*m, claimed))) return;
+    }
+  }
+  handle_claim(from_proto(u), from_addr, false);
+}
+
+void SwimCore::handle_claim(const Claim& c, const std::string& from_addr, bool from_state) {
+  if (c.id.name == self().name) {
+    handle_self_claim(c);
+    return;
+  }
+  const Member* before = table_.find(c.id.name);
+  const bool was_live = before != nullptr && is_live(before->state);
+  const auto outcome = table_.apply(c, now_);
+  switch (outcome.verdict) {
+    case Verdict::replace: {
+      ++stats_.updates_applied;
+      const Member& m = *outcome.member;
+      const std::string name = m.id.name;
+      emit(m, outcome.previous);
+      if (m.state == State::suspect) {
+        start_suspicion(m, c.accuser);
+      } else if (auto s = suspicions_.find(name); s != suspicions_.end()) {
+        cancel_timer(s->second.key);
+        suspicions_.erase(s);
+      }
+      if (is_live(m.state) && !was_live) order_.add(table_.position_of(name), rng_);
+      // A joining member learns the whole table from its seed: everyone has that already.
+      if (!merging_join_) broadcast(m, c.accuser);
+      if (m.state == State::suspect && c.accuser != self().name) {
+        // Ask a few members (each with probability p) to check the suspect now: their
+        // confirmations shorten the suspicion instead of waiting for the round-robin.
+        const size_t others = table_.live_count() > 2 ? table_.live_count() - 2 : 1;
+        const uint64_t p_millionths = std::min<uint64_t>(1000000, uint64_t{cfg_.confirmation_probes} * 1000000 / others);
+        if (!leaving_ && uniform_index(rng_, 1000000) < p_millionths) {
+          bool probing = false;
+          for (const auto& [seq, p] : probes_) probing = probing || p.target == name;
+          if (!probing) start_probe(*table_.find(name), false);
+        }
+      }
+      break;
+    }
+    case Verdict::same:
+      if (c.state == State::suspect) {
+        auto s = suspicions_.find(c.id.name);
+        if (s != suspicions_.end() && s->second.timer.confirm(c.accuser)) {
+          ++stats_.confirmations;
+          reschedule_suspicion(s->second, c.id.name);
+          broadcast(*outcome.member, c.accuser);
+        }
+      }
+      break;
+    case Verdict::raise_only:
+      break;
+    case Verdict::stale: {
+      // The sender is behind. Tell it what we know when that matters: an accusation of a member
+      // that has refuted it, or an alive of one we hold dead (perhaps the member itself, back from
+      // a pause). One such answer per packet.
+      const Member* m = outcome.member;
+      if (m == nullptr || from_addr.empty() || corrected_ || from_state) break;
+      if (worth_correcting(*m, c.state)) {
+        corrected_ = true;
+        auto s = suspicions_.find(m->id.name);
+        send(from_addr, update_entry(*m, s != suspicions_.end() ? s->second.timer.accuser() : self().name), false);
+      }
+      break;
+    }
+  }
+}
+
+void SwimCore::handle_self_claim(const Claim& c) {
+  const Member& me = table_.self();
+  if (leaving_ || c.id.generation < me.id.generation) return;  // news about an earlier life of ours
+  if (c.id.generation > me.id.generation) {
+    if (!last_name_clash_log_ || now_ - *last_name_clash_log_ >= ms(10000)) {
+      last_name_clash_log_ = now_;
+      shoal::log::get(shoal::log::Component::gossip)
+          .warn("{}: another member claims our name with a newer generation ({} > {}): two members with one name?",
+                me.id.name, c.id.generation, me.id.generation);
+    }
+    return;
+  }
+  const bool accused = c.state != State::alive;
+  if (accused ? c.incarnation >= me.incarnation : c.incarnation > me.incarnation) refute(c.incarnation, c.accuser);
+}
+
+void SwimCore::refute(uint64_t seen_incarnation, const std::string& accuser) {
+  const uint64_t inc = std::max(seen_incarnation, table_.self().incarnation) + 1;
+  table_.set_self(State::alive, inc, now_);
+  health_.apply(LocalHealth::kRefuted);
+  ++stats_.refutations;
+  emit(table_.self(), State::alive);
+  broadcast(table_.self(), std::string());
+  // The accuser's timer runs first: answer it directly too.
+  if (const Member* a = table_.find(accuser); a != nullptr && a != &table_.self() && !a->id.addr.empty()) {
+    send(a->id.addr, update_entry(table_.self(), std::string()), false);
+  }
+}
+
+void SwimCore::accuse(const std::string& name) {
+  const Member* m = table_.find(name);
+  if (m == nullptr || !is_live(m->state)) return;
+  const bool fresh = m->state == State::alive;
+  if (fresh) ++stats_.suspicions_raised;
+  handle_claim(Claim{m->id, State::suspect, m->incarnation, {}, self().name}, std::string(), false);
+  // Buddy system: tell the suspect itself at once; it refutes if it is alive.
+  m = table_.find(name);
+  if (fresh && m != nullptr && m->state == State::suspect) send(m->id.addr, update_entry(*m, self().name), false);
+}
+
+void SwimCore::start_suspicion(const Member& m, const std::string& accuser) {
+  if (auto old = suspicions_.find(m.id.name); old != suspicions_.end()) {
+    cancel_timer(old->second.key);
+    suspicions_.erase(old);
+  }
+  const auto bounds = suspicion_bounds(ms(cfg_.suspicion_min_ms), cfg_.suspicion_max_mult,
+                                       cfg_.suspicion_confirmations, table_.live_count());
+  auto [it, inserted] = suspicions_.emplace(
+      m.id.name, Suspicion{SuspicionTimer(now_, bounds, accuser), m.id.generation, m.incarnation, TimerKey{}});
+  it->second.key = add_timer(it->second.timer.deadline(), TimerAction{TimerKind::suspicion, 0, m.id.name});
+}
+
+void SwimCore::reschedule_suspicion(Suspicion& s, const std::string& name) {
+  cancel_timer(s.key);
+  s.key = add_timer(std::max(now_, s.timer.deadline()), TimerAction{TimerKind::suspicion, 0, name});
+}
+
+void SwimCore::suspicion_expired(const std::string& name) {
+  auto it = suspicions_.find(name);
+  if (it == suspicions_.end()) {
+    ++stats_.stale_timers;
+    return;
+  }
+  const Suspicion s = std::move(it->second);
+  suspicions_.erase(it);
+  const Member* m = table_.find(name);
+  if (m == nullptr || m->state != State::suspect || m->id.generation != s.generation ||
+      m->incarnation != s.incarnation) {
+    ++stats_.stale_timers;
+    return;
+  }
+  ++stats_.deaths_declared;
+  shoal::log::get(shoal::log::Component::gossip)
+      .debug("{}: {} declared dead after {} confirmations", self().name, name, s.timer.confirmations());
+  handle_claim(Claim{m->id, State::dead, m->incarnation, {}, self().name}, std::string(), false);
+}
+
+void SwimCore::emit(const Member& m, std::optional<State> previous) {
+  if (out_ != nullptr) out_->events.push_back(MemberEvent{m, previous});
+}
+
+std::string SwimCore::update_entry(const Member& m, const std::string& accuser) const {
+  pb::Update u;
+  to_proto(m, accuser, u);
+  return encode_update_entry(u);
+}
+
+void SwimCore::broadcast(const Member& m, const std::string& accuser) {
+  queue_.push(m.id.name, update_entry(m, accuser));
+  stats_.broadcasts_dropped = queue_.dropped();
+}
+
+uint32_t SwimCore::retransmit_limit() const {
+  const double n = static_cast<double>(table_.live_count());
+  const auto scale = static_cast<uint32_t>(std::ceil(std::log10(n + 1.0)));
+  return std::max<uint32_t>(1, cfg_.retransmit_mult * std::max<uint32_t>(1, scale));
+}
+
+void SwimCore::gossip_round() {
+  for (const Member* m : pick_members(cfg_.gossip_fanout, std::string(), false)) {
+    std::string body;
+    if (queue_.fill(body, writer_.body_budget(), retransmit_limit()) == 0) break;
+    ++stats_.gossip_packets_sent;
+    send(m->id.addr, std::move(body), false);
+  }
+}
+
+void SwimCore::send(const std::string& to, std::string body, bool piggyback) {
+  if (out_ == nullptr || to.empty()) return;
+  if (piggyback) queue_.fill(body, writer_.body_budget(), retransmit_limit());
+  if (body.size() > writer_.body_budget()) {
+    log_reject(wire::DecodeError{wire::RejectCause::oversized, "outgoing gossip body of " +
+                                                                   std::to_string(body.size()) + " bytes"},
+               "to send a packet");
+    return;
+  }
+  auto bytes = writer_.finish(body);
+  ++stats_.packets_out;
+  stats_.bytes_out += bytes.size();
+  out_->packets.push_back(SendPacket{to, std::move(bytes)});
+}
+
+void SwimCore::leave(Time now, Effects& out) {
+  out_ = &out;
+  enter(now);
+  if (!started_ || leaving_) {
+    finish(out);
+    return;
+  }
+  leaving_ = true;
+  table_.set_self(State::left, table_.self().incarnation, now_);
+  emit(table_.self(), State::alive);
+  for (auto& [seq, p] : probes_) {
+    cancel_timer(p.direct_timer);
+    cancel_timer(p.end_timer);
+  }
+  probes_.clear();
+  regular_probe_.reset();
+  next_probe_at_ = kNever;
+  next_push_pull_at_ = kNever;
+  next_reconnect_at_ = kNever;
+  broadcast(table_.self(), std::string());
+  // Tell a handful of members directly, so that the news does not wait for the gossip timer.
+  const std::string entry = update_entry(table_.self(), std::string());
+  for (const Member* m : pick_members(std::max<uint32_t>(cfg_.gossip_fanout, 8), std::string(), false)) {
+    send(m->id.addr, entry, false);
+  }
+  next_gossip_at_ = now_ + ms(cfg_.gossip_interval_ms);
+  finish(out);
+}
+
+}  // namespace shoal::gossip

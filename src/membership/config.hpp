@@ -1,0 +1,80 @@
+// The knobs of committed-view agreement, and what the ViewKeeper asks its runtime to do.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gossip/types.hpp"
+#include "membership/view.hpp"
+
+namespace shoal::membership {
+
+using gossip::Time;
+
+// Who may move the job to a new view.
+enum class QuorumPolicy : uint8_t {
+  // A majority of the last view's members must accept, so a minority partition never moves on.
+  // The safe default. With 2 hosts, a survivor cannot tell its peer's crash from a partition and stalls.
+  majority,
+  // Any connected set of at least min_hosts members that all accept may continue. Trades safety for
+  // availability: both sides of a partition can commit different views of the same epoch (split brain).
+  any,
+};
+
+struct Config {
+  uint32_t min_hosts = 1;            // no view with fewer members is proposed (bootstrap waits for this many)
+  uint32_t max_hosts = 0;            // 0: no limit; joiners beyond it wait
+  Time settle_quiet{50'000};         // propose once the wanted member set has not changed for this long...
+  Time settle_max{500'000};          // ...or once a change has been pending this long (a join storm batches)
+  Time hold_down{10'000'000};        // a removed member must stay alive this long before it is readmitted
+  Time phase_timeout{1'000'000};     // a prepare or accept phase that has not reached its quorum gives up
+  Time retry_backoff{100'000};       // base of the randomised pause after a failed round
+  Time takeover_after{2'000'000};    // a member that is not the designated proposer proposes after this long
+  Time commit_retry{500'000};        // a commit that did not reach a member is sent again after this long
+  QuorumPolicy policy = QuorumPolicy::majority;
+};
+
+// A TCP request/response to a peer: send `bytes` as one frame, read one frame back, then call
+// ViewKeeper::on_response(token, bytes) — or with nullopt if the exchange failed or passed `deadline`.
+struct ViewRequestOut {
+  uint64_t token = 0;
+  std::string to;  // host:port
+  std::vector<std::byte> bytes;
+  Time deadline{0};
+};
+
+struct KeeperOutput {
+  std::vector<ViewRequestOut> requests;
+  std::vector<View> committed;   // views installed by this call, oldest first
+  std::optional<Time> wake_at;
+
+  void wake_no_later_than(Time t) {
+    if (!wake_at || t < *wake_at) wake_at = t;
+  }
+  void clear() {
+    requests.clear();
+    committed.clear();
+    wake_at.reset();
+  }
+};
+
+enum class KeeperPhase : uint8_t {
+  forming,    // no view yet
+  stable,     // the committed view matches what gossip sees
+  proposing,  // a change is due or a round is running
+  stalled,    // a change is needed but may not be made (see reason)
+};
+const char* to_string(KeeperPhase p);
+
+struct KeeperStatus {
+  KeeperPhase phase = KeeperPhase::forming;
+  std::string reason;  // for people: why proposing or stalled
+  uint64_t epoch = 0;
+  size_t live_of_view = 0;   // members of the committed view that gossip sees alive or suspect
+  size_t view_size = 0;
+  bool in_view = false;      // this member is in the committed view
+};
+
+}  // namespace shoal::membership

@@ -1,0 +1,110 @@
+// The wanted next member list: who stays, who goes, who may join, and what blocks a change.
+#include "membership/desired_view.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace shoal::membership {
+namespace {
+
+ViewMember from_gossip(const gossip::Member& m, uint64_t join_epoch) {
+  ViewMember v;
+  v.name = m.id.name;
+  v.host = m.meta.host.empty() ? m.id.name : m.meta.host;
+  v.addr = m.id.addr;
+  v.slots = m.meta.slots;
+  v.join_epoch = join_epoch;
+  v.generation = m.id.generation;
+  return v;
+}
+
+bool live(gossip::State s) { return s == gossip::State::alive || s == gossip::State::suspect; }
+
+std::string names_of(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < 8; ++i) out += (i ? ", " : "") + names[i];
+  if (names.size() > 8) out += ", ... (" + std::to_string(names.size()) + ")";
+  return out;
+}
+
+}  // namespace
+
+bool same_members(std::vector<ViewMember> a, std::vector<ViewMember> b) {
+  if (a.size() != b.size()) return false;
+  auto by_name = [](const ViewMember& x, const ViewMember& y) { return x.name < y.name; };
+  std::sort(a.begin(), a.end(), by_name);
+  std::sort(b.begin(), b.end(), by_name);
+  return a == b;
+}
+
+Desired desired_view(const View& committed, const std::vector<gossip::Member>& gossip, const FlapDamper& damper,
+                     const Config& cfg, Time now) {
+  Desired d;
+  const uint64_t next_epoch = committed.epoch() + 1;
+  std::map<std::string, const gossip::Member*> seen;
+  for (const auto& m : gossip) seen[m.id.name] = &m;
+
+  bool only_graceful = true;
+  std::vector<std::string> live_names, lost_names;
+  for (const ViewMember& vm : committed.members()) {
+    const auto it = seen.find(vm.name);
+    const gossip::Member* g = it == seen.end() ? nullptr : it->second;
+    if (g != nullptr && g->id.generation == vm.generation && live(g->state)) {
+      ViewMember keep = from_gossip(*g, vm.join_epoch);
+      d.members.push_back(keep);
+      live_names.push_back(vm.name);
+      if (!(keep == vm)) only_graceful = false;  // metadata changed
+    } else {
+      lost_names.push_back(vm.name);
+      if (g == nullptr || g->id.generation != vm.generation || g->state != gossip::State::left) only_graceful = false;
+    }
+  }
+  d.live_of_view = live_names.size();
+
+  // Joiners: alive, not in the view at this generation, past their hold-down; oldest alive first.
+  struct Joiner {
+    Time since;
+    const gossip::Member* m;
+  };
+  std::vector<Joiner> joiners;
+  for (const auto& m : gossip) {
+    if (m.state != gossip::State::alive) continue;
+    const ViewMember* in_view = committed.find(m.id.name);
+    if (in_view != nullptr && in_view->generation == m.id.generation) continue;
+    if (!damper.eligible(m.id.name, m.id.generation, now, cfg.hold_down)) {
+      const Time at = damper.eligible_at(m.id.name, m.id.generation, cfg.hold_down);
+      if (at != Time::max() && (!d.next_eligible || at < *d.next_eligible)) d.next_eligible = at;
+      continue;
+    }
+    joiners.push_back({damper.alive_since(m.id.name, m.id.generation).value_or(now), &m});
+  }
+  std::sort(joiners.begin(), joiners.end(), [](const Joiner& a, const Joiner& b) {
+    return a.since != b.since ? a.since < b.since : a.m->id.name < b.m->id.name;
+  });
+  for (const Joiner& j : joiners) {
+    if (cfg.max_hosts != 0 && d.members.size() >= cfg.max_hosts) break;
+    d.members.push_back(from_gossip(*j.m, next_epoch));
+    only_graceful = false;
+  }
+
+  d.differs = !same_members(d.members, committed.members());
+  d.graceful_only = d.differs && only_graceful;
+  d.majority_live = committed.size() == 0 || live_names.size() * 2 > committed.size();
+  if (!d.differs) return d;
+
+  if (d.members.size() < std::max<uint32_t>(cfg.min_hosts, 1)) {
+    d.blocked = committed.epoch() == 0
+                    ? "forming: " + std::to_string(d.members.size()) + " of --min-hosts " +
+                          std::to_string(cfg.min_hosts) + " members alive"
+                    : "below --min-hosts: the next view would have " + std::to_string(d.members.size()) +
+                          " members, fewer than " + std::to_string(cfg.min_hosts);
+  } else if (!d.majority_live && cfg.policy == QuorumPolicy::majority) {
+    d.blocked = "majority lost: " + std::to_string(live_names.size()) + " of " + std::to_string(committed.size()) +
+                " members of epoch " + std::to_string(committed.epoch()) + " alive (" + names_of(live_names) +
+                "); lost: " + names_of(lost_names) + "; need " + std::to_string(committed.size() / 2 + 1) +
+                ". `shoal view force` overrides (risk: split brain if the others are alive)";
+  }
+  return d;
+}
+
+}  // namespace shoal::membership

@@ -1,0 +1,33 @@
+// What the next view should hold, as a pure function of the committed view, gossip's opinion, the
+// flap damper and the configuration — and, when no change may be made, why.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "membership/config.hpp"
+#include "membership/flap_damper.hpp"
+#include "membership/view.hpp"
+
+namespace shoal::membership {
+
+struct Desired {
+  std::vector<ViewMember> members;  // the wanted member list (join_epoch already set), unordered
+  bool differs = false;             // the wanted list is not the committed view's list
+  bool graceful_only = false;       // the only changes are members that left gracefully: no settle wait
+  bool majority_live = true;        // a majority of the committed view is alive or suspect
+  size_t live_of_view = 0;
+  std::string blocked;              // non-empty: a change is wanted but may not be proposed (the reason)
+  std::optional<Time> next_eligible;  // when a member in hold-down becomes admissible
+};
+
+// Members of `committed` stay while gossip sees the same generation alive or suspect; dead, left,
+// restarted or forgotten members go. Alive members not in the view join when the flap damper allows,
+// up to max_hosts. `epoch_if_committed` is the epoch the result would be committed at.
+Desired desired_view(const View& committed, const std::vector<gossip::Member>& gossip, const FlapDamper& damper,
+                     const Config& cfg, Time now);
+
+// True when both lists hold the same members with the same fields (order ignored).
+bool same_members(std::vector<ViewMember> a, std::vector<ViewMember> b);
+
+}  // namespace shoal::membership

@@ -1,0 +1,43 @@
+// Flap damping: a member removed from a committed view is readmitted only after it has stayed alive
+// for the hold-down period, so a host with a bad link costs one removal, not a rebuild every few
+// seconds. A restart (a newer generation) is a new process, not a flap: it is admitted at once.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gossip/types.hpp"
+
+namespace shoal::membership {
+
+using gossip::Time;
+
+class FlapDamper {
+ public:
+  // Feeds gossip's current opinion: tracks since when each member has been continuously alive.
+  void observe(const std::vector<gossip::Member>& members, Time now);
+  // Records that `name` (at `generation`) left a committed view at `now`.
+  void removed(const std::string& name, uint64_t generation, Time now);
+
+  // Whether this member may be admitted now, and if not, from when (for the wake-up).
+  bool eligible(const std::string& name, uint64_t generation, Time now, Time hold_down) const;
+  Time eligible_at(const std::string& name, uint64_t generation, Time hold_down) const;
+  // Since when gossip has seen this member alive without interruption (nullopt: not alive now).
+  std::optional<Time> alive_since(const std::string& name, uint64_t generation) const;
+
+ private:
+  struct Alive {
+    uint64_t generation = 0;
+    Time since{0};
+  };
+  struct Removal {
+    uint64_t generation = 0;
+    Time at{0};
+  };
+  std::map<std::string, Alive> alive_;
+  std::map<std::string, Removal> removed_;
+};
+
+}  // namespace shoal::membership

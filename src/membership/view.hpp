@@ -1,0 +1,94 @@
+// The View: one committed member list (epoch, members in canonical order) and its stable hash.
+// It is all that src/ranks and everything after it sees of membership; pure data, no IO.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.hpp"
+
+namespace shoal::membership {
+
+// A member as the committed view records it.
+//
+// slots == 0 makes the member a witness: it is in the view and counts for agreement, but holds no
+// ranks and no checkpoint replicas (a CPU-only tie-breaker host, or a host whose GPUs are drained).
+struct ViewMember {
+  std::string name;         // unique in the view, stable across restarts
+  std::string host;         // the machine's host name; several members may share one
+  std::string addr;         // "host:port" (IPv6 in brackets) the member's agent listens on
+  uint32_t slots = 0;       // GPU slots = ranks this member runs
+  uint64_t join_epoch = 0;  // the epoch of the first view that included it (<= the view's epoch)
+  uint64_t generation = 0;  // the gossip generation of the process admitted (a restart is a new member)
+  bool operator==(const ViewMember&) const = default;
+};
+
+// An address split into its parts; `host` carries no brackets.
+struct Endpoint {
+  std::string host;
+  uint16_t port = 0;
+  bool operator==(const Endpoint&) const = default;
+};
+
+// Parses "host:port" or "[v6]:port" with port 1..65535. (The agent has its own parser for what users
+// type; membership cannot depend on the agent.)
+Result<Endpoint> parse_endpoint(std::string_view addr);
+
+// Limits that catch corrupt views early rather than deriving absurd rank tables from them.
+inline constexpr uint32_t kMaxSlotsPerMember = 1024;
+
+class View {
+ public:
+  // The empty view at epoch 0: nobody yet.
+  View();
+
+  // Validates the members and orders them canonically by (join_epoch, name), so that the order in
+  // which they were supplied never matters. Refuses: an empty or duplicate name, an empty host, an
+  // address that does not parse or that another member has too, slots above kMaxSlotsPerMember, a
+  // join_epoch after `epoch`.
+  static Result<View> make(uint64_t epoch, std::vector<ViewMember> members);
+
+  uint64_t epoch() const { return epoch_; }
+  const std::vector<ViewMember>& members() const { return members_; }
+  size_t size() const { return members_.size(); }
+
+  // FNV-1a 64 over canonical_encoding(); equal views give equal hashes on every machine and build.
+  uint64_t hash() const { return hash_; }
+
+  // nullptr / nullopt when no member has that name.
+  const ViewMember* find(std::string_view name) const;
+  std::optional<size_t> index_of(std::string_view name) const;
+
+  // Sum of slots over all members: the world size of the ranks derived from this view.
+  uint64_t total_slots() const;
+
+  // Equal epoch and equal members in the same (canonical) order; the hash then agrees too.
+  bool operator==(const View& other) const { return epoch_ == other.epoch_ && members_ == other.members_; }
+
+  // One line for logs: "view e=7 h=1f2e3d4c5b6a7980 n=2 [a(h1 h1:7946 s=8 j=1 g=3), b(...)]".
+  std::string to_string() const;
+
+ private:
+  View(uint64_t epoch, std::vector<ViewMember> members);
+
+  uint64_t epoch_ = 0;
+  std::vector<ViewMember> members_;
+  uint64_t hash_ = 0;
+};
+
+// The bytes the hash is computed over, all integers little-endian:
+//   "shoal.view.v1" | u64 epoch | u64 member count |
+//   per member in canonical order: str name | str host | str addr | u32 slots | u64 join_epoch |
+//   u64 generation
+// where str is a u32 byte length followed by the bytes. Changing this layout changes every hash:
+// bump the "v1" tag and the pinned value in tests/ranks/view_test.cpp together.
+std::string canonical_encoding(uint64_t epoch, const std::vector<ViewMember>& members);
+
+// FNV-1a, 64 bits (offset basis 0xcbf29ce484222325, prime 0x100000001b3). Also the stable hash that
+// replica placement uses for host keys.
+uint64_t fnv1a64(std::string_view bytes);
+
+}  // namespace shoal::membership

@@ -1,0 +1,76 @@
+// View/ballot <-> Protobuf, and decoding of untrusted view-agreement frames.
+#include "membership/view_codec.hpp"
+
+namespace shoal::membership {
+
+void to_msg(const View& v, wire::ViewMsg* out) {
+  out->set_epoch(v.epoch());
+  out->set_hash(v.hash());
+  out->mutable_members()->Reserve(static_cast<int>(v.size()));
+  for (const ViewMember& m : v.members()) {
+    auto* mm = out->add_members();
+    mm->set_name(m.name);
+    mm->set_host(m.host);
+    mm->set_addr(m.addr);
+    mm->set_slots(m.slots);
+    mm->set_join_epoch(m.join_epoch);
+    mm->set_generation(m.generation);
+  }
+}
+
+Result<View> from_msg(const wire::ViewMsg& msg) {
+  std::vector<ViewMember> members;
+  members.reserve(static_cast<size_t>(msg.members_size()));
+  for (const auto& mm : msg.members()) {
+    members.push_back(ViewMember{mm.name(), mm.host(), mm.addr(), mm.slots(), mm.join_epoch(), mm.generation()});
+  }
+  auto v = View::make(msg.epoch(), std::move(members));
+  if (!v) return fail("view of epoch " + std::to_string(msg.epoch()) + ": " + v.error().message);
+  if (v->hash() != msg.hash()) return fail("view of epoch " + std::to_string(msg.epoch()) + ": hash mismatch");
+  return v;
+}
+
+void to_msg(const Ballot& b, wire::BallotMsg* out) {
+  out->set_round(b.round);
+  out->set_proposer(b.proposer);
+}
+
+Ballot from_msg(const wire::BallotMsg& msg) { return Ballot{msg.round(), msg.proposer()}; }
+
+std::vector<std::byte> encode(const google::protobuf::MessageLite& msg) {
+  std::vector<std::byte> out(msg.ByteSizeLong());
+  msg.SerializeToArray(out.data(), static_cast<int>(out.size()));
+  return out;
+}
+
+namespace {
+Unexpected<wire::DecodeError> reject(wire::RejectCause c, std::string detail) {
+  return Unexpected<wire::DecodeError>{wire::DecodeError{c, std::move(detail)}};
+}
+}  // namespace
+
+Result<wire::ViewRequest, wire::DecodeError> decode_request(std::span<const std::byte> bytes) {
+  if (bytes.size() > kMaxViewFrameBytes) return reject(wire::RejectCause::oversized, "view request too large");
+  wire::ViewRequest req;
+  if (!req.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return reject(wire::RejectCause::malformed, "view request does not parse");
+  }
+  if (req.epoch() == 0 || req.from_name().empty() || req.kind_case() == wire::ViewRequest::KIND_NOT_SET) {
+    return reject(wire::RejectCause::malformed, "view request lacks epoch, sender or kind");
+  }
+  return req;
+}
+
+Result<wire::ViewResponse, wire::DecodeError> decode_response(std::span<const std::byte> bytes) {
+  if (bytes.size() > kMaxViewFrameBytes) return reject(wire::RejectCause::oversized, "view response too large");
+  wire::ViewResponse resp;
+  if (!resp.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return reject(wire::RejectCause::malformed, "view response does not parse");
+  }
+  if (resp.verdict() == wire::ViewResponse::VERDICT_UNSPECIFIED) {
+    return reject(wire::RejectCause::malformed, "view response without verdict");
+  }
+  return resp;
+}
+
+}  // namespace shoal::membership

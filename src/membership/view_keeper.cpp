@@ -1,0 +1,265 @@
+// ViewKeeper, proposer side: deciding when a change is due, running rounds, committing, installing.
+#include "membership/view_keeper.hpp"
+
+#include "base/log.hpp"
+#include "membership/view_codec.hpp"
+
+namespace shoal::membership {
+namespace {
+
+spdlog::logger& logger() { return log::get(log::Component::membership); }
+
+}  // namespace
+
+const char* to_string(KeeperPhase p) {
+  switch (p) {
+    case KeeperPhase::forming: return "forming";
+    case KeeperPhase::stable: return "stable";
+    case KeeperPhase::proposing: return "proposing";
+    case KeeperPhase::stalled: return "stalled";
+  }
+  return "?";
+}
+
+ViewKeeper::ViewKeeper(Config cfg, gossip::Identity self, uint64_t seed)
+    : cfg_(std::move(cfg)), self_(std::move(self)), rng_(seed) {
+  acceptor_.reset(1);
+  status_.reason = "forming: no view yet";
+}
+
+void ViewKeeper::on_members(std::vector<gossip::Member> members, Time now, KeeperOutput& out) {
+  gossip_ = std::move(members);
+  damper_.observe(gossip_, now);
+  evaluate(now, out);
+}
+
+void ViewKeeper::on_tick(Time now, KeeperOutput& out) {
+  if (round_ && now >= round_deadline_) fail_round(now, "phase timed out waiting for " + round_->waiting_for());
+  while (!commit_retries_.empty() && commit_retries_.begin()->first <= now) {
+    Pending p = commit_retries_.begin()->second;
+    commit_retries_.erase(commit_retries_.begin());
+    if (p.commit_epoch == view_.epoch()) send_commit(p.name, p.addr, view_, true, p.attempts, now, out);
+  }
+  evaluate(now, out);
+}
+
+Status ViewKeeper::force(Time now, KeeperOutput& out) {
+  if (view_.epoch() == 0) return fail("no view has been committed yet: there is nothing to override");
+  const Desired d = desired_view(view_, gossip_, damper_, cfg_, now);
+  if (!d.differs) return fail("the committed view already matches the live members: nothing to force");
+  if (d.members.size() < std::max<uint32_t>(cfg_.min_hosts, 1)) {
+    return fail("only " + std::to_string(d.members.size()) + " members alive, below --min-hosts " +
+                std::to_string(cfg_.min_hosts));
+  }
+  logger().warn("operator forces the next view without a majority of epoch {} ({} of {} members alive)",
+                view_.epoch(), d.live_of_view, view_.size());
+  force_requested_ = true;
+  backoff_until_ = now;
+  evaluate(now, out);
+  return Ok{};
+}
+
+bool ViewKeeper::live(const std::string& name, uint64_t generation) const {
+  for (const auto& m : gossip_) {
+    if (m.id.name == name) {
+      return m.id.generation == generation && (m.state == gossip::State::alive || m.state == gossip::State::suspect);
+    }
+  }
+  return false;
+}
+
+bool ViewKeeper::live_by_name(const std::string& name) const {
+  for (const auto& m : gossip_) {
+    if (m.id.name == name) return m.state == gossip::State::alive || m.state == gossip::State::suspect;
+  }
+  return false;
+}
+
+bool ViewKeeper::designated_proposer() const {
+  const std::string* smallest = nullptr;
+  if (view_.epoch() == 0) {
+    for (const auto& m : gossip_) {
+      if (m.state == gossip::State::alive && (smallest == nullptr || m.id.name < *smallest)) smallest = &m.id.name;
+    }
+  } else {
+    for (const auto& vm : view_.members()) {
+      if (live(vm.name, vm.generation) && (smallest == nullptr || vm.name < *smallest)) smallest = &vm.name;
+    }
+  }
+  return smallest != nullptr && *smallest == self_.name;
+}
+
+void ViewKeeper::evaluate(Time now, KeeperOutput& out) {
+  const Desired d = desired_view(view_, gossip_, damper_, cfg_, now);
+  const ViewMember* me = view_.find(self_.name);
+  status_.epoch = view_.epoch();
+  status_.view_size = view_.size();
+  status_.live_of_view = d.live_of_view;
+  status_.in_view = me != nullptr && me->generation == self_.generation;
+  if (d.next_eligible) out.wake_no_later_than(*d.next_eligible);
+  if (!commit_retries_.empty()) out.wake_no_later_than(commit_retries_.begin()->first);
+
+  if (round_) {
+    status_.phase = KeeperPhase::proposing;
+    status_.reason = "proposing epoch " + std::to_string(round_->epoch()) + " (" +
+                     (round_->step() == RoundStep::prepare ? "prepare" : "accept") + "), waiting for " +
+                     round_->waiting_for();
+    out.wake_no_later_than(round_deadline_);
+    return;
+  }
+  if (!d.differs) {
+    pending_since_.reset();
+    last_desired_.clear();
+    force_requested_ = false;
+    status_.phase = view_.epoch() == 0 ? KeeperPhase::forming : KeeperPhase::stable;
+    status_.reason = view_.epoch() == 0 ? "forming: no members" : "";
+    return;
+  }
+  if (!same_members(d.members, last_desired_)) {
+    last_desired_ = d.members;
+    last_change_ = now;
+  }
+  if (!pending_since_) pending_since_ = now;
+  if (!d.blocked.empty() && !force_requested_) {
+    status_.phase = view_.epoch() == 0 ? KeeperPhase::forming : KeeperPhase::stalled;
+    status_.reason = d.blocked;
+    return;
+  }
+  if (view_.epoch() > 0 && !status_.in_view) {
+    status_.phase = KeeperPhase::proposing;
+    status_.reason = "not in the committed view: waiting to be admitted";
+    return;
+  }
+  const bool due = force_requested_ || d.graceful_only || now - last_change_ >= cfg_.settle_quiet ||
+                   now - *pending_since_ >= cfg_.settle_max;
+  const bool may = force_requested_ || designated_proposer() || now - *pending_since_ >= cfg_.takeover_after;
+  if (due && may && now >= backoff_until_) {
+    const bool all_members = view_.epoch() == 0 || force_requested_ ||
+                             (cfg_.policy == QuorumPolicy::any && !d.majority_live);
+    start_round(d, all_members, now, out);
+    return;
+  }
+  Time wake = std::min(last_change_ + cfg_.settle_quiet, *pending_since_ + cfg_.settle_max);
+  if (!may) wake = std::max(wake, *pending_since_ + cfg_.takeover_after);
+  out.wake_no_later_than(std::max(wake, backoff_until_));
+  status_.phase = KeeperPhase::proposing;
+  status_.reason = may ? "change pending, settling" : "change pending, waiting for the designated proposer";
+}
+
+void ViewKeeper::start_round(const Desired& d, bool all_members_mode, Time now, KeeperOutput& out) {
+  auto value = View::make(view_.epoch() + 1, d.members);
+  if (!value) {
+    logger().error("cannot form the next view: {}", value.error().message);
+    backoff_until_ = now + cfg_.takeover_after;
+    return;
+  }
+  highest_round_seen_ += 1;
+  Ballot ballot{highest_round_seen_, self_.name};
+  round_ = std::make_unique<Round>(next_round_id_++, ballot, std::move(*value), view_, all_members_mode);
+  round_all_members_ = all_members_mode;
+  force_requested_ = false;
+  ++stats_.rounds_started;
+  logger().debug("round {} for epoch {}: ballot ({}, {}), {} members", round_->id(), round_->epoch(), ballot.round,
+                 ballot.proposer, round_->value().size());
+  send_phase(now, out);
+}
+
+void ViewKeeper::send_phase(Time now, KeeperOutput& out) {
+  round_deadline_ = now + cfg_.phase_timeout;
+  out.wake_no_later_than(round_deadline_);
+  const bool prepare = round_->step() == RoundStep::prepare;
+  wire::ViewRequest req;
+  req.set_epoch(round_->epoch());
+  to_msg(round_->ballot(), req.mutable_ballot());
+  req.set_from_name(self_.name);
+  req.set_from_generation(self_.generation);
+  if (prepare) {
+    req.mutable_prepare();
+  } else {
+    to_msg(round_->value(), req.mutable_accept()->mutable_view());
+    req.mutable_accept()->set_forced(round_all_members_);
+  }
+  const std::vector<std::byte> bytes = encode(req);
+  const uint64_t round_id = round_->id();
+  for (const auto& [name, addr] : round_->targets()) {
+    if (!round_ || round_->id() != round_id) return;
+    if (name == self_.name) {
+      const wire::ViewResponse resp = answer(req, now, out);
+      if (round_ && round_->id() == round_id) round_->record(name, vote_from(resp, prepare));
+      continue;
+    }
+    const ViewMember* in_base = view_.find(name);
+    const ViewMember* in_value = round_->value().find(name);
+    const uint64_t gen = in_value ? in_value->generation : in_base->generation;
+    if (!live(name, gen) && !(in_base && live(name, in_base->generation))) {
+      round_->record_failure(name);  // gossip already knows it is gone: do not wait for a timeout
+      continue;
+    }
+    const uint64_t token = next_token_++;
+    pending_[token] = Pending{round_id, name, addr, 0, 0};
+    out.requests.push_back({token, addr, bytes, round_deadline_});
+  }
+  advance_round(now, out);
+}
+
+void ViewKeeper::advance_round(Time now, KeeperOutput& out) {
+  if (!round_) return;
+  switch (round_->quorum()) {
+    case Quorum::pending: return;
+    case Quorum::impossible: fail_round(now, "quorum can no longer be reached"); return;
+    case Quorum::reached: break;
+  }
+  if (round_->step() == RoundStep::prepare) {
+    round_->begin_accept();
+    send_phase(now, out);
+    return;
+  }
+  const View value = round_->value();
+  for (const auto& [name, addr] : round_->targets()) {
+    if (name != self_.name) send_commit(name, addr, value, !round_->accepted_by(name), 0, now, out);
+  }
+  round_.reset();
+  install(value, now, out);
+}
+
+void ViewKeeper::fail_round(Time now, const std::string& why) {
+  logger().debug("round {} for epoch {} failed: {}", round_->id(), round_->epoch(), why);
+  ++stats_.rounds_failed;
+  round_.reset();
+  const auto base = cfg_.retry_backoff.count();
+  backoff_until_ = now + Time(base + static_cast<int64_t>(rng_() % static_cast<uint64_t>(2 * base + 1)));
+}
+
+void ViewKeeper::send_commit(const std::string& name, const std::string& addr, const View& v, bool full, int attempt,
+                             Time now, KeeperOutput& out) {
+  wire::ViewRequest req;
+  req.set_epoch(v.epoch());
+  req.set_from_name(self_.name);
+  req.set_from_generation(self_.generation);
+  auto* c = req.mutable_commit();
+  c->set_hash(v.hash());
+  if (full) to_msg(v, c->mutable_view());
+  const uint64_t token = next_token_++;
+  pending_[token] = Pending{0, name, addr, attempt, v.epoch()};
+  out.requests.push_back({token, addr, encode(req), now + cfg_.phase_timeout});
+}
+
+void ViewKeeper::install(const View& v, Time now, KeeperOutput& out) {
+  if (v.epoch() <= view_.epoch()) return;
+  for (const auto& m : view_.members()) {
+    const ViewMember* next = v.find(m.name);
+    if (next == nullptr || next->generation != m.generation) damper_.removed(m.name, m.generation, now);
+  }
+  logger().info("view epoch {} committed: {} members, hash {:016x} (was epoch {}, {} members)", v.epoch(), v.size(),
+                v.hash(), view_.epoch(), view_.size());
+  view_ = v;
+  acceptor_.reset(v.epoch() + 1);
+  if (round_ && round_->epoch() <= v.epoch()) round_.reset();
+  pending_since_.reset();
+  last_desired_.clear();
+  ++stats_.views_installed;
+  out.committed.push_back(v);
+  out.wake_no_later_than(now);  // look again at once: more changes may be waiting
+}
+
+}  // namespace shoal::membership

@@ -1,0 +1,177 @@
+// ViewKeeper, the side facing peers: answering prepare/accept/commit requests as an acceptor and
+// learner, and taking in the responses to our own requests.
+#include "base/log.hpp"
+#include "membership/view_codec.hpp"
+#include "membership/view_keeper.hpp"
+
+namespace shoal::membership {
+namespace {
+
+constexpr int kMaxCommitAttempts = 4;
+
+spdlog::logger& logger() { return log::get(log::Component::membership); }
+
+}  // namespace
+
+std::vector<std::byte> ViewKeeper::on_request(std::span<const std::byte> bytes, Time now, KeeperOutput& out) {
+  auto req = decode_request(bytes);
+  if (!req) {
+    stats_.rejected.add(req.error().cause);
+    logger().warn("view request rejected ({}): {}", wire::name(req.error().cause), req.error().detail);
+    return {};
+  }
+  const wire::ViewResponse resp = answer(*req, now, out);
+  evaluate(now, out);
+  return encode(resp);
+}
+
+wire::ViewResponse ViewKeeper::answer(const wire::ViewRequest& req, Time now, KeeperOutput& out) {
+  ++stats_.requests_served;
+  wire::ViewResponse resp;
+  resp.set_generation(self_.generation);
+  const uint64_t t = req.epoch();
+
+  if (req.has_commit()) {
+    if (t > view_.epoch()) {
+      if (req.commit().has_view()) {
+        auto v = from_msg(req.commit().view());
+        if (v && v->epoch() == t) {
+          install(*v, now, out);
+        } else {
+          stats_.rejected.add(wire::RejectCause::malformed);
+          logger().warn("commit for epoch {} from {} carries a bad view: {}", t, req.from_name(),
+                        v ? std::string("epoch mismatch") : v.error().message);
+        }
+      } else if (acceptor_.epoch() == t && acceptor_.accepted() && acceptor_.accepted()->hash() == req.commit().hash()) {
+        const View accepted = *acceptor_.accepted();
+        install(accepted, now, out);
+      }
+    }
+    resp.set_verdict(t <= view_.epoch() ? wire::ViewResponse::COMMITTED : wire::ViewResponse::NEED_FULL);
+    resp.set_committed_epoch(view_.epoch());
+    return resp;
+  }
+
+  resp.set_committed_epoch(view_.epoch());
+  const bool prepare = req.has_prepare();
+  if (t <= view_.epoch()) {
+    // The proposer is behind: tell it what was committed.
+    resp.set_verdict(wire::ViewResponse::NACK);
+    to_msg(view_, resp.mutable_committed());
+    return resp;
+  }
+  if (t > view_.epoch() + 1) {
+    // We are behind (or a joiner that has not learned the view): ready, but no acceptor.
+    resp.set_verdict(prepare ? wire::ViewResponse::PROMISE : wire::ViewResponse::ACCEPTED);
+    resp.set_acceptor(false);
+    return resp;
+  }
+  const ViewMember* me = view_.find(self_.name);
+  resp.set_acceptor(t == 1 || (me != nullptr && me->generation == self_.generation));
+  const Ballot b = from_msg(req.ballot());
+  highest_round_seen_ = std::max(highest_round_seen_, b.round);
+  bool ok = false;
+  if (prepare) {
+    ok = acceptor_.prepare(b);
+  } else {
+    auto value = from_msg(req.accept().view());
+    if (!value || value->epoch() != t) {
+      stats_.rejected.add(wire::RejectCause::malformed);
+      logger().warn("accept for epoch {} from {} carries a bad view", t, req.from_name());
+      resp.set_verdict(wire::ViewResponse::NACK);
+      return resp;
+    }
+    ok = acceptor_.accept(b, *value);
+  }
+  if (!ok) {
+    resp.set_verdict(wire::ViewResponse::NACK);
+    to_msg(acceptor_.promised(), resp.mutable_promised());
+    return resp;
+  }
+  resp.set_verdict(prepare ? wire::ViewResponse::PROMISE : wire::ViewResponse::ACCEPTED);
+  if (prepare && acceptor_.accepted()) {
+    to_msg(*acceptor_.accepted_ballot(), resp.mutable_accepted_ballot());
+    to_msg(*acceptor_.accepted(), resp.mutable_accepted());
+  }
+  return resp;
+}
+
+Vote ViewKeeper::vote_from(const wire::ViewResponse& resp, bool prepare_phase) const {
+  Vote v;
+  v.acceptor = resp.acceptor();
+  const auto verdict = resp.verdict();
+  v.ok = prepare_phase ? verdict == wire::ViewResponse::PROMISE : verdict == wire::ViewResponse::ACCEPTED;
+  if (verdict == wire::ViewResponse::NACK && resp.has_promised() && resp.promised().round() > 0) {
+    v.higher = from_msg(resp.promised());
+  }
+  if (v.ok && resp.has_accepted_ballot() && resp.has_accepted()) {
+    auto accepted = from_msg(resp.accepted());
+    if (accepted) {
+      v.accepted_ballot = from_msg(resp.accepted_ballot());
+      v.accepted = std::move(*accepted);
+    }
+  }
+  return v;
+}
+
+void ViewKeeper::learn_from(const wire::ViewResponse& resp, Time now, KeeperOutput& out) {
+  if (!resp.has_committed() || resp.committed().epoch() <= view_.epoch()) return;
+  auto v = from_msg(resp.committed());
+  if (v) {
+    install(*v, now, out);
+  } else {
+    stats_.rejected.add(wire::RejectCause::malformed);
+  }
+}
+
+void ViewKeeper::on_response(uint64_t token, std::optional<std::span<const std::byte>> bytes, Time now,
+                             KeeperOutput& out) {
+  const auto it = pending_.find(token);
+  if (it == pending_.end()) return;
+  const Pending p = it->second;
+  pending_.erase(it);
+
+  std::optional<wire::ViewResponse> resp;
+  if (bytes) {
+    auto r = decode_response(*bytes);
+    if (r) {
+      resp = std::move(*r);
+    } else {
+      stats_.rejected.add(r.error().cause);
+    }
+  }
+  if (resp) learn_from(*resp, now, out);
+
+  if (p.round_id == 0) {  // delivery of a commit
+    if (p.commit_epoch == view_.epoch() && p.attempts + 1 < kMaxCommitAttempts) {
+      if (resp && resp->verdict() == wire::ViewResponse::NEED_FULL) {
+        send_commit(p.name, p.addr, view_, true, p.attempts + 1, now, out);
+      } else if (!resp && live_by_name(p.name)) {
+        Pending retry = p;
+        retry.attempts += 1;
+        commit_retries_.emplace(now + cfg_.commit_retry, retry);
+        out.wake_no_later_than(now + cfg_.commit_retry);
+      }
+    }
+    evaluate(now, out);
+    return;
+  }
+
+  if (round_ && round_->id() == p.round_id) {
+    if (!resp) {
+      round_->record_failure(p.name);
+    } else {
+      Vote v = vote_from(*resp, round_->step() == RoundStep::prepare);
+      if (v.higher) highest_round_seen_ = std::max(highest_round_seen_, v.higher->round);
+      // A member of our view that is behind cannot vote: bring it up to date for the next round.
+      if (view_.epoch() > 0 && resp->committed_epoch() < view_.epoch() && view_.find(p.name) != nullptr) {
+        send_commit(p.name, p.addr, view_, true, 0, now, out);
+      }
+      round_->record(p.name, std::move(v));
+    }
+    advance_round(now, out);
+  }
+  evaluate(now, out);
+}
+
+}  // namespace shoal::membership

@@ -1,0 +1,132 @@
+// The gossip codec: updates and probe messages survive the round trip, packets assembled from
+// pre-encoded pieces equal wire::encode_packet's, and bad bodies are refused as malformed.
+#include <doctest/doctest.h>
+
+#include "gossip/codec.hpp"
+
+using namespace shoal;
+using namespace shoal::gossip;
+
+namespace {
+
+Claim alive_claim() {
+  return Claim{Identity{"node-17", 99, "10.0.0.17:7946"}, State::alive, 4,
+               MemberMeta{"gpu-host-17", 8, {{"rack", "r3"}, {"zone", "a"}}}, ""};
+}
+
+wire::Envelope decode(const std::vector<std::byte>& bytes) {
+  auto env = wire::decode_packet(bytes, wire::PacketLimits{wire::kMaxPacketBytes, "job"});
+  REQUIRE(env.ok());
+  return *env;
+}
+
+}  // namespace
+
+TEST_CASE("an alive update round-trips with its address and metadata") {
+  pb::Update u;
+  to_proto(alive_claim(), u);
+  REQUIRE(valid(u));
+  const Claim back = from_proto(u);
+  CHECK(back.id == alive_claim().id);
+  CHECK(back.meta == alive_claim().meta);
+  CHECK(back.incarnation == 4);
+  CHECK(back.state == State::alive);
+}
+
+TEST_CASE("a suspicion carries its accuser and no metadata") {
+  Claim c = alive_claim();
+  c.state = State::suspect;
+  c.accuser = "node-3";
+  pb::Update u;
+  to_proto(c, u);
+  CHECK(u.addr().empty());
+  CHECK(u.labels_size() == 0);
+  const Claim back = from_proto(u);
+  CHECK(back.state == State::suspect);
+  CHECK(back.accuser == "node-3");
+  CHECK(back.id.generation == 99);
+  CHECK(u.ByteSizeLong() < 30);
+}
+
+TEST_CASE("the packet writer's bytes equal wire::encode_packet's for the same envelope") {
+  PacketWriter w("job", Identity{"node-1", 7, "10.0.0.1:7946"}, wire::kMaxPacketBytes);
+  pb::Update u;
+  to_proto(alive_claim(), u);
+  const std::string body = ping_body(42) + encode_update_entry(u);
+  const auto bytes = w.finish(body);
+
+  wire::Envelope env = wire::make_envelope("job", "node-1", 7, "");
+  env.set_gossip(body);
+  auto reference = wire::encode_packet(env);
+  REQUIRE(reference.ok());
+  CHECK(bytes == *reference);
+}
+
+TEST_CASE("probe messages and piggybacked updates decode from one packet") {
+  PacketWriter w("job", Identity{"node-1", 7, "a:1"}, wire::kMaxPacketBytes);
+  pb::Update u;
+  to_proto(alive_claim(), u);
+  const auto env = decode(w.finish(ping_req_body(9, Identity{"node-2", 3, "b:2"}) + encode_update_entry(u) +
+                                   encode_update_entry(u)));
+  auto p = decode_gossip(env);
+  REQUIRE(p.ok());
+  REQUIRE(p->has_ping_req());
+  CHECK(p->ping_req().seq() == 9);
+  CHECK(p->ping_req().target() == "node-2");
+  CHECK(p->ping_req().target_generation() == 3);
+  CHECK(p->ping_req().target_addr() == "b:2");
+  CHECK(p->updates_size() == 2);
+  CHECK_FALSE(p->has_ping());
+}
+
+TEST_CASE("a ping with no updates is small") {
+  PacketWriter w("job-7", Identity{"node-0123", 1234567, "10.0.0.1:7946"}, wire::kMaxPacketBytes);
+  CHECK(w.finish(ping_body(100000)).size() <= 45);
+  CHECK(w.body_budget() > 1300);
+  CHECK(w.body_budget() < wire::kMaxPacketBytes);
+}
+
+TEST_CASE("a body filled to the budget still fits in one packet") {
+  PacketWriter w("job", Identity{"node-1", 7, "a:1"}, wire::kMaxPacketBytes);
+  const auto bytes = w.finish(std::string(w.body_budget(), '\x00'));
+  CHECK(bytes.size() <= wire::kMaxPacketBytes);
+}
+
+TEST_CASE("gossip bodies that do not parse or carry invalid updates are malformed") {
+  wire::Envelope env = wire::make_envelope("job", "n", 1, "");
+  SUBCASE("garbage") { env.set_gossip(std::string("\xff\xff\xff\xff", 4)); }
+  SUBCASE("an update without a name") {
+    pb::Update u;
+    u.set_generation(1);
+    u.set_addr("x:1");
+    env.set_gossip(encode_update_entry(u));
+  }
+  SUBCASE("an alive update without an address") {
+    pb::Update u;
+    u.set_name("x");
+    u.set_generation(1);
+    env.set_gossip(encode_update_entry(u));
+  }
+  SUBCASE("an update with generation zero") {
+    pb::Update u;
+    u.set_name("x");
+    u.set_addr("x:1");
+    env.set_gossip(encode_update_entry(u));
+  }
+  SUBCASE("a ping-req without a target") {
+    pb::Packet p;
+    p.mutable_ping_req()->set_seq(1);
+    env.set_gossip(p.SerializeAsString());
+  }
+  auto r = decode_gossip(env);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().cause == wire::RejectCause::malformed);
+}
+
+TEST_CASE("an envelope without a gossip body is malformed for the gossip core") {
+  wire::Envelope env = wire::make_envelope("job", "n", 1, "");
+  env.mutable_hello()->set_channel(wire::Hello::PUSH_PULL);
+  auto r = decode_gossip(env);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().cause == wire::RejectCause::malformed);
+}

@@ -1,0 +1,89 @@
+// desired_view: who stays, who goes, who joins, and what blocks a change — a pure function.
+#include <doctest/doctest.h>
+
+#include "keeper_cluster.hpp"
+#include "membership/desired_view.hpp"
+
+using namespace shoal::membership;
+using namespace shoal::membership::testing;
+using shoal::gossip::State;
+using std::chrono::milliseconds;
+
+namespace {
+
+View view_of(uint64_t epoch, std::vector<size_t> idx, uint64_t join_epoch = 1) {
+  std::vector<ViewMember> ms;
+  for (size_t i : idx) ms.push_back(ViewMember{name_of(i), "host" + std::to_string(i), addr_of(i), 2, join_epoch, 1});
+  return View::make(epoch, ms).value();
+}
+
+}  // namespace
+
+TEST_CASE("a view that matches gossip needs no change") {
+  FlapDamper damper;
+  const auto gossip = std::vector{member(0), member(1)};
+  damper.observe(gossip, Time(0));
+  const Desired d = desired_view(view_of(1, {0, 1}), gossip, damper, Config{}, Time(0));
+  CHECK_FALSE(d.differs);
+  CHECK(d.blocked.empty());
+}
+
+TEST_CASE("suspects stay, dead and forgotten members go, left members make a graceful-only change") {
+  FlapDamper damper;
+  Config cfg;
+  {
+    const auto gossip = std::vector{member(0), member(1, State::suspect), member(2, State::left)};
+    const Desired d = desired_view(view_of(1, {0, 1, 2}), gossip, damper, cfg, Time(0));
+    CHECK(d.differs);
+    CHECK(d.graceful_only);
+    CHECK(d.members.size() == 2);
+  }
+  {
+    const auto gossip = std::vector{member(0), member(1, State::dead)};  // 2 forgotten entirely
+    const Desired d = desired_view(view_of(1, {0, 1, 2}), gossip, damper, cfg, Time(0));
+    CHECK(d.members.size() == 1);
+    CHECK_FALSE(d.graceful_only);
+    CHECK_FALSE(d.majority_live);
+    CHECK(d.blocked.find("majority lost: 1 of 3") != std::string::npos);
+    CHECK(d.blocked.find("lost: h1, h2") != std::string::npos);
+  }
+}
+
+TEST_CASE("joiners get the next epoch as join epoch, oldest alive first, up to --max-hosts") {
+  FlapDamper damper;
+  damper.observe({member(0), member(3)}, Time(0));
+  damper.observe({member(0), member(3), member(2)}, milliseconds(5));
+  Config cfg;
+  cfg.max_hosts = 2;
+  const Desired d = desired_view(view_of(4, {0}), {member(0), member(2), member(3)}, damper, cfg, milliseconds(10));
+  REQUIRE(d.members.size() == 2);
+  CHECK(d.members[1].name == "h3");  // alive since 0 ms, before h2 (5 ms)
+  CHECK(d.members[1].join_epoch == 5);
+  CHECK(d.members[0].join_epoch == 1);
+}
+
+TEST_CASE("the availability policy does not block on a lost majority") {
+  FlapDamper damper;
+  Config cfg;
+  cfg.policy = QuorumPolicy::any;
+  const Desired d = desired_view(view_of(1, {0, 1, 2}), {member(0), member(1, State::dead), member(2, State::dead)},
+                                 damper, cfg, Time(0));
+  CHECK(d.blocked.empty());
+  CHECK_FALSE(d.majority_live);
+}
+
+TEST_CASE("the flap damper holds a removed member out until it stayed alive for the hold-down") {
+  FlapDamper damper;
+  damper.observe({member(0), member(1)}, Time(0));
+  damper.removed("h1", 1, milliseconds(100));
+  CHECK_FALSE(damper.eligible("h1", 1, milliseconds(500), milliseconds(1000)));
+  CHECK(damper.eligible("h1", 1, milliseconds(1100), milliseconds(1000)));
+  // Going dead restarts the clock.
+  damper.observe({member(0), member(1, State::dead)}, milliseconds(1200));
+  damper.observe({member(0), member(1)}, milliseconds(1300));
+  CHECK_FALSE(damper.eligible("h1", 1, milliseconds(2000), milliseconds(1000)));
+  CHECK(damper.eligible("h1", 1, milliseconds(2300), milliseconds(1000)));
+  // A new generation is a restart, not a flap: no hold-down.
+  damper.observe({member(0), member(1, State::alive, 2)}, milliseconds(2400));
+  CHECK(damper.eligible("h1", 2, milliseconds(2400), milliseconds(1000)));
+}

@@ -1,0 +1,138 @@
+// A small in-test runtime for ViewKeepers: requests delivered in order with a fixed delay of one
+// millisecond, links that can be cut, nodes that can crash, and gossip opinions set by the test.
+// (The full simulator in tests/sim models the network in detail; this keeps unit tests readable.)
+#pragma once
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "membership/view_keeper.hpp"
+
+namespace shoal::membership::testing {
+
+inline std::string addr_of(size_t i) { return "10.0.0." + std::to_string(i + 1) + ":7946"; }
+inline std::string name_of(size_t i) { return "h" + std::to_string(i); }
+
+inline gossip::Member member(size_t i, gossip::State s = gossip::State::alive, uint64_t generation = 1) {
+  gossip::Member m;
+  m.id = gossip::Identity{name_of(i), generation, addr_of(i)};
+  m.state = s;
+  m.meta.host = "host" + std::to_string(i);
+  m.meta.slots = 2;
+  return m;
+}
+
+class KeeperCluster {
+ public:
+  explicit KeeperCluster(size_t n, Config cfg = {}) {
+    for (size_t i = 0; i < n; ++i) {
+      nodes_.push_back(std::make_unique<ViewKeeper>(cfg, gossip::Identity{name_of(i), 1, addr_of(i)}, 1000 + i));
+      up_.push_back(true);
+      wake_.push_back(Time(0));
+    }
+    committed_.resize(n);
+  }
+
+  ViewKeeper& node(size_t i) { return *nodes_[i]; }
+  Time now() const { return now_; }
+  size_t size() const { return nodes_.size(); }
+
+  // Node i's gossip sees exactly these members (others absent).
+  void set_gossip(size_t i, std::vector<gossip::Member> members) {
+    KeeperOutput out;
+    nodes_[i]->on_members(std::move(members), now_, out);
+    absorb(i, out);
+  }
+  // Every live node sees members `alive` alive and `dead` dead.
+  void everyone_sees(const std::vector<size_t>& alive, const std::vector<size_t>& dead = {}) {
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (!up_[i]) continue;
+      std::vector<gossip::Member> ms;
+      for (size_t a : alive) ms.push_back(member(a));
+      for (size_t d : dead) ms.push_back(member(d, gossip::State::dead));
+      set_gossip(i, ms);
+    }
+  }
+  void crash(size_t i) { up_[i] = false; }
+  void cut(size_t a, size_t b) { cut_.insert({a, b}), cut_.insert({b, a}); }
+  void heal() { cut_.clear(); }
+
+  // Runs virtual time forward, delivering requests and ticks.
+  void run_for(Time span) {
+    const Time end = now_ + span;
+    while (now_ < end) {
+      now_ += Time(1000);
+      deliver();
+      for (size_t i = 0; i < nodes_.size(); ++i) {
+        if (up_[i] && wake_[i] <= now_) {
+          wake_[i] = Time::max();
+          KeeperOutput out;
+          nodes_[i]->on_tick(now_, out);
+          absorb(i, out);
+        }
+      }
+    }
+  }
+
+  // Every view each node ever committed, by node: the safety check reads these.
+  const std::vector<View>& committed(size_t i) const { return committed_[i]; }
+
+ private:
+  struct InFlight {
+    size_t from;
+    size_t to;
+    ViewRequestOut req;
+  };
+
+  size_t index_of(const std::string& addr) const {
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (addr_of(i) == addr) return i;
+    }
+    return nodes_.size();
+  }
+
+  void absorb(size_t i, KeeperOutput& out) {
+    for (auto& v : out.committed) committed_[i].push_back(v);
+    for (auto& r : out.requests) inflight_.push_back({i, index_of(r.to), std::move(r)});
+    if (out.wake_at && *out.wake_at < wake_[i]) wake_[i] = *out.wake_at;
+    out.clear();
+  }
+
+  void deliver() {
+    std::deque<InFlight> batch;
+    batch.swap(inflight_);
+    for (auto& f : batch) {
+      KeeperOutput out;
+      const bool reachable = f.to < nodes_.size() && up_[f.to] && !cut_.count({f.from, f.to});
+      if (!up_[f.from]) continue;
+      if (!reachable) {
+        nodes_[f.from]->on_response(f.req.token, std::nullopt, now_, out);
+        absorb(f.from, out);
+        continue;
+      }
+      const std::vector<std::byte> resp = nodes_[f.to]->on_request(f.req.bytes, now_, out);
+      absorb(f.to, out);
+      KeeperOutput back;
+      if (resp.empty()) {
+        nodes_[f.from]->on_response(f.req.token, std::nullopt, now_, back);
+      } else {
+        nodes_[f.from]->on_response(f.req.token, std::span<const std::byte>(resp), now_, back);
+      }
+      absorb(f.from, back);
+    }
+  }
+
+  std::vector<std::unique_ptr<ViewKeeper>> nodes_;
+  std::vector<bool> up_;
+  std::vector<Time> wake_;
+  std::vector<std::vector<View>> committed_;
+  std::deque<InFlight> inflight_;
+  std::set<std::pair<size_t, size_t>> cut_;
+  Time now_{0};
+};
+
+}  // namespace shoal::membership::testing

@@ -1,0 +1,143 @@
+// Flags of shoal-sim, their defaults and the help text.
+#include "sim_args.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <functional>
+
+#include "agent/flags.hpp"
+
+namespace shoal::sim {
+namespace {
+
+struct RawFlags {
+  std::optional<int64_t> n, seed, runs, repeat, tracked;
+  std::optional<std::string> loss, virtual_s, delay_ms, jitter_ms, stall_share, stall_pause_s, stall_every_s, update,
+      revival;
+};
+
+agent::FlagSet make_flags(RawFlags& f) {
+  std::string summary =
+      "Runs the gossip core in a deterministic simulation and prints one JSON object per line with the\n"
+      "scenario, its inputs and its figures. Every line carries scenario, n, seed, runs, virtual_s (virtual\n"
+      "seconds simulated, all runs together), wall_s, trace_hash (the same seed gives the same hash);\n"
+      "a line with \"error\" (an invariant violation, or no convergence) exits 1.\n\n"
+      "Each run starts every member at once (join: within one second) and waits until all know all;\n"
+      "then the measured phase begins, with --loss applied to datagrams. Datagrams are the cores' wire\n"
+      "bytes. Stream requests (push-pull, TCP probes) are not lost: a lost segment costs its TCP\n"
+      "retransmission timeout (1 s for the handshake, 200 ms for data, doubling); they never cross a\n"
+      "partition, and a request to a crashed member is refused after one round trip. Invariants are\n"
+      "checked after every event.\n\nscenarios:\n";
+  for (const Scenario& s : scenarios()) {
+    std::string left = std::string("  ") + s.name;
+    left.resize(10, ' ');
+    summary += left + s.summary + "\n";
+  }
+  summary +=
+      "\nfigures: crash: detect_first_p50_ms detect_first_p99_ms dead_all_p50_ms dead_all_p99_ms; loss and stall:\n"
+      "false_removals (stall also removals_of_paused); spread: spread_999_ms; load: bytes_in_per_s_mean\n"
+      "bytes_out_per_s_mean (datagram and stream payload bytes); join: join_all_ms.";
+  agent::FlagSet flags("shoal-sim SCENARIO [flags]", summary);
+  flags.add_int("n", "N", "members (default 64)", &f.n, 1, 65536);
+  flags.add_int("seed", "S", "seed of run 1; run r uses S + r - 1 (default 1)", &f.seed, 0, INT64_MAX);
+  flags.add_int("runs", "R", "independent runs, figures pooled over them (default 1)", &f.runs, 1, 1000000);
+  flags.add_string("loss", "FRACTION", "datagram loss on every link in the measured phase (default 0; loss: 0.1)",
+                   &f.loss);
+  flags.add_string("virtual-s", "S",
+                   "measured virtual time (loss: 3600, stall: 300, load: 60; join: the time limit, 300)", &f.virtual_s);
+  flags.add_string("delay-ms", "MS", "one-way delay of every link (default 0.1)", &f.delay_ms);
+  flags.add_string("jitter-ms", "MS", "plus uniform jitter in [0, MS] (default 0.15)", &f.jitter_ms);
+  flags.add_int("repeat", "K", "crashes (crash) or updates (spread) per run (default 5)", &f.repeat, 1, 100000);
+  flags.add_string("stall-share", "FRACTION", "stall: share of members paused (default 0.1)", &f.stall_share);
+  flags.add_string("stall-pause-s", "S", "stall: length of each pause (default 1.5)", &f.stall_pause_s);
+  flags.add_string("stall-every-s", "S", "stall: period of the pauses (default 10)", &f.stall_every_s);
+  flags.add_string("update", "KIND", "spread: leave or join (default leave)", &f.update);
+  flags.add_string("revival", "RULE",
+                   "never (default): a generation once shown dead never shows alive again;\n"
+                   "                            refutation: it may, with a higher incarnation than it died at",
+                   &f.revival);
+  flags.add_int("tracked", "N",
+                "observers checked for invariants and convergence; above N members a sample (default 2048)", &f.tracked,
+                1, 65536);
+  return flags;
+}
+
+Result<double> parse_number(const std::string& flag, const std::string& v, double min_value, double max_value) {
+  double d = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), d);
+  if (ec != std::errc() || end != v.data() + v.size() || !std::isfinite(d)) {
+    return fail("--" + flag + ": '" + v + "' is not a number");
+  }
+  if (d < min_value || d > max_value) {
+    return fail("--" + flag + ": " + v + " is out of range [" + std::to_string(min_value) + ", " +
+                std::to_string(max_value) + "]");
+  }
+  return d;
+}
+
+}  // namespace
+
+std::string sim_help() {
+  RawFlags f;
+  return make_flags(f).help();
+}
+
+Result<SimCommand> parse_sim_args(std::span<const std::string> args) {
+  RawFlags f;
+  auto flags = make_flags(f);
+  auto parsed = flags.parse(args);
+  if (!parsed) return fail(parsed.error().message);
+  SimCommand cmd;
+  if (parsed->help) {
+    cmd.help = true;
+    return cmd;
+  }
+  if (parsed->positional.empty()) return fail("no scenario given (see --help)");
+  if (parsed->positional.size() > 1) return fail("one scenario at a time, got '" + parsed->positional[1] + "' too");
+  cmd.scenario = find_scenario(parsed->positional[0]);
+  if (cmd.scenario == nullptr) return fail("unknown scenario '" + parsed->positional[0] + "' (see --help)");
+
+  ScenarioInputs& in = cmd.inputs;
+  if (f.n) in.n = static_cast<size_t>(*f.n);
+  if (f.seed) in.seed = static_cast<uint64_t>(*f.seed);
+  if (f.runs) in.runs = static_cast<size_t>(*f.runs);
+  if (f.repeat) in.repeat = static_cast<size_t>(*f.repeat);
+  if (f.tracked) in.max_tracked = static_cast<size_t>(*f.tracked);
+  if (f.update) {
+    if (*f.update != "leave" && *f.update != "join") return fail("--update: '" + *f.update + "' is not leave or join");
+    in.update = *f.update;
+  }
+  if (f.revival) {
+    if (*f.revival == "never") {
+      in.revival = Revival::never;
+    } else if (*f.revival == "refutation") {
+      in.revival = Revival::by_refutation;
+    } else {
+      return fail("--revival: '" + *f.revival + "' is not never or refutation");
+    }
+  }
+  struct NumberFlag {
+    const char* name;
+    const std::optional<std::string>& raw;
+    double min_value, max_value;
+    std::function<void(double)> set;
+  };
+  const NumberFlag numbers[] = {
+      {"loss", f.loss, 0, 1, [&](double d) { in.loss = d; }},
+      {"virtual-s", f.virtual_s, 0.001, 1e7, [&](double d) { in.virtual_s = d; }},
+      {"delay-ms", f.delay_ms, 0, 60000, [&](double d) { in.delay_ms = d; }},
+      {"jitter-ms", f.jitter_ms, 0, 60000, [&](double d) { in.jitter_ms = d; }},
+      {"stall-share", f.stall_share, 0, 1, [&](double d) { in.stall_share = d; }},
+      {"stall-pause-s", f.stall_pause_s, 0.001, 1e6, [&](double d) { in.stall_pause_s = d; }},
+      {"stall-every-s", f.stall_every_s, 0.001, 1e6, [&](double d) { in.stall_every_s = d; }},
+  };
+  for (const NumberFlag& nf : numbers) {
+    if (!nf.raw) continue;
+    auto d = parse_number(nf.name, *nf.raw, nf.min_value, nf.max_value);
+    if (!d) return fail(d.error().message);
+    nf.set(*d);
+  }
+  return cmd;
+}
+
+}  // namespace shoal::sim

@@ -1,0 +1,210 @@
+// The cluster harness itself, driven through a scripted Layer on channel 1 (the gossip core runs
+// beside it): delivery of datagrams and stream requests, refused and timed-out streams, paused
+// members' bounded inboxes, timers, restarts, and layers fed by gossip's member events.
+#include <doctest/doctest.h>
+
+#include "sim_test_support.hpp"
+
+using namespace shoal::sim;
+using namespace shoal::sim::testing;
+using shoal::gossip::Effects;
+
+namespace {
+
+// A cluster whose members each carry one ScriptedLayer; layers[m] is member m's current one.
+struct LayeredCluster {
+  explicit LayeredCluster(ClusterOptions o) : cluster(with_layers(std::move(o))) {}
+
+  ClusterOptions with_layers(ClusterOptions o) {
+    layers.resize(o.members, nullptr);
+    o.layers = [this](uint32_t m, const shoal::gossip::Identity&, uint64_t) {
+      auto l = std::make_unique<ScriptedLayer>();
+      if (m < hooks.size() && hooks[m]) hooks[m](*l);
+      if (m >= layers.size()) layers.resize(m + 1, nullptr);
+      layers[m] = l.get();
+      ++created;
+      std::vector<std::unique_ptr<Layer>> out;
+      out.push_back(std::move(l));
+      return out;
+    };
+    return o;
+  }
+
+  std::vector<std::function<void(ScriptedLayer&)>> hooks;  // run on each new layer of member m
+  std::vector<ScriptedLayer*> layers;
+  int created = 0;
+  Cluster cluster;
+};
+
+ClusterOptions quiet(size_t n, uint64_t seed) {
+  ClusterOptions o;
+  o.members = n;
+  o.seed = seed;
+  o.link.delay = Time(100);
+  o.link.jitter = Time(0);  // exact times below
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("a layer's datagrams reach the same layer on the peer after the link delay (seed 3, 2 members)") {
+  LayeredCluster lc(quiet(2, 3));
+  lc.hooks = {[](ScriptedLayer& l) {
+    l.on_start_hook = [](ScriptedLayer&, Time, Effects& out) {
+      out.packets.push_back({member_addr(1), bytes_of("hello")});
+    };
+  }};
+  Cluster& c = lc.cluster;
+  c.start(1, Time(0));
+  c.start(0, ms(5));
+  c.run_until(ms(10));
+  REQUIRE(c.ok());
+  REQUIRE(lc.layers[1]->packets.size() == 1);
+  CHECK(lc.layers[1]->packets[0].from == member_addr(0));
+  CHECK(lc.layers[1]->packets[0].bytes == bytes_of("hello"));
+  CHECK(lc.layers[1]->packets[0].at == ms(5) + Time(100));
+  CHECK(c.counters(0).packets_out >= 1);
+}
+
+TEST_CASE("a stream request is served by the peer's layer and answered after handshake and return trips (seed 4)") {
+  LayeredCluster lc(quiet(2, 4));
+  lc.hooks = {[](ScriptedLayer& l) {
+                l.on_start_hook = [](ScriptedLayer&, Time now, Effects& out) {
+                  out.streams.push_back({7, member_addr(1), bytes_of("ask"), now + sec(1)});
+                };
+              },
+              [](ScriptedLayer& l) { l.reply = bytes_of("answer"); }};
+  Cluster& c = lc.cluster;
+  c.start(1, Time(0));
+  c.start(0, ms(1));
+  c.run_until(sec(2));
+  REQUIRE(c.ok());
+  REQUIRE(lc.layers[1]->requests.size() == 1);
+  CHECK(lc.layers[1]->requests[0].bytes == bytes_of("ask"));
+  CHECK(lc.layers[1]->requests[0].at == ms(1) + Time(300));  // SYN, SYN-ACK, request
+  REQUIRE(lc.layers[0]->answers.size() == 1);                // once: the deadline adds nothing
+  CHECK(lc.layers[0]->answers[0].token == 7);
+  CHECK(lc.layers[0]->answers[0].bytes == bytes_of("answer"));
+  CHECK(lc.layers[0]->answers[0].at == ms(1) + Time(400));
+}
+
+TEST_CASE("a stream to a crashed member is refused after a round trip; across a partition it fails at the deadline") {
+  LayeredCluster lc(quiet(3, 5));
+  lc.hooks = {[](ScriptedLayer& l) {
+    l.on_tick_hook = [](ScriptedLayer&, Time now, Effects& out) {
+      out.streams.push_back({1, member_addr(1), bytes_of("to crashed"), now + ms(500)});
+      out.streams.push_back({2, member_addr(2), bytes_of("to partitioned"), now + ms(500)});
+    };
+    l.on_start_hook = [](ScriptedLayer&, Time now, Effects& out) { out.wake_at = now + ms(10); };
+  }};
+  Cluster& c = lc.cluster;
+  c.start_all(Time(0));
+  c.run_until(ms(5));
+  c.crash(1);
+  c.network().partition({{0, 1}, {2}});
+  c.run_until(sec(1));
+  REQUIRE(c.ok());
+  auto& answers = lc.layers[0]->answers;
+  REQUIRE(answers.size() == 2);
+  CHECK(answers[0].token == 1);
+  CHECK_FALSE(answers[0].bytes);
+  CHECK(answers[0].at == ms(10) + Time(200));
+  CHECK(answers[1].token == 2);
+  CHECK_FALSE(answers[1].bytes);
+  CHECK(answers[1].at == ms(510));
+  CHECK(lc.layers[2]->requests.empty());
+}
+
+TEST_CASE("a paused member queues datagrams up to its inbox capacity and reads them in order at resume (seed 6)") {
+  ClusterOptions o = quiet(2, 6);
+  o.inbox_capacity_bytes = 550;  // five 100-byte datagrams
+  LayeredCluster lc(o);
+  lc.hooks = {[](ScriptedLayer& l) {
+    l.on_start_hook = [](ScriptedLayer&, Time now, Effects& out) { out.wake_at = now + ms(100); };
+    l.on_tick_hook = [](ScriptedLayer&, Time, Effects& out) {
+      for (int i = 0; i < 8; ++i) {
+        std::vector<std::byte> b(100, std::byte(i));
+        out.packets.push_back({member_addr(1), b});
+      }
+    };
+  }};
+  Cluster& c = lc.cluster;
+  c.start_all(Time(0));
+  c.run_until(ms(50));
+  const uint64_t bytes_before = c.counters(1).bytes_in;
+  c.pause(1, ms(400));
+  CHECK(c.status(1) == MemberStatus::paused);
+  c.run_until(ms(449));
+  CHECK(lc.layers[1]->packets.empty());
+  c.run_until(ms(450));  // the resume; nothing sent after it has arrived yet
+  REQUIRE(c.ok());
+  CHECK(c.status(1) == MemberStatus::running);
+  const auto& got = lc.layers[1]->packets;
+  // Gossip's own datagrams share the inbox; whatever came first was kept, the rest dropped.
+  CHECK(c.counters(1).bytes_in - bytes_before <= 550);
+  CHECK(c.counters(1).inbox_dropped >= 3);
+  CHECK(got.size() <= 5);
+  for (size_t i = 0; i < got.size(); ++i) {
+    CHECK(got[i].at == ms(450));
+    CHECK(got[i].bytes[0] == std::byte(i));
+  }
+}
+
+TEST_CASE("a layer's timers are its own, and a paused member's expired timers fire at resume (seed 8)") {
+  LayeredCluster lc(quiet(1, 8));
+  lc.hooks = {[](ScriptedLayer& l) {
+    l.on_start_hook = [](ScriptedLayer&, Time now, Effects& out) { out.wake_at = now + ms(100); };
+    l.on_tick_hook = [](ScriptedLayer&, Time now, Effects& out) { out.wake_at = now + ms(100); };
+  }};
+  Cluster& c = lc.cluster;
+  c.start(0, Time(0));
+  c.run_until(ms(250));
+  CHECK(lc.layers[0]->ticks == std::vector<Time>{ms(100), ms(200)});
+  c.pause(0, ms(500));  // 250 -> 750: the tick due at 300 waits
+  c.run_until(ms(760));
+  CHECK(lc.layers[0]->ticks == std::vector<Time>{ms(100), ms(200), ms(750)});
+}
+
+TEST_CASE("a restart makes a new core and layer with the next generation; the old life's answers are dropped") {
+  LayeredCluster lc(quiet(2, 9));
+  lc.hooks = {[](ScriptedLayer& l) {
+                l.on_start_hook = [](ScriptedLayer&, Time now, Effects& out) {
+                  out.streams.push_back({1, member_addr(1), bytes_of("slow"), now + sec(1)});
+                };
+              },
+              [](ScriptedLayer& l) { l.reply = bytes_of("late"); }};
+  Cluster& c = lc.cluster;
+  c.start(1, Time(0));
+  c.start(0, ms(1));
+  c.run_until(ms(1) + Time(350));  // the request is served at +300, its answer is on its way
+  CHECK(lc.created == 2);
+  CHECK(c.generation(0) == 1);
+  c.restart(0);
+  CHECK(c.generation(0) == 2);
+  CHECK(lc.created == 3);
+  c.run_until(sec(3));
+  REQUIRE(c.ok());
+  // The new life asked again and got its own answer; nothing of the first request reached it twice.
+  REQUIRE(lc.layers[0]->answers.size() == 1);
+  CHECK(lc.layers[0]->answers[0].bytes == bytes_of("late"));
+  CHECK(lc.layers[1]->requests.size() == 2);
+}
+
+TEST_CASE("a layer is fed every member event its own gossip core announces (seed 10, 8 members)") {
+  ClusterOptions o = quiet(8, 10);
+  LayeredCluster lc(o);
+  std::vector<std::vector<uint32_t>> announced(8);  // by observer: subjects its gossip core announced
+  EventTap tap;
+  tap.event = [&](uint32_t observer, uint32_t subject, const shoal::gossip::MemberEvent&, Time) {
+    announced[observer].push_back(subject);
+  };
+  Cluster& c = lc.cluster;
+  c.add_observer(&tap);
+  REQUIRE(start_and_converge(c, sec(30)));
+  for (uint32_t m = 0; m < 8; ++m) {
+    std::vector<uint32_t> fed;
+    for (const auto& e : lc.layers[m]->events) fed.push_back(*index_of_name(e.member.id.name));
+    CHECK(fed == announced[m]);
+    CHECK(fed.size() >= 7);  // at least one event about each other member
+  }
+}
