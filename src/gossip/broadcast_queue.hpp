@@ -53,7 +53,7 @@ class BroadcastQueue {
   size_t max_entries_;
   uint64_t next_seq_ = 0;
   uint64_t dropped_ = 0;
-  std::vector<Entry> entries_;     // by slot; freed slots are reused
+  std::vector<Entry> entries_;  // by slot; freed slots are reused
   std::vector<uint32_t> free_;
   std::set<Rank> order_;
   std::unordered_map<std::string, uint32_t> by_key_;  // key -> slot; lookup only, never iterated

@@ -29,10 +29,14 @@ size_t varint_size(uint64_t v) {
 
 pb::MemberState to_proto(State s) {
   switch (s) {
-    case State::alive: return pb::ALIVE;
-    case State::suspect: return pb::SUSPECT;
-    case State::dead: return pb::DEAD;
-    case State::left: return pb::LEFT;
+    case State::alive:
+      return pb::ALIVE;
+    case State::suspect:
+      return pb::SUSPECT;
+    case State::dead:
+      return pb::DEAD;
+    case State::left:
+      return pb::LEFT;
   }
   return pb::ALIVE;
 }
@@ -41,10 +45,14 @@ pb::MemberState to_proto(State s) {
 
 State state_of(pb::MemberState s) {
   switch (s) {
-    case pb::SUSPECT: return State::suspect;
-    case pb::DEAD: return State::dead;
-    case pb::LEFT: return State::left;
-    default: return State::alive;
+    case pb::SUSPECT:
+      return State::suspect;
+    case pb::DEAD:
+      return State::dead;
+    case pb::LEFT:
+      return State::left;
+    default:
+      return State::alive;
   }
 }
 

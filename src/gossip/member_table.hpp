@@ -15,11 +15,11 @@ namespace shoal::gossip {
 
 // A statement about a member, as received in an update or made by this member.
 struct Claim {
-  Identity id;              // addr only meaningful with alive
+  Identity id;  // addr only meaningful with alive
   State state = State::alive;
   uint64_t incarnation = 0;
-  MemberMeta meta;          // alive only
-  std::string accuser;      // suspect / dead: who raised it
+  MemberMeta meta;      // alive only
+  std::string accuser;  // suspect / dead: who raised it
 };
 
 // What a claim means against the current record.
@@ -78,8 +78,8 @@ class MemberTable {
     return index_.find(name, [this](uint32_t p) { return std::string_view(records_[p].id.name); });
   }
 
-  std::vector<Member> records_;                       // [0] is self; iteration order is insertion order
-  NameIndex index_;                                   // name -> position in records_
+  std::vector<Member> records_;  // [0] is self; iteration order is insertion order
+  NameIndex index_;              // name -> position in records_
   size_t live_ = 0;
   uint64_t digest_ = 0;
 };

@@ -5,10 +5,10 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <random>
-#include <cstdint>
 #include <vector>
 
 namespace shoal::gossip {

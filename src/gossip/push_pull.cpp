@@ -26,8 +26,7 @@ pb::FullState full_state_of(const MemberTable& table) {
 
 Claim claim_from_state(const pb::Update& record, const std::string& peer, const Member* known) {
   Claim c = from_proto(record);
-  if (c.state == State::dead && known != nullptr && is_live(known->state) &&
-      known->id.generation == c.id.generation) {
+  if (c.state == State::dead && known != nullptr && is_live(known->state) && known->id.generation == c.id.generation) {
     c.state = State::suspect;
   }
   if (c.state == State::suspect || c.state == State::dead) c.accuser = peer;

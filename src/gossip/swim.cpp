@@ -25,8 +25,7 @@ std::vector<std::byte> Swim::on_stream_request(const std::string& from, std::spa
                                                Effects& out) {
   return core_->on_stream_request(from, bytes, now, out);
 }
-void Swim::on_stream_response(uint64_t token, std::optional<std::span<const std::byte>> bytes, Time now,
-                              Effects& out) {
+void Swim::on_stream_response(uint64_t token, std::optional<std::span<const std::byte>> bytes, Time now, Effects& out) {
   core_->on_stream_response(token, bytes, now, out);
 }
 void Swim::on_tick(Time now, Effects& out) { core_->on_tick(now, out); }
@@ -39,10 +38,42 @@ int Swim::local_health() const { return core_->local_health(); }
 const Config& Swim::config() const { return core_->config(); }
 size_t Swim::live_count() const { return core_->table().live_count(); }
 
+Status validate(const Config& c) {
+  auto positive = [](uint32_t v) { return v > 0; };
+  if (!positive(c.probe_interval_ms) || !positive(c.probe_timeout_ms) || !positive(c.indirect_timeout_ms) ||
+      !positive(c.gossip_interval_ms) || !positive(c.push_pull_interval_ms) || !positive(c.join_retry_ms) ||
+      !positive(c.reconnect_interval_ms) || !positive(c.stream_timeout_ms) || !positive(c.suspicion_min_ms)) {
+    return fail("gossip intervals and timeouts must be positive");
+  }
+  if (c.nack_timeout_ms >= c.indirect_timeout_ms) {
+    return fail("nack_timeout_ms (" + std::to_string(c.nack_timeout_ms) + ") must be below indirect_timeout_ms (" +
+                std::to_string(c.indirect_timeout_ms) + "), or nacks arrive after the prober stopped listening");
+  }
+  if (c.max_packet_bytes < 256 || c.max_packet_bytes > 65000) {
+    return fail("max_packet_bytes must be within 256..65000, not " + std::to_string(c.max_packet_bytes));
+  }
+  if (c.suspicion_max_mult < 1.0) return fail("suspicion_max_mult must be at least 1");
+  return Ok{};
+}
+
+namespace {
+
+// A configuration that would make the core spin (zero intervals) is bent into one that cannot;
+// validate() is where a user hears about it.
+Config runnable(Config c) {
+  for (uint32_t* v : {&c.probe_interval_ms, &c.probe_timeout_ms, &c.indirect_timeout_ms, &c.gossip_interval_ms,
+                      &c.push_pull_interval_ms, &c.join_retry_ms, &c.reconnect_interval_ms, &c.stream_timeout_ms}) {
+    *v = std::max<uint32_t>(*v, 1);
+  }
+  return c;
+}
+
+}  // namespace
+
 // ---- the core: construction, entry and exit ----------------------------------------------------
 
 SwimCore::SwimCore(Config cfg, Identity self, MemberMeta meta, uint64_t seed)
-    : cfg_(std::move(cfg)),
+    : cfg_(runnable(std::move(cfg))),
       rng_(seed),
       table_(self, meta, Time{0}),
       health_(cfg_.awareness_max),
@@ -140,7 +171,9 @@ SwimCore::TimerKey SwimCore::add_timer(Time at, TimerAction action) {
 
 void SwimCore::fire(const TimerAction& a) {
   switch (a.kind) {
-    case TimerKind::probe_direct: probe_direct_timeout(a.seq); break;
+    case TimerKind::probe_direct:
+      probe_direct_timeout(a.seq);
+      break;
     case TimerKind::probe_end:
       if (probes_.count(a.seq) != 0) {
         ++stats_.probes_failed;
@@ -149,9 +182,15 @@ void SwimCore::fire(const TimerAction& a) {
         ++stats_.stale_timers;
       }
       break;
-    case TimerKind::relay_nack: relay_nack(a.seq); break;
-    case TimerKind::relay_expire: relays_.erase(a.seq); break;
-    case TimerKind::suspicion: suspicion_expired(a.name); break;
+    case TimerKind::relay_nack:
+      relay_nack(a.seq);
+      break;
+    case TimerKind::relay_expire:
+      relays_.erase(a.seq);
+      break;
+    case TimerKind::suspicion:
+      suspicion_expired(a.name);
+      break;
   }
 }
 
@@ -167,7 +206,6 @@ void SwimCore::recover_from_stall(Time lost) {
     cancel_timer(p.end_timer);
   }
   probes_.clear();
-  regular_probe_.reset();
   if (started_ && !leaving_) next_probe_at_ = std::min(next_probe_at_, now_);
   for (auto& [seq, r] : relays_) {
     cancel_timer(r.nack_timer);
@@ -191,8 +229,8 @@ void SwimCore::log_reject(const wire::DecodeError& e, const char* what) {
   if (last && now_ - *last < ms(10000)) return;
   last = now_;
   shoal::log::get(shoal::log::Component::gossip)
-      .warn("{}: refused {} ({}: {}); {} refused for this cause so far, logged at most every 10 s", self().name,
-            what, wire::name(e.cause), e.detail, stats_.rejected.get(e.cause));
+      .warn("{}: refused {} ({}: {}); {} refused for this cause so far, logged at most every 10 s", self().name, what,
+            wire::name(e.cause), e.detail, stats_.rejected.get(e.cause));
 }
 
 void SwimCore::note_sender(const std::string& from, const wire::MemberId& sender, const Member* known) {

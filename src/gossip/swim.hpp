@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/result.hpp"
 #include "gossip/types.hpp"
 #include "wire/packet.hpp"
 #include "wire/reject.hpp"
@@ -35,7 +36,9 @@ struct Config {
   // After the direct timeout, how long the indirect probes and the TCP fallback get (scaled)
   // before the target is suspected.
   uint32_t indirect_timeout_ms = 60;
-  // Helpers asked to ping a target that did not answer directly (SWIM's k).
+  // Helpers asked to ping a target that did not answer directly (SWIM's k). Each helper fails
+  // with ~34% at 10% loss (four datagrams); 4 helpers plus a second direct ping and the TCP ping
+  // keep false suspicions rare enough that their gossip does not dominate the traffic under loss.
   uint32_t indirect_checks = 4;
   // A helper that hears nothing from the target within this time tells the prober (Lifeguard
   // nack); below indirect_timeout_ms so that the nack arrives while the prober still listens.
@@ -105,28 +108,32 @@ struct Stats {
   uint64_t packets_in = 0, packets_out = 0, bytes_in = 0, bytes_out = 0;
   uint64_t stream_requests_out = 0, stream_requests_in = 0, stream_bytes_in = 0, stream_bytes_out = 0;
 
-  uint64_t probes_sent = 0;            // direct pings of a probe round
-  uint64_t acks_received = 0;          // acks that completed one of our probes
-  uint64_t probes_failed = 0;          // probes that ended with no ack at all
-  uint64_t indirect_probes_sent = 0;   // ping-reqs sent to helpers
-  uint64_t indirect_acks = 0;          // probes rescued by a helper
-  uint64_t fallback_probes_sent = 0;   // TCP pings
-  uint64_t fallback_acks = 0;          // probes rescued by the TCP ping
-  uint64_t relayed_pings = 0;          // pings sent for others as a helper
+  uint64_t probes_sent = 0;           // direct pings of a probe round
+  uint64_t acks_received = 0;         // acks that completed one of our probes
+  uint64_t probes_failed = 0;         // probes that ended with no ack at all
+  uint64_t indirect_probes_sent = 0;  // ping-reqs sent to helpers
+  uint64_t indirect_acks = 0;         // probes rescued by a helper
+  uint64_t fallback_probes_sent = 0;  // TCP pings
+  uint64_t fallback_acks = 0;         // probes rescued by the TCP ping
+  uint64_t relayed_pings = 0;         // pings sent for others as a helper
   uint64_t nacks_sent = 0, nacks_received = 0;
-  uint64_t stale_acks = 0;             // acks of probes that were already over
-  uint64_t stale_timers = 0;           // timers that fired after their purpose was gone
-  uint64_t suspicions_raised = 0;      // members this member suspected itself
-  uint64_t confirmations = 0;          // independent suspicions counted against a timer
-  uint64_t deaths_declared = 0;        // suspicion timeouts that expired here
-  uint64_t refutations = 0;            // times this member raised its incarnation
-  uint64_t updates_applied = 0;        // received updates that changed the table
-  uint64_t gossip_packets_sent = 0;    // packets sent by the gossip timer
-  uint64_t broadcasts_dropped = 0;     // queue overflow
+  uint64_t stale_acks = 0;           // acks of probes that were already over
+  uint64_t stale_timers = 0;         // timers that fired after their purpose was gone
+  uint64_t suspicions_raised = 0;    // members this member suspected itself
+  uint64_t confirmations = 0;        // independent suspicions counted against a timer
+  uint64_t deaths_declared = 0;      // suspicion timeouts that expired here
+  uint64_t refutations = 0;          // times this member raised its incarnation
+  uint64_t updates_applied = 0;      // received updates that changed the table
+  uint64_t gossip_packets_sent = 0;  // packets sent by the gossip timer
+  uint64_t broadcasts_dropped = 0;   // queue overflow
   uint64_t push_pulls_started = 0, push_pulls_completed = 0, push_pulls_failed = 0;
   uint64_t push_pull_full_exchanges = 0;  // exchanges where the digests differed
-  uint64_t stalls_detected = 0;        // ticks that came far too late
+  uint64_t stalls_detected = 0;           // ticks that came far too late
 };
+
+// Checks that a configuration can run (intervals and timeouts positive, the nack before the
+// end of the indirect phase, a packet budget that fits a probe); a message a user can act on.
+Status validate(const Config& cfg);
 
 class SwimCore;
 

@@ -53,8 +53,8 @@ class SwimCore {
   using TimerKey = std::pair<Time, uint64_t>;  // (deadline, token): tokens make the order total
   struct TimerAction {
     TimerKind kind;
-    uint32_t seq = 0;   // probes and relays
-    std::string name;   // suspicions
+    uint32_t seq = 0;  // probes and relays
+    std::string name;  // suspicions
   };
   TimerKey add_timer(Time at, TimerAction action);
   void cancel_timer(const TimerKey& key) { timers_.erase(key); }
@@ -65,7 +65,7 @@ class SwimCore {
     std::string target;
     uint64_t generation = 0;
     std::string addr;
-    bool regular = false;           // the round-robin probe counts towards local health
+    bool regular = false;  // the round-robin probe counts towards local health
     bool indirect_sent = false;
     std::vector<std::string> helpers;
     uint32_t nacks = 0;
@@ -166,7 +166,6 @@ class SwimCore {
   uint32_t next_seq_ = 1;
 
   std::map<uint32_t, Probe> probes_;
-  std::optional<uint32_t> regular_probe_;
   Time next_probe_at_ = kNever;
   std::map<uint32_t, Relay> relays_;
   std::map<std::string, Suspicion> suspicions_;
@@ -181,7 +180,7 @@ class SwimCore {
   Time next_join_at_ = kNever;
   std::map<uint64_t, PendingStream> streams_;
   bool merging_join_ = false;  // reading the state our seed sent back: nothing in it is news to others
-  bool corrected_ = false;  // this packet's sender was already told what it missed
+  bool corrected_ = false;     // this packet's sender was already told what it missed
   // Senders we heard from but hold no record of (name -> first heard): if gossip has not told us
   // about one within unknown_sender_pull_ms, we pull its state.
   std::map<std::string, Time> unknown_senders_;

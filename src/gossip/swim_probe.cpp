@@ -11,8 +11,7 @@ std::vector<const Member*> SwimCore::pick_members(size_t k, const std::string& e
   if (k == 0 || records.size() < 2) return chosen;
   auto eligible = [&](const Member& m) {
     if (alive_only ? m.state != State::alive : !is_live(m.state)) return false;
-    return m.id.name != exclude && !m.id.addr.empty() &&
-           std::find(chosen.begin(), chosen.end(), &m) == chosen.end();
+    return m.id.name != exclude && !m.id.addr.empty() && std::find(chosen.begin(), chosen.end(), &m) == chosen.end();
   };
   // Random draws first: O(k) when most records are live, which is the common case at any size.
   for (size_t attempt = 0; attempt < 4 * k + 8 && chosen.size() < k; ++attempt) {
@@ -80,7 +79,6 @@ void SwimCore::start_probe(const Member& target, bool regular) {
   p.direct_timer = add_timer(now_ + direct, TimerAction{TimerKind::probe_direct, seq, {}});
   p.end_timer = add_timer(now_ + direct + indirect, TimerAction{TimerKind::probe_end, seq, {}});
   if (regular) {
-    regular_probe_ = seq;
     next_probe_at_ = std::max(next_probe_at_, now_ + direct + indirect);
   }
   std::string body = ping_body(seq);
@@ -128,7 +126,6 @@ void SwimCore::finish_probe(uint32_t seq, bool acked) {
   cancel_timer(p.direct_timer);
   cancel_timer(p.end_timer);
   if (p.regular) {
-    if (regular_probe_ == seq) regular_probe_.reset();
     if (acked) {
       health_.apply(LocalHealth::kProbeSucceeded);
     } else {
@@ -169,7 +166,8 @@ void SwimCore::on_ping_req(const std::string& from, const pb::PingReq& req) {
   const Time nack_after = ms(cfg_.nack_timeout_ms);
   r.nack_timer = add_timer(now_ + nack_after, TimerAction{TimerKind::relay_nack, seq, {}});
   // Keep forwarding a late ack while the prober may still be waiting for it.
-  r.expire_timer = add_timer(now_ + nack_after + ms(cfg_.indirect_timeout_ms), TimerAction{TimerKind::relay_expire, seq, {}});
+  r.expire_timer =
+      add_timer(now_ + nack_after + ms(cfg_.indirect_timeout_ms), TimerAction{TimerKind::relay_expire, seq, {}});
   relays_.emplace(seq, std::move(r));
   ++stats_.relayed_pings;
   send(req.target_addr(), ping_body(seq));

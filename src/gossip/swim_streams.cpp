@@ -23,8 +23,8 @@ uint64_t SwimCore::request(const std::string& to, const pb::StreamRequest& msg, 
   if (out_ == nullptr || to.empty()) return 0;
   auto bytes = encode_stream(stream_envelope_, msg, cfg_.max_stream_bytes);
   if (!bytes) {
-    shoal::log::get(shoal::log::Component::gossip).warn("{}: stream request not sent: {}", self().name,
-                                                        bytes.error().message);
+    shoal::log::get(shoal::log::Component::gossip)
+        .warn("{}: stream request not sent: {}", self().name, bytes.error().message);
     return 0;
   }
   const uint64_t token = next_token_++;
@@ -93,8 +93,8 @@ void SwimCore::merge_state(const pb::FullState& state, const std::string& peer) 
   }
 }
 
-std::vector<std::byte> SwimCore::on_stream_request(const std::string& from, std::span<const std::byte> bytes,
-                                                   Time now, Effects& out) {
+std::vector<std::byte> SwimCore::on_stream_request(const std::string& from, std::span<const std::byte> bytes, Time now,
+                                                   Effects& out) {
   (void)from;  // a connection's source port says nothing: the envelope names the sender
   out_ = &out;
   enter(now);
@@ -125,16 +125,19 @@ std::vector<std::byte> SwimCore::on_stream_request(const std::string& from, std:
           reply.set_merged(true);
         }
         break;
-      case pb::StreamRequest::kPing: reply.mutable_ack()->set_seq(req.ping().seq()); break;
-      case pb::StreamRequest::KIND_NOT_SET: break;
+      case pb::StreamRequest::kPing:
+        reply.mutable_ack()->set_seq(req.ping().seq());
+        break;
+      case pb::StreamRequest::KIND_NOT_SET:
+        break;
     }
     auto encoded = encode_stream(stream_envelope_, reply, cfg_.max_stream_bytes);
     if (encoded) {
       answer = std::move(*encoded);
       stats_.stream_bytes_out += answer.size();
     } else {
-      shoal::log::get(shoal::log::Component::gossip).warn("{}: stream reply not sent: {}", self().name,
-                                                          encoded.error().message);
+      shoal::log::get(shoal::log::Component::gossip)
+          .warn("{}: stream reply not sent: {}", self().name, encoded.error().message);
     }
   }
   finish(out);
@@ -199,12 +202,12 @@ void SwimCore::on_stream_response(uint64_t token, std::optional<std::span<const 
         }
       }
       break;
-    case StreamKind::push_state: break;
+    case StreamKind::push_state:
+      break;
     case StreamKind::fallback_probe:
       if (reply.has_ack() && reply.ack().seq() == ps.seq) {
         auto p = probes_.find(ps.seq);
-        if (p != probes_.end() && p->second.target == peer &&
-            p->second.generation == env->sender().generation()) {
+        if (p != probes_.end() && p->second.target == peer && p->second.generation == env->sender().generation()) {
           ++stats_.fallback_acks;
           finish_probe(ps.seq, true);
         }

@@ -50,7 +50,8 @@ void SwimCore::handle_claim(const Claim& c, const std::string& from_addr, bool f
         // Ask a few members (each with probability p) to check the suspect now: their
         // confirmations shorten the suspicion instead of waiting for the round-robin.
         const size_t others = table_.live_count() > 2 ? table_.live_count() - 2 : 1;
-        const uint64_t p_millionths = std::min<uint64_t>(1000000, uint64_t{cfg_.confirmation_probes} * 1000000 / others);
+        const uint64_t p_millionths =
+            std::min<uint64_t>(1000000, uint64_t{cfg_.confirmation_probes} * 1000000 / others);
         if (!leaving_ && uniform_index(rng_, 1000000) < p_millionths) {
           bool probing = false;
           for (const auto& [seq, p] : probes_) probing = probing || p.target == name;
@@ -132,8 +133,8 @@ void SwimCore::start_suspicion(const Member& m, const std::string& accuser) {
     cancel_timer(old->second.key);
     suspicions_.erase(old);
   }
-  const auto bounds = suspicion_bounds(ms(cfg_.suspicion_min_ms), cfg_.suspicion_max_mult,
-                                       cfg_.suspicion_confirmations, table_.live_count());
+  const auto bounds = suspicion_bounds(ms(cfg_.suspicion_min_ms), cfg_.suspicion_max_mult, cfg_.suspicion_confirmations,
+                                       table_.live_count());
   auto [it, inserted] = suspicions_.emplace(
       m.id.name, Suspicion{SuspicionTimer(now_, bounds, accuser), m.id.generation, m.incarnation, TimerKey{}});
   it->second.key = add_timer(it->second.timer.deadline(), TimerAction{TimerKind::suspicion, 0, m.id.name});
@@ -198,8 +199,8 @@ void SwimCore::send(const std::string& to, std::string body, bool piggyback) {
   if (out_ == nullptr || to.empty()) return;
   if (piggyback) queue_.fill(body, writer_.body_budget(), retransmit_limit());
   if (body.size() > writer_.body_budget()) {
-    log_reject(wire::DecodeError{wire::RejectCause::oversized, "outgoing gossip body of " +
-                                                                   std::to_string(body.size()) + " bytes"},
+    log_reject(wire::DecodeError{wire::RejectCause::oversized,
+                                 "outgoing gossip body of " + std::to_string(body.size()) + " bytes"},
                "to send a packet");
     return;
   }
@@ -224,7 +225,6 @@ void SwimCore::leave(Time now, Effects& out) {
     cancel_timer(p.end_timer);
   }
   probes_.clear();
-  regular_probe_.reset();
   next_probe_at_ = kNever;
   next_push_pull_at_ = kNever;
   next_reconnect_at_ = kNever;

@@ -5,10 +5,14 @@ namespace shoal::gossip {
 
 const char* to_string(State s) {
   switch (s) {
-    case State::alive: return "alive";
-    case State::suspect: return "suspect";
-    case State::dead: return "dead";
-    case State::left: return "left";
+    case State::alive:
+      return "alive";
+    case State::suspect:
+      return "suspect";
+    case State::dead:
+      return "dead";
+    case State::left:
+      return "left";
   }
   return "unknown";
 }

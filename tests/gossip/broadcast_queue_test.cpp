@@ -1,8 +1,8 @@
 // The piggyback queue: fewest-sent first, newest first among equals, replacement per member,
 // the retransmit limit, the byte budget and overflow.
-#include <doctest/doctest.h>
-
 #include "gossip/broadcast_queue.hpp"
+
+#include <doctest/doctest.h>
 
 using namespace shoal::gossip;
 

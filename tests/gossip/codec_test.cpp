@@ -1,8 +1,8 @@
 // The gossip codec: updates and probe messages survive the round trip, packets assembled from
 // pre-encoded pieces equal wire::encode_packet's, and bad bodies are refused as malformed.
-#include <doctest/doctest.h>
-
 #include "gossip/codec.hpp"
+
+#include <doctest/doctest.h>
 
 using namespace shoal;
 using namespace shoal::gossip;
@@ -66,8 +66,8 @@ TEST_CASE("probe messages and piggybacked updates decode from one packet") {
   PacketWriter w("job", Identity{"node-1", 7, "a:1"}, wire::kMaxPacketBytes);
   pb::Update u;
   to_proto(alive_claim(), u);
-  const auto env = decode(w.finish(ping_req_body(9, Identity{"node-2", 3, "b:2"}) + encode_update_entry(u) +
-                                   encode_update_entry(u)));
+  const auto env = decode(
+      w.finish(ping_req_body(9, Identity{"node-2", 3, "b:2"}) + encode_update_entry(u) + encode_update_entry(u)));
   auto p = decode_gossip(env);
   REQUIRE(p.ok());
   REQUIRE(p->has_ping_req());

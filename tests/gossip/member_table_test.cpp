@@ -1,8 +1,8 @@
 // Member records: SWIM precedence within a generation, newer generations, stored incarnations,
 // digests and tombstones.
-#include <doctest/doctest.h>
-
 #include "gossip/member_table.hpp"
+
+#include <doctest/doctest.h>
 
 using namespace shoal::gossip;
 

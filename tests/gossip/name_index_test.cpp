@@ -1,13 +1,13 @@
 // The member table's open-addressing name index: lookups stay right through many inserts,
 // erases (backward shift) and moves, checked against std::map.
+#include "gossip/name_index.hpp"
+
 #include <doctest/doctest.h>
 
 #include <map>
 #include <random>
 #include <string>
 #include <vector>
-
-#include "gossip/name_index.hpp"
 
 using namespace shoal::gossip;
 

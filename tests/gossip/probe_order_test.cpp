@@ -1,12 +1,12 @@
 // The randomised round-robin probe order: every member once per round, fresh order each round,
 // newcomers within the current round, gone members skipped, and reproducible from the seed.
+#include "gossip/probe_order.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <set>
 #include <string>
-
-#include "gossip/probe_order.hpp"
 
 using namespace shoal::gossip;
 
@@ -30,7 +30,9 @@ TEST_CASE("every member is probed exactly once per round") {
   const auto all = names(10);
   for (int round = 0; round < 3; ++round) {
     std::multiset<Slot> seen;
-    for (int i = 0; i < 10; ++i) seen.insert(*order.next(any, [&] { return all; }, rng));
+    for (int i = 0; i < 10; ++i)
+      seen.insert(*order.next(
+          any, [&] { return all; }, rng));
     CHECK(seen == std::multiset<Slot>(all.begin(), all.end()));
   }
 }
@@ -40,8 +42,12 @@ TEST_CASE("each round is shuffled anew") {
   std::mt19937_64 rng(7);
   const auto all = names(20);
   std::vector<Slot> r1, r2;
-  for (int i = 0; i < 20; ++i) r1.push_back(*order.next(any, [&] { return all; }, rng));
-  for (int i = 0; i < 20; ++i) r2.push_back(*order.next(any, [&] { return all; }, rng));
+  for (int i = 0; i < 20; ++i)
+    r1.push_back(*order.next(
+        any, [&] { return all; }, rng));
+  for (int i = 0; i < 20; ++i)
+    r2.push_back(*order.next(
+        any, [&] { return all; }, rng));
   CHECK(r1 != r2);
 }
 
@@ -49,10 +55,14 @@ TEST_CASE("a member added mid-round is probed within that round") {
   ProbeOrder order;
   std::mt19937_64 rng(3);
   const auto all = names(10);
-  for (int i = 0; i < 5; ++i) order.next(any, [&] { return all; }, rng);
+  for (int i = 0; i < 5; ++i)
+    order.next(
+        any, [&] { return all; }, rng);
   order.add(99, rng);
   std::set<Slot> rest;
-  for (int i = 0; i < 6; ++i) rest.insert(*order.next(any, [&] { return all; }, rng));
+  for (int i = 0; i < 6; ++i)
+    rest.insert(*order.next(
+        any, [&] { return all; }, rng));
   CHECK(rest.count(99) == 1);
   CHECK(rest.size() == 6);
 }
@@ -63,14 +73,19 @@ TEST_CASE("members that are no longer probeable are skipped") {
   const auto all = names(4);
   auto not_3 = [](Slot n) { return n != 3; };
   std::set<Slot> seen;
-  for (int i = 0; i < 3; ++i) seen.insert(*order.next(not_3, [&] { return all; }, rng));
+  for (int i = 0; i < 3; ++i)
+    seen.insert(*order.next(
+        not_3, [&] { return all; }, rng));
   CHECK(seen == std::set<Slot>{1, 2, 4});
 }
 
 TEST_CASE("with nobody to probe there is no target") {
   ProbeOrder order;
   std::mt19937_64 rng(1);
-  CHECK_FALSE(order.next(any, [] { return std::vector<Slot>{}; }, rng).has_value());
+  CHECK_FALSE(order
+                  .next(
+                      any, [] { return std::vector<Slot>{}; }, rng)
+                  .has_value());
 }
 
 TEST_CASE("the same seed gives the same order") {
@@ -79,7 +94,9 @@ TEST_CASE("the same seed gives the same order") {
     ProbeOrder order;
     std::mt19937_64 rng(seed);
     std::vector<Slot> v;
-    for (int i = 0; i < 100; ++i) v.push_back(*order.next(any, [&] { return all; }, rng));
+    for (int i = 0; i < 100; ++i)
+      v.push_back(*order.next(
+          any, [&] { return all; }, rng));
     return v;
   };
   CHECK(run(11) == run(11));

@@ -1,10 +1,11 @@
 // Lifeguard's suspicion timeout arithmetic, confirmations, and the local health multiplier.
+#include "gossip/suspicion.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cstdlib>
 
 #include "gossip/local_health.hpp"
-#include "gossip/suspicion.hpp"
 
 using namespace shoal::gossip;
 using std::chrono::milliseconds;

@@ -52,7 +52,8 @@ size_t deaths_announced(TestNet& net, const std::string& observer, const std::st
 }
 
 // A packet from `sender` (a name with generation 1) whose body is `body`.
-std::vector<std::byte> packet_from(const std::string& sender, const std::string& body, const std::string& cluster = "test") {
+std::vector<std::byte> packet_from(const std::string& sender, const std::string& body,
+                                   const std::string& cluster = "test") {
   PacketWriter w(cluster, Identity{sender, 1, TestNet::addr_of(sender)}, wire::kMaxPacketBytes);
   return w.finish(body);
 }
@@ -386,4 +387,26 @@ TEST_CASE("the same seed and inputs give the same run") {
   };
   CHECK(run(21) == run(21));
   CHECK(run(21) != run(22));
+}
+
+TEST_CASE("the default configuration is valid and nonsensical ones are refused with a reason") {
+  CHECK(validate(Config{}).ok());
+  Config zero;
+  zero.probe_interval_ms = 0;
+  CHECK_FALSE(validate(zero).ok());
+  Config late_nack;
+  late_nack.nack_timeout_ms = late_nack.indirect_timeout_ms;
+  auto r = validate(late_nack);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message.find("nack_timeout_ms") != std::string::npos);
+}
+
+TEST_CASE("a core with zero intervals still runs instead of spinning") {
+  Config cfg;
+  cfg.gossip_interval_ms = 0;
+  cfg.probe_interval_ms = 0;
+  TestNet net(18, cfg);
+  start_all(net, {"a", "b"});
+  net.run_for(ms_(500));
+  CHECK(converged(net, {"a", "b"}));
 }

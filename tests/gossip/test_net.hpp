@@ -39,8 +39,7 @@ class TestNet {
   Swim& start(const std::string& name, const std::vector<std::string>& seeds = {}, uint64_t generation = 1) {
     Node& n = nodes_[addr_of(name)];
     n = Node{};
-    n.swim = std::make_unique<Swim>(config, Identity{name, generation, addr_of(name)}, MemberMeta{name, 8, {}},
-                                    rng_());
+    n.swim = std::make_unique<Swim>(config, Identity{name, generation, addr_of(name)}, MemberMeta{name, 8, {}}, rng_());
     std::vector<std::string> seed_addrs;
     for (const auto& s : seeds) seed_addrs.push_back(addr_of(s));
     Effects out;
@@ -58,7 +57,10 @@ class TestNet {
     node(name).leave(now, out);
     apply(addr_of(name), out);
   }
-  void block(const std::string& a, const std::string& b) { blocked_.insert({addr_of(a), addr_of(b)}); blocked_.insert({addr_of(b), addr_of(a)}); }
+  void block(const std::string& a, const std::string& b) {
+    blocked_.insert({addr_of(a), addr_of(b)});
+    blocked_.insert({addr_of(b), addr_of(a)});
+  }
   void heal() { blocked_.clear(); }
 
   // The state `observer` holds of `subject` (nullopt: unknown).

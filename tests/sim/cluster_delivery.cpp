@@ -49,8 +49,9 @@ void Cluster::send_stream(uint32_t m, uint8_t channel, gossip::StreamRequest& r)
   n.counters.stream_bytes_out += r.bytes.size();
   const uint32_t rec = open_stream(m, channel, r.token);
   const uint64_t aux = stream_ref(rec, streams_[rec].seq);
-  ++n.open_streams;
-  checker_.check_bound("the open stream requests of " + n.name, n.open_streams, opts_.max_open_streams, now());
+  if (++n.open_streams > opts_.max_open_streams) {  // the message is built only when it is needed
+    checker_.check_bound("the open stream requests of " + n.name, n.open_streams, opts_.max_open_streams, now());
+  }
 
   Event deadline;
   deadline.at = r.deadline;

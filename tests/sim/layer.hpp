@@ -48,6 +48,8 @@ class Layer {
 using LayerFactory =
     std::function<std::vector<std::unique_ptr<Layer>>(uint32_t member, const gossip::Identity& self, uint64_t seed)>;
 
+// Callbacks run in the middle of delivering an event: an observer may read the cluster but must not
+// change it (crash, pause, add members); it schedules such actions with Cluster::at() instead.
 class ClusterObserver {
  public:
   virtual ~ClusterObserver() = default;

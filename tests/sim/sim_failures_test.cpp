@@ -29,7 +29,7 @@ TEST_CASE("a crashed member is seen dead by every live member within 5 s (seed 1
 
 TEST_CASE(
     "a partition makes each side see the other dead, and after the heal all are alive again "
-    "(seed 21, 12 members, {m0..m5} | {m6..m11} for 20 s)") {
+    "(seed 21, 12 members, {m0..m5} | {m6..m11}, split seen within 20 s)") {
   Cluster c(small_cluster(12, 21, Revival::by_refutation));
   REQUIRE(start_and_converge(c, sec(30)));
   std::vector<uint32_t> left_side, right_side;
