@@ -15,7 +15,9 @@ spdlog::logger& logger() { return log::get(log::Component::agent); }
 
 GossipRuntime::GossipRuntime(asio::io_context& io, asio::ip::udp::socket socket, gossip::Swim swim,
                              Clock::time_point origin, StreamListener& listener)
-    : io_(io), socket_(std::move(socket)), swim_(std::move(swim)), origin_(origin), client_(io), timer_(io) {
+    : io_(io), socket_(std::move(socket)), swim_(std::move(swim)), origin_(origin),
+      client_(io),
+      timer_(io, origin, [this] { on_wake(); }) {
   const auto& self = swim_.self();
   hello_ = encode_hello(wire::make_envelope(swim_.config().cluster_id, self.name, self.generation, self.addr),
                         wire::Hello::PUSH_PULL);
@@ -47,7 +49,6 @@ void GossipRuntime::close() {
   boost::system::error_code ignored;
   socket_.close(ignored);
   timer_.cancel();
-  armed_at_.reset();
 }
 
 void GossipRuntime::receive_next() {
@@ -85,7 +86,7 @@ void GossipRuntime::perform(gossip::Effects& fx) {
                   m.incarnation, m.id.generation);
     for (const auto& observer : observers_) observer(e);
   }
-  if (fx.wake_at) arm_timer(*fx.wake_at);
+  if (fx.wake_at) timer_.arm(*fx.wake_at);
   fx.clear();
 }
 
@@ -120,18 +121,11 @@ void GossipRuntime::start_stream(gossip::StreamRequest& r) {
                   });
 }
 
-void GossipRuntime::arm_timer(gossip::Time at) {
-  if (armed_at_ && *armed_at_ <= at) return;  // already waking earlier; the core asks again after each tick
-  armed_at_ = at;
-  const uint64_t seq = ++timer_seq_;
-  timer_.expires_at(origin_ + at);
-  timer_.async_wait([this, seq](boost::system::error_code ec) {
-    if (ec || seq != timer_seq_ || closed_) return;
-    armed_at_.reset();
-    gossip::Effects fx;
-    swim_.on_tick(now(), fx);
-    perform(fx);
-  });
+void GossipRuntime::on_wake() {
+  if (closed_) return;
+  gossip::Effects fx;
+  swim_.on_tick(now(), fx);
+  perform(fx);
 }
 
 void GossipRuntime::warn_limited(const std::string& key, const std::string& message) {

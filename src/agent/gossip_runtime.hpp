@@ -14,6 +14,7 @@
 
 #include "agent/stream_client.hpp"
 #include "agent/stream_listener.hpp"
+#include "agent/wake_timer.hpp"
 #include "agent/warn_limiter.hpp"
 #include "gossip/swim.hpp"
 
@@ -47,10 +48,10 @@ class GossipRuntime {
 
  private:
   void receive_next();
+  void on_wake();
   void perform(gossip::Effects& fx);
   void send_packet(gossip::SendPacket& p);
   void start_stream(gossip::StreamRequest& r);
-  void arm_timer(gossip::Time at);
   std::vector<std::byte> answer_stream(const StreamPeer& peer, std::span<const std::byte> request);
   void warn_limited(const std::string& key, const std::string& message);
 
@@ -59,9 +60,7 @@ class GossipRuntime {
   gossip::Swim swim_;
   Clock::time_point origin_;
   StreamClient client_;
-  asio::steady_timer timer_;
-  std::optional<gossip::Time> armed_at_;
-  uint64_t timer_seq_ = 0;  // a wait from an earlier arming is stale and ignored
+  WakeTimer timer_;
   std::array<std::byte, 65536> rx_buf_{};
   asio::ip::udp::endpoint rx_from_;
   std::vector<std::byte> hello_;  // our hello for gossip requests

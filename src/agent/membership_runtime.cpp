@@ -18,7 +18,9 @@ spdlog::logger& logger() { return log::get(log::Component::agent); }
 MembershipRuntime::MembershipRuntime(asio::io_context& io, membership::ViewKeeper keeper, const gossip::Swim& swim,
                                      Clock::time_point origin, StreamListener& listener,
                                      const std::string& cluster_id)
-    : io_(io), keeper_(std::move(keeper)), swim_(swim), origin_(origin), client_(io), timer_(io) {
+    : io_(io), keeper_(std::move(keeper)), swim_(swim), origin_(origin),
+      client_(io),
+      timer_(io, origin, [this] { on_wake(); }) {
   const auto& self = keeper_.self();
   hello_ = encode_hello(wire::make_envelope(cluster_id, self.name, self.generation, self.addr), wire::Hello::VIEW);
   listener.add_request_channel(wire::Hello::VIEW, membership::kMaxViewFrameBytes,
@@ -57,7 +59,6 @@ Status MembershipRuntime::force() {
 void MembershipRuntime::close() {
   closed_ = true;
   timer_.cancel();
-  armed_at_.reset();
 }
 
 void MembershipRuntime::perform(membership::KeeperOutput& out) {
@@ -81,22 +82,15 @@ void MembershipRuntime::perform(membership::KeeperOutput& out) {
   for (const auto& v : out.committed) {
     for (const auto& o : observers_) o(v);
   }
-  if (out.wake_at) arm_timer(*out.wake_at);
+  if (out.wake_at) timer_.arm(*out.wake_at);
   out.clear();
 }
 
-void MembershipRuntime::arm_timer(gossip::Time at) {
-  if (armed_at_ && *armed_at_ <= at) return;
-  armed_at_ = at;
-  const uint64_t seq = ++timer_seq_;
-  timer_.expires_at(origin_ + at);
-  timer_.async_wait([this, seq](boost::system::error_code ec) {
-    if (ec || seq != timer_seq_ || closed_) return;
-    armed_at_.reset();
-    membership::KeeperOutput out;
-    keeper_.on_tick(now(), out);
-    perform(out);
-  });
+void MembershipRuntime::on_wake() {
+  if (closed_) return;
+  membership::KeeperOutput out;
+  keeper_.on_tick(now(), out);
+  perform(out);
 }
 
 }  // namespace shoal::agent

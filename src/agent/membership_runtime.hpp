@@ -12,6 +12,7 @@
 
 #include "agent/stream_client.hpp"
 #include "agent/stream_listener.hpp"
+#include "agent/wake_timer.hpp"
 #include "gossip/swim.hpp"
 #include "membership/view_keeper.hpp"
 
@@ -40,17 +41,15 @@ class MembershipRuntime {
 
  private:
   gossip::Time now() const;
+  void on_wake();
   void perform(membership::KeeperOutput& out);
-  void arm_timer(gossip::Time at);
 
   asio::io_context& io_;
   membership::ViewKeeper keeper_;
   const gossip::Swim& swim_;
   Clock::time_point origin_;
   StreamClient client_;
-  asio::steady_timer timer_;
-  std::optional<gossip::Time> armed_at_;
-  uint64_t timer_seq_ = 0;
+  WakeTimer timer_;
   std::vector<std::byte> hello_;
   std::vector<ViewObserver> observers_;
   bool update_posted_ = false;
