@@ -15,10 +15,14 @@
 #include "agent/membership_runtime.hpp"
 #include "agent/members_report.hpp"
 #include "agent/port_binding.hpp"
+#include "agent/rendezvous_service.hpp"
+#include "agent/session_feed.hpp"
+#include "agent/stream_hello.hpp"
 #include "agent/stats_report.hpp"
 #include "agent/stream_listener.hpp"
 #include "agent/view_report.hpp"
 #include "base/log.hpp"
+#include "wire/packet.hpp"
 
 namespace shoal::agent {
 namespace {
@@ -75,6 +79,9 @@ uint64_t new_generation() {
 }  // namespace
 
 Agent::Agent(AgentConfig cfg) : cfg_(std::move(cfg)), leave_timer_(io_), join_timer_(io_) {
+  session_feed_ = std::make_unique<SessionFeed>(io_, control_handlers_, [this] {
+    return SessionInfo{cfg_.name, generation_, addr_, cfg_.gossip.cluster_id, cfg_.meta.slots};
+  });
   control_handlers_.add("members", "this member's view of the cluster and the inputs it refused",
                         [this](std::span<const std::string> args) {
                           if (!args.empty()) return control_handlers_.error_reply("members takes no arguments");
@@ -98,6 +105,10 @@ Agent::~Agent() = default;
 const gossip::Swim& Agent::swim() const { return runtime_->swim(); }
 
 StreamListener& Agent::streams() { return *listener_; }
+
+std::vector<std::byte> Agent::hello(wire::Hello::Channel channel) const {
+  return encode_hello(wire::make_envelope(cfg_.gossip.cluster_id, cfg_.name, generation_, addr_), channel);
+}
 
 void Agent::add_member_observer(std::function<void(const gossip::MemberEvent&)> observer) {
   if (runtime_) {
@@ -200,6 +211,13 @@ Status Agent::start() {
   membership_ = std::make_unique<MembershipRuntime>(
       io_, membership::ViewKeeper(cfg_.membership, gossip::Identity{cfg_.name, generation_, addr_}, rng_seed ^ 0x5eed),
       runtime_->swim(), origin_, *listener_, cfg_.gossip.cluster_id);
+  rendezvous_ = std::make_unique<RendezvousService>(io_, *listener_, origin_);
+  // The store learns of a view before anyone else on this loop, so a superseded wait fails first.
+  membership_->add_view_observer([this](const membership::View& v) {
+    rendezvous_->on_committed(v.epoch());
+    session_feed_->on_view(v);
+  });
+  runtime_->add_observer([this](const gossip::MemberEvent& e) { session_feed_->on_member(e); });
   for (auto& o : pending_view_observers_) membership_->add_view_observer(std::move(o));
   pending_view_observers_.clear();
   runtime_->add_observer([this](const gossip::MemberEvent&) { membership_->gossip_changed(); });

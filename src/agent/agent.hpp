@@ -14,6 +14,7 @@
 
 #include "agent/control_handlers.hpp"
 #include "agent/host_port.hpp"
+#include "envelope.pb.h"
 #include "base/result.hpp"
 #include "gossip/swim.hpp"
 #include "membership/view_keeper.hpp"
@@ -43,6 +44,8 @@ class GossipRuntime;
 class MembershipRuntime;
 class StreamListener;
 class ControlServer;
+class RendezvousService;
+class SessionFeed;
 
 class Agent {
  public:
@@ -80,6 +83,9 @@ class Agent {
   // More TCP channels register here (view agreement, rendezvous store, checkpoint streams). After start().
   StreamListener& streams();
   asio::io_context& io() { return io_; }
+  // The hello that opens a connection from this member on `channel` (for in-process clients such as the
+  // rendezvous store of an embedded trainer). After start().
+  std::vector<std::byte> hello(wire::Hello::Channel channel) const;
 
  private:
   void begin_leave();
@@ -101,6 +107,8 @@ class Agent {
   std::unique_ptr<StreamListener> listener_;
   std::unique_ptr<GossipRuntime> runtime_;
   std::unique_ptr<MembershipRuntime> membership_;
+  std::unique_ptr<RendezvousService> rendezvous_;
+  std::unique_ptr<SessionFeed> session_feed_;  // what connected trainers follow (control socket)
   std::vector<std::function<void(const membership::View&)>> pending_view_observers_;
   std::unique_ptr<ControlServer> control_server_;
   std::vector<std::function<void(const gossip::MemberEvent&)>> pending_observers_;

@@ -9,21 +9,10 @@
 #include "agent/cli.hpp"
 #include "agent/control_path.hpp"
 #include "agent/flags.hpp"
+#include "agent/member_name.hpp"
 
 namespace shoal::agent {
 namespace {
-
-constexpr size_t kMaxNameBytes = 128;
-
-Status check_name(const std::string& name) {
-  if (name.empty()) return fail("--name must not be empty");
-  if (name.size() > kMaxNameBytes) return fail("--name is longer than " + std::to_string(kMaxNameBytes) + " bytes");
-  for (char c : name) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u <= 0x20 || u == 0x7F) return fail("--name must not contain spaces or control characters");
-  }
-  return Ok{};
-}
 
 Result<std::chrono::milliseconds> parse_seconds(const std::string& text) {
   char* end = nullptr;
@@ -102,7 +91,7 @@ int agent_command(std::span<const std::string> args) {
   if (!bind) return usage_error("--bind is required");
 
   AgentConfig cfg;
-  if (auto ok = check_name(*name); !ok) return usage_error(ok.error().message);
+  if (auto ok = check_member_name(*name); !ok) return usage_error("--name: " + ok.error().message);
   cfg.name = *name;
   auto bind_hp = parse_host_port(*bind, PortZero::allowed);
   if (!bind_hp) return usage_error("--bind: " + bind_hp.error().message);

@@ -71,7 +71,14 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
       if (ec == asio::error::eof)
         line.assign(asio::buffers_begin(self->buf_.data()), asio::buffers_end(self->buf_.data()));
       if (!line.empty() && line.back() == '\n') line.pop_back();
-      self->reply(self->handlers_.dispatch(line));
+      const auto wait = self->handlers_.dispatch_async(line, [self](std::string doc) { self->reply(std::move(doc)); });
+      if (!wait) return self->reply(self->handlers_.dispatch(line));
+      if (self->replied_) return;
+      // A long poll: the handler answers within max_wait; past it (plus a margin), the client is told.
+      self->timer_.expires_after(*wait + std::chrono::seconds(1));
+      self->timer_.async_wait([self](boost::system::error_code tec) {
+        if (!tec) self->reply(self->handlers_.error_reply("no answer within the time limit"));
+      });
     });
   }
 

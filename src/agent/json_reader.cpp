@@ -78,7 +78,7 @@ class Parser {
   }
 
  private:
-  Unexpected<Error> error(const std::string& what) const {
+  Unexpected<Failure> error(const std::string& what) const {
     return fail("JSON: " + what + " at offset " + std::to_string(pos_));
   }
   void skip_ws() {

@@ -3,6 +3,7 @@
 
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
+#include <array>
 
 #include "agent/endpoint_text.hpp"
 #include "agent/frame_io.hpp"
@@ -13,7 +14,9 @@ namespace shoal::agent {
 struct StreamListener::Shared {
   struct Channel {
     size_t max_request_bytes = 0;
-    RequestHandler handler;
+    RequestHandler handler;            // set for request/response channels...
+    AsyncRequestHandler async_handler;  // ...or this, for channels answered later
+    std::chrono::milliseconds max_wait{0};
   };
   std::string cluster_id;
   Limits limits;
@@ -84,11 +87,34 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
     }
     const auto it = shared_->channels.find(peer_.hello.channel);
     if (it == shared_->channels.end()) return finish();
-    std::vector<std::byte> response = it->second.handler(peer_, r->payload);
+    if (it->second.async_handler) return start_async(it->second, r->payload);
+    respond(it->second.handler(peer_, r->payload));
+  }
+
+  void respond(std::vector<std::byte> response) {
+    if (done_ || replied_) return;
+    replied_ = true;
     if (response.empty()) return finish();
     out_ = frame_bytes(static_cast<uint8_t>(FrameType::response), response);
     auto self = shared_from_this();
     asio::async_write(socket_, asio::buffer(out_), [self](boost::system::error_code, size_t) { self->finish(); });
+  }
+
+  // The answer comes later: the deadline becomes the channel's max_wait, and a one-byte read notices a
+  // peer that closes while waiting (a client that gave up), so the handler can forget the request.
+  void start_async(const StreamListener::Shared::Channel& channel, std::span<const std::byte> request) {
+    auto self = shared_from_this();
+    timer_.expires_after(channel.max_wait);
+    timer_.async_wait([self](boost::system::error_code ec) {
+      if (ec || self->done_) return;
+      self->finish();
+    });
+    socket_.async_read_some(asio::buffer(probe_byte_), [self](boost::system::error_code, size_t) {
+      if (!self->replied_) self->finish();  // the peer closed (or sent more than one request): drop it
+    });
+    on_abandon_ = channel.async_handler(peer_, request, [self](std::vector<std::byte> response) {
+      self->respond(std::move(response));
+    });
   }
 
   void on_read_error(const FrameReadError& e, const char* what) {
@@ -118,6 +144,11 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
     if (done_) return;
     done_ = true;
     --shared_->active;
+    if (!replied_ && on_abandon_) {
+      auto abandon = std::move(on_abandon_);
+      abandon();
+    }
+    on_abandon_ = nullptr;
     boost::system::error_code ignored;
     timer_.cancel();
     socket_.shutdown(tcp::socket::shutdown_both, ignored);
@@ -130,6 +161,9 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
   std::string remote_;
   StreamPeer peer_;
   std::vector<std::byte> out_;
+  std::array<char, 1> probe_byte_{};
+  std::function<void()> on_abandon_;
+  bool replied_ = false;
   bool done_ = false;
 };
 
@@ -145,7 +179,12 @@ StreamListener::~StreamListener() { close(); }
 
 void StreamListener::add_request_channel(wire::Hello::Channel channel, size_t max_request_bytes,
                                          RequestHandler handler) {
-  shared_->channels[channel] = Shared::Channel{max_request_bytes, std::move(handler)};
+  shared_->channels[channel] = Shared::Channel{max_request_bytes, std::move(handler), {}, {}};
+}
+
+void StreamListener::add_async_request_channel(wire::Hello::Channel channel, size_t max_request_bytes,
+                                               std::chrono::milliseconds max_wait, AsyncRequestHandler handler) {
+  shared_->channels[channel] = Shared::Channel{max_request_bytes, {}, std::move(handler), max_wait};
 }
 
 const wire::RejectCounters& StreamListener::rejected() const { return shared_->rejected; }

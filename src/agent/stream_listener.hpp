@@ -31,6 +31,12 @@ class StreamListener {
  public:
   // One request frame in, one response frame out; an empty response closes without answering.
   using RequestHandler = std::function<std::vector<std::byte>(const StreamPeer&, std::span<const std::byte> request)>;
+  // For requests answered later (a rendezvous wait): the handler keeps `reply` and calls it once, on the
+  // loop's thread, with the response (empty: close without answering). It returns what to run when the
+  // connection ends before the reply (the peer closed, or max_wait passed) so it can forget the request.
+  using Reply = std::function<void(std::vector<std::byte> response)>;
+  using AsyncRequestHandler =
+      std::function<std::function<void()>(const StreamPeer&, std::span<const std::byte> request, Reply reply)>;
 
   struct Limits {
     std::chrono::milliseconds connection_timeout{5000};  // hello, request and reply together
@@ -44,6 +50,9 @@ class StreamListener {
 
   // Registers the handler of a request/response channel; requests above max_request_bytes are refused.
   void add_request_channel(wire::Hello::Channel channel, size_t max_request_bytes, RequestHandler handler);
+  // Registers a channel whose requests may wait up to `max_wait` for their answer.
+  void add_async_request_channel(wire::Hello::Channel channel, size_t max_request_bytes,
+                                 std::chrono::milliseconds max_wait, AsyncRequestHandler handler);
 
   void start();
   void close();

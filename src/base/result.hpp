@@ -9,7 +9,7 @@
 namespace shoal {
 
 // The default error: a sentence for a person.
-struct Error {
+struct Failure {
   std::string message;
 };
 
@@ -22,9 +22,9 @@ template <class E>
 Unexpected<E> fail(E e) {
   return Unexpected<E>{std::move(e)};
 }
-inline Unexpected<Error> fail(std::string message) { return Unexpected<Error>{Error{std::move(message)}}; }
+inline Unexpected<Failure> fail(std::string message) { return Unexpected<Failure>{Failure{std::move(message)}}; }
 
-template <class T, class E = Error>
+template <class T, class E = Failure>
 class [[nodiscard]] Result {
  public:
   Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit by design

@@ -1,0 +1,200 @@
+// allreduce_trainer: data-parallel synthetic training on shoal's Gloo communicator, with the agent
+// embedded. Every step each rank makes a gradient that is a known function of (rank, step), allreduces
+// it, and checks the sum against the value it must have, so a wrong world or a stale peer shows up as
+// "ok": false instead of being averaged in. Every step also checks that all ranks hold the same
+// parameters (an allreduce of a parameter hash: min == max), which is what the state sync promises.
+//
+// On stdout: first {"event":"started","name":...,"addr":"ip:port"}, then one JSON object per step: t, step,
+// epoch, rank, world, ok, and rebuild_ms after a rebuild.
+//   allreduce_trainer --name a --bind 127.0.0.1:7001 --steps 100 --step-ms 50
+//   allreduce_trainer --name b --bind 127.0.0.1:7002 --seeds 127.0.0.1:7001 --steps 100 --step-ms 50
+#include <csignal>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "shoal/elastic_loop.hpp"
+#include "shoal/session.hpp"
+
+namespace {
+
+constexpr size_t kParams = 4096;
+constexpr float kLearningRate = 0.01f;
+
+const char* kUsage =
+    "usage: allreduce_trainer --name NAME --bind HOST:PORT [--seeds HOST:PORT,...] [--cluster ID]\n"
+    "                         [--slots 1] [--min-hosts N] [--steps N] [--step-ms MS] [--log-level SPEC]\n"
+    "       allreduce_trainer --control PATH [--slot K] [--steps N] [--step-ms MS] [--log-level SPEC]\n"
+    "Synthetic data-parallel training on shoal's Gloo communicator, with the agent embedded (first form) or\n"
+    "following the `shoal agent` whose control socket is PATH, as its slot K (second form). Prints one JSON\n"
+    "object per step (t, step, epoch, rank, world, ok, rebuild_ms after a rebuild). Exits 0 after --steps\n"
+    "steps with every check passed, 1 when a check failed, 2 on bad flags.\n";
+
+// Gradient element i of `rank` at `step`: small integers, so every sum is exact in float.
+float gradient(int rank, uint64_t step, size_t i) {
+  return static_cast<float>((rank + 1) * static_cast<int>(1 + (step + i) % 7));
+}
+
+uint64_t hash_params(const std::vector<float>& p) {
+  uint64_t h = 1469598103934665603ull;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(p.data());
+  for (size_t i = 0; i < p.size() * sizeof(float); ++i) h = (h ^ bytes[i]) * 1099511628211ull;
+  return h;
+}
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, sep);) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+std::optional<uint64_t> parse_count(const std::string& s) {
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0' || s[0] == '-') return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::map<std::string, std::string> flags;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::cout << kUsage;
+      return 0;
+    }
+    static const char* known[] = {"--name", "--bind", "--seeds", "--cluster", "--slots", "--min-hosts",
+                                  "--steps", "--step-ms", "--log-level", "--control", "--slot"};
+    bool ok = false;
+    for (const char* k : known) ok = ok || arg == k;
+    if (!ok || i + 1 >= argc) {
+      std::cerr << "allreduce_trainer: " << (ok ? "missing value for " : "unknown flag ") << arg << "\n" << kUsage;
+      return 2;
+    }
+    flags[arg.substr(2)] = argv[++i];
+  }
+  const auto count_flag = [&](const char* name, uint64_t def) -> std::optional<uint64_t> {
+    auto it = flags.find(name);
+    if (it == flags.end()) return def;
+    return parse_count(it->second);
+  };
+  const auto steps = count_flag("steps", 100);
+  const auto step_ms = count_flag("step-ms", 0);
+  const auto min_hosts = count_flag("min-hosts", 1);
+  const auto slots = count_flag("slots", 1);
+  const auto slot = count_flag("slot", 0);
+  if (!steps || !step_ms || !min_hosts || !slots || !slot || *min_hosts < 1) {
+    std::cerr << "allreduce_trainer: --steps, --step-ms, --slots and --min-hosts take non-negative integers "
+                 "(--min-hosts at least 1)\n";
+    return 2;
+  }
+  const bool connect = flags.contains("control");
+  if (!connect && (!flags.contains("name") || !flags.contains("bind"))) {
+    std::cerr << "allreduce_trainer: --name and --bind are required (or --control PATH)\n" << kUsage;
+    return 2;
+  }
+
+  shoal::SessionOptions opt;
+  opt.name = flags["name"];
+  opt.bind = flags["bind"];
+  opt.seeds = split(flags["seeds"], ',');
+  opt.cluster = flags["cluster"];
+  opt.slots = static_cast<uint32_t>(*slots);
+  opt.min_hosts = static_cast<uint32_t>(*min_hosts);
+  opt.log_spec = flags.contains("log-level") ? flags["log-level"] : "warn";
+  opt.control_path = flags["control"];
+  opt.slot = static_cast<uint32_t>(*slot);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  std::unique_ptr<shoal::Session> session;
+  try {
+    session = connect ? shoal::Session::connect(opt) : shoal::Session::start(opt);
+  } catch (const shoal::Error& e) {
+    std::cerr << "allreduce_trainer: " << e.what() << "\n";
+    return 2;
+  }
+
+  // The first line says where this member listens, for scripts that seed others through it.
+  std::printf("{\"event\":\"started\",\"name\":\"%s\",\"addr\":\"%s\"}\n", connect ? "" : opt.name.c_str(),
+              session->address().c_str());
+  std::fflush(stdout);
+
+  std::vector<float> params(kParams, 1.0f);
+  std::vector<float> grad(kParams);
+  bool all_ok = true;
+  bool step_ok = true;
+  std::optional<double> rebuild_ms;
+
+  shoal::ElasticHooks hooks;
+  hooks.step = [&](shoal::Communicator& comm, uint64_t step) {
+    if (*step_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(*step_ms));  // the "compute"
+    const int world = comm.world_size();
+    for (size_t i = 0; i < kParams; ++i) grad[i] = gradient(comm.rank(), step, i);
+    comm.allreduce(grad.data(), grad.size(), shoal::DataType::f32, shoal::ReduceOp::sum);
+    step_ok = true;
+    const int rank_sum = world * (world + 1) / 2;
+    for (size_t i = 0; i < kParams; ++i) {
+      if (grad[i] != static_cast<float>(rank_sum * static_cast<int>(1 + (step + i) % 7))) step_ok = false;
+    }
+    for (size_t i = 0; i < kParams; ++i) params[i] -= kLearningRate * grad[i] / static_cast<float>(world);
+    // Every rank must now hold the same parameters: min and max of their hashes agree.
+    int64_t h[2] = {static_cast<int64_t>(hash_params(params) >> 1), 0};
+    h[1] = h[0];
+    comm.allreduce(&h[0], 1, shoal::DataType::i64, shoal::ReduceOp::min);
+    comm.allreduce(&h[1], 1, shoal::DataType::i64, shoal::ReduceOp::max);
+    if (h[0] != h[1]) step_ok = false;
+  };
+  hooks.save = [&] {
+    std::vector<char> out(params.size() * sizeof(float));
+    std::memcpy(out.data(), params.data(), out.size());
+    return out;
+  };
+  hooks.load = [&](const std::vector<char>& state) {
+    if (state.size() == params.size() * sizeof(float)) std::memcpy(params.data(), state.data(), state.size());
+  };
+  shoal::RankInfo ranks;
+  hooks.rebuilt = [&](const shoal::RankInfo& r, double ms) {
+    ranks = r;
+    if (ms > 0) rebuild_ms = ms;
+  };
+  hooks.completed = [&](uint64_t step) {
+    all_ok = all_ok && step_ok;
+    char line[256];
+    int n = std::snprintf(line, sizeof(line),
+                          "{\"t\":%.6f,\"step\":%" PRIu64 ",\"epoch\":%" PRIu64 ",\"rank\":%d,\"world\":%d,\"ok\":%s",
+                          now_s(), step, ranks.epoch, ranks.rank, ranks.world_size, step_ok ? "true" : "false");
+    if (rebuild_ms) n += std::snprintf(line + n, sizeof(line) - static_cast<size_t>(n), ",\"rebuild_ms\":%.1f", *rebuild_ms);
+    rebuild_ms.reset();
+    std::printf("%s}\n", line);
+    std::fflush(stdout);
+  };
+
+  try {
+    shoal::ElasticLoop loop(*session, hooks);
+    loop.run(*steps);
+  } catch (const shoal::Error& e) {
+    std::cerr << "allreduce_trainer: " << e.what() << "\n";
+    session->leave();
+    return 1;
+  }
+  session->leave();
+  return all_ok ? 0 : 1;
+}

@@ -1,0 +1,56 @@
+// ElasticLoop: the run loop most data-parallel trainers want. Run a step; when the world changes
+// (the step throws shoal::ViewChanged), roll back to the state after the last completed step, get the
+// communicator of the next view, adopt the new rank 0's state, and continue. Every rank of a view
+// resumes from the same step with the same state, whoever failed or joined.
+//
+//   shoal::ElasticLoop loop(*session, {
+//       .step = [&](shoal::Communicator& c, uint64_t step) { compute(step); c.allreduce(g, n, f32, avg); apply(); },
+//       .save = [&] { return serialize(model); },
+//       .load = [&](const std::vector<char>& bytes) { model = deserialize(bytes); },
+//   });
+//   loop.run(1000);
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "shoal/communicator.hpp"
+#include "shoal/session.hpp"
+
+namespace shoal {
+
+struct ElasticHooks {
+  // One step on `comm`; throws what the communicator throws. The state may be half-updated when it does.
+  std::function<void(Communicator& comm, uint64_t step)> step;
+  // The state after a completed step, as bytes: the rollback point, and what a new rank 0 hands out.
+  std::function<std::vector<char>()> save;
+  // Replace the state with one that save() produced (here or on another rank).
+  std::function<void(const std::vector<char>& state)> load;
+  // Optional: after each completed step (the step number just done).
+  std::function<void(uint64_t step)> completed;
+  // Optional: after every (re)build and state sync: the new ranks and how long it took since the world
+  // changed (0 for the first build).
+  std::function<void(const RankInfo& ranks, double rebuild_ms)> rebuilt;
+};
+
+class ElasticLoop {
+ public:
+  ElasticLoop(Session& session, ElasticHooks hooks);
+
+  // Runs until the agreed step counter reaches `last_step`. Returns the number of rebuilds after the first
+  // build. Throws shoal::Timeout when no usable view comes (see Session::communicator()).
+  uint64_t run(uint64_t last_step);
+
+  // The next step to run (every rank of the current view agrees on it after a sync).
+  uint64_t next_step() const { return next_step_; }
+
+ private:
+  Session& session_;
+  ElasticHooks hooks_;
+  std::shared_ptr<Communicator> comm_;
+  std::vector<char> snapshot_;
+  uint64_t next_step_ = 0;
+};
+
+}  // namespace shoal

@@ -1,0 +1,88 @@
+// libshoal's handle for a trainer: join the job, wait until a committed view includes this rank, read
+// the ranks, get a communicator for the current view, and be told when the view changes.
+//
+// A Session either embeds the agent in the trainer's process (one trainer per host; the agent runs on a
+// thread of its own, exactly as `shoal agent` would), or follows a separate `shoal agent` over its
+// control socket (one trainer per GPU slot). Both behave the same: when a member of the current view fails or leaves,
+// the session aborts the current communicator at once, so the trainer's collective throws
+// shoal::ViewChanged instead of hanging; communicator() then blocks until the next committed view and
+// returns a communicator rebuilt for it. Thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "shoal/communicator.hpp"
+#include "shoal/errors.hpp"
+
+namespace shoal {
+
+struct SessionOptions {
+  std::string name;                    // member name, stable across restarts (default: the host name)
+  std::string bind = "0.0.0.0:7946";   // host:port of the agent's UDP+TCP port (port 0: any)
+  std::string advertise;               // host others reach us at (default: the bind host)
+  std::vector<std::string> seeds;      // host:port of members to join through; empty: a new cluster
+  std::string cluster;                 // cluster id; packets of other clusters are refused
+  uint32_t slots = 1;                  // embedded: the host's ranks; only 1 (one trainer per host) is supported
+  uint32_t slot = 0;                   // connect(): which slot of the agent this trainer drives
+  uint32_t min_hosts = 1;
+  uint32_t max_hosts = 0;              // 0: no limit
+  std::string control_path;            // embedded: where to serve the control socket (empty: none);
+                                       // connect(): the agent's control socket
+  std::string log_spec;                // e.g. "warn,membership=info"; empty: SHOAL_LOG or info
+  std::string backend = "gloo";        // "gloo": CPU buffers over TCP; "nccl": GPU buffers (builds with NCCL)
+  int cuda_device = -1;                // nccl: the device of this rank; -1: the local rank
+  std::chrono::milliseconds view_timeout{120'000};        // communicator(): longest wait for a view
+  std::chrono::milliseconds rendezvous_timeout{30'000};   // one rendezvous wait
+  std::chrono::milliseconds collective_timeout{300'000};  // a collective that makes no progress
+};
+
+// This rank's place in a committed view (torchrun's names in comments).
+struct RankInfo {
+  uint64_t epoch = 0;
+  uint64_t view_hash = 0;
+  int rank = -1;              // RANK
+  int world_size = 0;         // WORLD_SIZE
+  int local_rank = 0;         // LOCAL_RANK
+  int local_world_size = 0;   // LOCAL_WORLD_SIZE
+  int node_rank = 0;          // GROUP_RANK
+  int node_count = 0;
+  std::string master_addr;    // MASTER_ADDR: the host of rank 0
+  std::vector<std::string> members;  // member names in rank order of their first slot
+};
+
+class Session {
+ public:
+  // Starts the embedded agent and joins. Throws shoal::Error with what to change (port in use, ...).
+  static std::unique_ptr<Session> start(const SessionOptions& options);
+  // Follows the `shoal agent` whose control socket is options.control_path, driving its GPU slot
+  // options.slot (one trainer process per slot). Only control_path, slot, backend, cuda_device and the
+  // timeouts are used. Throws shoal::Error when no agent answers there.
+  static std::unique_ptr<Session> connect(const SessionOptions& options);
+
+  virtual ~Session() = default;
+
+  // The newest committed epoch this member knows (0: none yet).
+  virtual uint64_t latest_epoch() const = 0;
+  // Blocks until a committed view newer than `after_epoch` includes this member; returns its ranks.
+  // Throws shoal::Timeout after `timeout`.
+  virtual RankInfo wait_for_view(uint64_t after_epoch, std::chrono::milliseconds timeout) = 0;
+  // The communicator of the newest view that includes us, built (rendezvous through the agents) if it
+  // is not built yet or was aborted. Blocks until such a view exists; throws shoal::Timeout if none
+  // comes within view_timeout, or ViewChanged if the view changes again while building (call again).
+  virtual std::shared_ptr<Communicator> communicator() = 0;
+  // The ranks of the communicator communicator() last returned.
+  virtual RankInfo ranks() const = 0;
+  // Called on the agent's thread for every committed view (its epoch); keep it short.
+  virtual void on_view_change(std::function<void(uint64_t epoch)> callback) = 0;
+  // Leaves the job gracefully (the others commit a view without us at once) and stops the agent.
+  virtual void leave() = 0;
+  // The agent's address ("ip:port"), for seeding others.
+  virtual std::string address() const = 0;
+};
+
+}  // namespace shoal

@@ -1,0 +1,75 @@
+// SessionCore: what every shoal::Session does whatever feeds it: it follows the committed views and
+// the failures of their members, aborts the communicator of a view that lost a member or was
+// superseded, and builds the next one through the agents' rendezvous store. An embedded session feeds
+// it from the agent on its own thread; a connected session from a local agent's control socket.
+#pragma once
+
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+
+#include "membership/view.hpp"
+#include "shoal/session.hpp"
+
+namespace shoal::agent {
+
+// Who this rank is, known once its agent runs.
+struct SessionIdentity {
+  std::string name;                          // the agent's member name
+  uint64_t generation = 0;
+  uint32_t slot = 0;                         // which of the member's ranks this session drives
+  std::string bind_ip;                       // where collectives listen: the agent's advertised IP
+  std::vector<std::byte> rendezvous_hello;   // opens RENDEZVOUS connections as this member
+};
+
+class SessionCore : public Session {
+ public:
+  explicit SessionCore(SessionOptions options) : opt_(std::move(options)) {}
+
+  uint64_t latest_epoch() const override;
+  RankInfo wait_for_view(uint64_t after_epoch, std::chrono::milliseconds timeout) override;
+  std::shared_ptr<Communicator> communicator() override;
+  RankInfo ranks() const override;
+  void on_view_change(std::function<void(uint64_t epoch)> callback) override;
+
+ protected:
+  // Before the first view arrives.
+  void set_identity(SessionIdentity identity);
+  // A view was committed.
+  void view_committed(const membership::View& view);
+  // A member is dead or left (gossip's verdict, with the generation it concerns).
+  void member_failed(const std::string& name, uint64_t generation, const char* state);
+  // The communicator of `epoch` (and older) cannot work any more (the agent's verdict, for a session that
+  // does not see member events itself).
+  void epoch_broken(uint64_t epoch, const std::string& why);
+  // The source of views is gone: every wait ends with an error.
+  void source_stopped(const std::string& why);
+  // For error messages: why no view is coming (the keeper's status), if known.
+  virtual std::string view_status() const { return {}; }
+
+  const SessionOptions opt_;
+
+ private:
+  // Under mu_: the view holds this rank and is newer than every epoch known to be broken.
+  bool usable(const membership::View& view) const;
+  bool includes_me(const membership::View& view) const;
+  RankInfo rank_info(const membership::View& view) const;
+  // Outside mu_: rendezvous and connect; throws ViewChanged when the view moves on meanwhile.
+  std::shared_ptr<Communicator> build(const membership::View& view, std::shared_ptr<Communicator> previous,
+                                      const std::optional<membership::View>& previous_view);
+
+  SessionIdentity id_;
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  std::optional<membership::View> latest_;
+  // The newest epoch whose communicator cannot work: a member of it failed, or its communicator was
+  // aborted. A communicator is only built for a newer view.
+  uint64_t broken_epoch_ = 0;
+  std::shared_ptr<Communicator> comm_;
+  std::optional<membership::View> comm_view_;  // the view comm_ was built for
+  RankInfo comm_ranks_;
+  std::vector<std::function<void(uint64_t)>> callbacks_;
+  std::string stopped_;  // not empty: the source stopped, and why
+};
+
+}  // namespace shoal::agent

@@ -1,0 +1,72 @@
+// Session::start: SessionOptions, checked, into an AgentConfig; then the embedded session.
+#include <unistd.h>
+
+#include "agent/connected_session.hpp"
+#include "agent/control_path.hpp"
+#include "agent/embedded_session.hpp"
+#include "agent/member_name.hpp"
+#include "base/log.hpp"
+
+namespace shoal {
+
+namespace {
+
+Error bad(const std::string& what) { return Error("shoal session: " + what); }
+
+void setup_logging(const SessionOptions& options) {
+  if (options.log_spec.empty()) return;
+  auto spec = log::parse_spec(options.log_spec);
+  if (!spec) throw bad("log_spec: " + spec.error().message);
+  log::setup(*spec);
+}
+
+}  // namespace
+
+std::unique_ptr<Session> Session::start(const SessionOptions& options) {
+  using agent::AgentConfig;
+  setup_logging(options);
+  AgentConfig cfg;
+  cfg.name = options.name;
+  if (cfg.name.empty()) {
+    char host[256] = {};
+    if (::gethostname(host, sizeof(host) - 1) == 0) cfg.name = host;
+  }
+  if (auto ok = agent::check_member_name(cfg.name); !ok) throw bad(ok.error().message);
+  auto bind = agent::parse_host_port(options.bind, agent::PortZero::allowed);
+  if (!bind) throw bad("bind: " + bind.error().message);
+  cfg.bind = *bind;
+  for (const auto& seed : options.seeds) {
+    auto hp = agent::parse_host_port(seed);
+    if (!hp) throw bad("seed: " + hp.error().message);
+    cfg.seeds.push_back(*hp);
+  }
+  if (!options.advertise.empty()) cfg.advertise_host = options.advertise;
+  cfg.gossip.cluster_id = options.cluster.empty() ? "default" : options.cluster;
+  if (options.slots != 1) throw bad("an embedded session drives exactly one rank (slots = 1)");
+  cfg.meta.slots = options.slots;
+  if (options.min_hosts < 1) throw bad("min_hosts must be at least 1");
+  if (options.max_hosts != 0 && options.max_hosts < options.min_hosts) throw bad("max_hosts is below min_hosts");
+  cfg.membership.min_hosts = options.min_hosts;
+  cfg.membership.max_hosts = options.max_hosts;
+  cfg.control_path = options.control_path;
+  if (options.backend != "gloo" && options.backend != "nccl") {
+    throw bad("backend must be gloo or nccl, not '" + options.backend + "'");
+  }
+
+  auto session = std::make_unique<agent::EmbeddedSession>(std::move(cfg), options);
+  if (auto started = session->begin(); !started) throw bad(started.error().message);
+  return session;
+}
+
+std::unique_ptr<Session> Session::connect(const SessionOptions& options) {
+  setup_logging(options);
+  if (options.control_path.empty()) throw bad("connect needs the agent's control socket (control_path)");
+  if (options.backend != "gloo" && options.backend != "nccl") {
+    throw bad("backend must be gloo or nccl, not '" + options.backend + "'");
+  }
+  auto session = std::make_unique<agent::ConnectedSession>(options);
+  if (auto started = session->begin(); !started) throw bad(started.error().message);
+  return session;
+}
+
+}  // namespace shoal

@@ -1,0 +1,45 @@
+// GlooPairSockets: the TCP sockets behind a Gloo context's pairs, found once after connectFullMesh,
+// so that abort() can shut them down from any thread.
+//
+// Why: with Debian's Gloo (0.0~git20220518) neither transport::Pair::close() nor
+// Context::closeConnections() wakes a collective blocked on that context: close() only moves the pair
+// to CLOSED and closes its descriptor, without signalling the pending buffers, so the waiter sleeps
+// until the operation's timeout (measured: the full timeout, 5 s of 5 s). What does wake it is the
+// device loop seeing end-of-file on the socket: shutdown(SHUT_RDWR) of our own end makes the loop read
+// 0 bytes, signal "Connection closed by peer" to every pending buffer of that pair, and the peer sees
+// end-of-file too. The pair's descriptor itself is private (and tcp/pair.h does not compile against
+// Debian's headers, which lack gloo/common/memory.h), so the sockets are identified from outside by
+// their addresses: a pair's own address is the local address of its connected socket, and the peer's
+// published address is the remote end of the connecting side.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <vector>
+
+namespace gloo::rendezvous {
+class Context;
+}
+
+namespace shoal::comm {
+
+class GlooStoreAdapter;
+
+class GlooPairSockets {
+ public:
+  GlooPairSockets() = default;
+
+  // `adapter` is the store `context` connected through (it remembers the peers' published addresses).
+  static GlooPairSockets find(const gloo::rendezvous::Context& context, const GlooStoreAdapter& adapter);
+
+  // How many of the context's pairs had a socket identified.
+  size_t found() const { return inodes_.size(); }
+  // Shuts down every identified socket still open; returns how many it shut down. Thread-safe.
+  size_t shutdown_all() const;
+
+ private:
+  std::vector<ino_t> inodes_;  // the sockets' inode numbers: exact, and never confused with a reused fd
+};
+
+}  // namespace shoal::comm

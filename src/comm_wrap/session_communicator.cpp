@@ -1,0 +1,75 @@
+// Backend choice (and NCCL's shrink-or-init decision) for a session's communicator.
+#include "comm_wrap/session_communicator.hpp"
+
+#include <variant>
+
+#include "base/log.hpp"
+#include "comm_wrap/api_errors.hpp"
+#include "comm_wrap/rebuild_plan.hpp"
+#if defined(SHOAL_HAVE_GLOO)
+#include "comm_wrap/gloo_communicator.hpp"
+#endif
+#if defined(SHOAL_HAVE_NCCL)
+#include "comm_wrap/nccl_communicator.hpp"
+#endif
+
+namespace shoal::comm {
+namespace {
+
+std::shared_ptr<Communicator> make_gloo(const SessionCommSpec& spec, RendezvousStore& store) {
+#if defined(SHOAL_HAVE_GLOO)
+  GlooOptions o;
+  o.rank = spec.rank;
+  o.world_size = spec.world_size;
+  o.epoch = spec.epoch;
+  o.bind_host = spec.bind_ip;
+  o.op_timeout = spec.collective_timeout;
+  o.connect_timeout = spec.rendezvous_timeout;
+  return std::shared_ptr<Communicator>(make_gloo_communicator(o, store));
+#else
+  (void)spec;
+  (void)store;
+  throw_comm_error("this libshoal was built without Gloo: no CPU communicator (rebuild with -Dgloo=enabled)");
+#endif
+}
+
+std::shared_ptr<Communicator> make_nccl(const SessionCommSpec& spec, RendezvousStore& store) {
+#if defined(SHOAL_HAVE_NCCL)
+  NcclOptions o;
+  o.rank = spec.rank;
+  o.world_size = spec.world_size;
+  o.epoch = spec.epoch;
+  o.cuda_device = spec.cuda_device;
+  o.init_timeout = spec.rendezvous_timeout;
+  o.op_timeout = spec.collective_timeout;
+  auto* previous = dynamic_cast<NcclCommunicator*>(spec.previous);
+  if (previous && spec.before && spec.after) {
+    const auto plan = plan_rebuild(*spec.before, *spec.after, previous->rebuild_state());
+    if (const auto* shrink = std::get_if<Shrink>(&plan)) {
+      try {
+        return std::shared_ptr<Communicator>(NcclCommunicator::shrink(*previous, *shrink, o));
+      } catch (const std::exception& e) {
+        // A survivor that reached another plan leaves the shrink unfinished; everyone then inits fresh.
+        log::get(log::Component::comm).warn("nccl shrink into epoch {} failed ({}); fresh init instead", o.epoch,
+                                            e.what());
+      }
+    } else {
+      log::get(log::Component::comm).info("nccl epoch {}: fresh init ({})", o.epoch, std::get<FreshInit>(plan).reason);
+    }
+  }
+  return std::shared_ptr<Communicator>(NcclCommunicator::create(o, store));
+#else
+  (void)spec;
+  (void)store;
+  throw_comm_error("this libshoal was built without NCCL: no GPU communicator (install NCCL under "
+                   "cudatoolkit_root and rebuild)");
+#endif
+}
+
+}  // namespace
+
+std::shared_ptr<Communicator> make_session_communicator(const SessionCommSpec& spec, RendezvousStore& store) {
+  return spec.backend == Backend::nccl ? make_nccl(spec, store) : make_gloo(spec, store);
+}
+
+}  // namespace shoal::comm

@@ -1,0 +1,48 @@
+// Trainers that follow a separate `shoal agent` over its control socket, one per GPU slot: the agents
+// form the job, each trainer gets its slot's rank, and losing a host (its agent and its trainers,
+// killed with SIGKILL) costs the others one rebuild in the same processes.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <string>
+
+#include "trainer_cluster.hpp"
+
+using namespace std::chrono_literals;
+using shoal::test::TrainerCluster;
+
+TEST_CASE("trainers connected to 3 agents of 2 slots train as one world of 6, and of 4 after a host is killed") {
+  TrainerCluster c;
+  const int steps = 150;
+  const std::string seed = c.start_agent("a", "", 2);
+  c.start_agent("b", seed, 2);
+  c.start_agent("c", seed, 2);
+  const char* trainers[] = {"a0", "a1", "b0", "b1", "c0", "c1"};
+  for (const std::string t : trainers) c.start_connected(t, t.substr(0, 1), t[1] - '0', steps);
+  REQUIRE_MESSAGE(c.until([&] {
+    for (const char* t : trainers) {
+      if (!shoal::test::reached_world(c[t], 6)) return false;
+    }
+    return true;
+  }, 30s), "the six trainers never trained together; a0's log:\n" << c.log("a0"));
+  // Ranks follow the view: a's slots first (it joined first), slots of one host contiguous.
+  CHECK(c["a0"].steps.back().rank == 0);
+  CHECK(c["a1"].steps.back().rank == 1);
+  c.pump(300ms);
+  const double kill_t = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  c.kill_agent("b");
+  c["b0"].process->kill_and_reap();
+  c["b0"].exit_code = 137;
+  c["b1"].process->kill_and_reap();
+  c["b1"].exit_code = 137;
+  c.finish(60s);
+  shoal::test::check_survivors(c, {"a0", "a1", "c0", "c1"}, kill_t, steps, 4);
+}
+
+TEST_CASE("a trainer asking for a slot its agent does not have is refused with a clear error") {
+  TrainerCluster c;
+  c.start_agent("a", "", 1);
+  auto r = shoal::test::run_command({TRAINER_BINARY, "--control", c.socket_of("a"), "--slot", "3", "--steps", "1"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("slot 3 does not exist") != std::string::npos);
+}

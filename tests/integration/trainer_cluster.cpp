@@ -1,0 +1,140 @@
+// The trainer fixture: start, read, kill, reap.
+#include "trainer_cluster.hpp"
+
+#include <doctest/doctest.h>
+#include <signal.h>
+
+#include "agent/json_reader.hpp"
+
+using namespace std::chrono_literals;
+
+namespace shoal::test {
+
+Trainer& TrainerCluster::launch(const std::string& name, std::vector<std::string> argv) {
+  Trainer t;
+  t.name = name;
+  t.process = std::make_unique<ChildProcess>(argv, dir_.path() + "/" + name + ".log");
+  const auto line = t.process->read_line(10s);
+  REQUIRE_MESSAGE(line, name << " printed no start line; its log:\n" << log(name));
+  auto doc = agent::parse_json(*line);
+  REQUIRE(doc);
+  t.addr = doc->find("addr")->as_string().value_or("");
+  REQUIRE(!t.addr.empty());
+  auto& slot = trainers_[name];
+  slot = std::move(t);
+  return slot;
+}
+
+Trainer& TrainerCluster::start(const std::string& name, const std::string& seed, int steps) {
+  std::vector<std::string> argv = {TRAINER_BINARY, "--name", name, "--bind", "127.0.0.1:0", "--steps",
+                                   std::to_string(steps), "--step-ms", "40", "--cluster", "trainer-test"};
+  if (!seed.empty()) {
+    argv.push_back("--seeds");
+    argv.push_back(seed);
+  }
+  return launch(name, argv);
+}
+
+Trainer& TrainerCluster::start_connected(const std::string& name, const std::string& agent, int slot, int steps) {
+  return launch(name, {TRAINER_BINARY, "--control", dir_.path() + "/" + agent + ".sock", "--slot", std::to_string(slot),
+                       "--steps", std::to_string(steps), "--step-ms", "40"});
+}
+
+std::string TrainerCluster::start_agent(const std::string& name, const std::string& seed, int slots) {
+  std::vector<std::string> argv = {SHOAL_BINARY, "agent", "--name", name, "--bind", "127.0.0.1:0", "--slots",
+                                   std::to_string(slots), "--cluster", "trainer-test", "--control",
+                                   dir_.path() + "/" + name + ".sock"};
+  if (!seed.empty()) {
+    argv.push_back("--seeds");
+    argv.push_back(seed);
+  }
+  auto p = std::make_unique<ChildProcess>(argv, dir_.path() + "/" + name + ".log");
+  const auto line = p->read_line(10s);
+  REQUIRE_MESSAGE(line, "agent " << name << " printed no listening line");
+  // "shoal agent NAME listening on IP:PORT control PATH"
+  const auto at = line->find("listening on ");
+  REQUIRE(at != std::string::npos);
+  const auto rest = line->substr(at + 13);
+  agents_[name] = std::move(p);
+  return rest.substr(0, rest.find(' '));
+}
+
+void TrainerCluster::kill_agent(const std::string& name) { agents_.at(name)->kill_and_reap(); }
+
+void TrainerCluster::pump(std::chrono::milliseconds ms) {
+  const auto until = std::chrono::steady_clock::now() + ms;
+  do {
+    for (auto& [name, t] : trainers_) {
+      if (!t.process || t.exit_code) continue;
+      while (auto line = t.process->read_line(5ms)) {
+        auto doc = agent::parse_json(*line);
+        if (!doc || !doc->find("step")) continue;
+        StepRecord r;
+        r.t = doc->find("t")->as_double().value_or(0);
+        r.step = doc->find("step")->as_uint64().value_or(0);
+        r.epoch = doc->find("epoch")->as_uint64().value_or(0);
+        r.world = static_cast<int>(doc->find("world")->as_uint64().value_or(0));
+        r.rank = static_cast<int>(doc->find("rank")->as_double().value_or(-1));
+        r.ok = doc->find("ok")->as_bool().value_or(false);
+        r.rebuilt = doc->find("rebuild_ms") != nullptr;
+        t.steps.push_back(r);
+      }
+    }
+  } while (std::chrono::steady_clock::now() < until);
+}
+
+bool TrainerCluster::until(const std::function<bool()>& cond, std::chrono::milliseconds timeout) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < end) {
+    if (cond()) return true;
+    pump(50ms);
+  }
+  return cond();
+}
+
+void TrainerCluster::finish(std::chrono::milliseconds timeout) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < end) {
+    pump(50ms);
+    bool all = true;
+    for (auto& [name, t] : trainers_) {
+      if (!t.process || t.exit_code) continue;
+      t.exit_code = t.process->wait_exit(0ms);
+      if (!t.exit_code) all = false;
+    }
+    if (all) return;
+  }
+}
+
+std::string TrainerCluster::log(const std::string& name) const {
+  return run_command({"/usr/bin/tail", "-n", "25", dir_.path() + "/" + name + ".log"}).out;
+}
+
+// After a kill: every survivor exits 0, every step ok, a world of world_after after the kill, one rebuild
+// that came within a few seconds, and the same epoch and world at each step number.
+void check_survivors(TrainerCluster& c, const std::vector<std::string>& survivors, double kill_t, int steps,
+                     int world_after) {
+  for (const auto& n : survivors) {
+    auto& t = c[n];
+    INFO(n << " log:\n" << c.log(n));
+    CHECK(t.exit_code == std::optional<int>(0));
+    REQUIRE(!t.steps.empty());
+    CHECK(t.steps.back().step == static_cast<uint64_t>(steps - 1));
+    for (const auto& s : t.steps) CHECK_MESSAGE(s.ok, n << " step " << s.step << " failed its check");
+    const StepRecord* first_after = nullptr;
+    for (const auto& s : t.steps) {
+      if (s.t > kill_t && s.world == world_after) {
+        first_after = &s;
+        break;
+      }
+    }
+    REQUIRE_MESSAGE(first_after, n << " never trained in a world of " << world_after);
+    CHECK(first_after->rebuilt);
+    // A generous behaviour bound (detection + view + rebuild); the benchmark reports the real figure.
+    CHECK(first_after->t - kill_t < 10.0);
+  }
+}
+
+bool reached_world(const Trainer& t, int world) { return !t.steps.empty() && t.steps.back().world == world; }
+
+}  // namespace shoal::test
