@@ -273,9 +273,23 @@ void Agent::begin_leave() {
   if (!runtime_) return finish(Ok{});
   logger().info("leaving the cluster");
   runtime_->leave();
-  leave_timer_.expires_after(cfg_.leave_grace);
-  leave_timer_.async_wait([this](boost::system::error_code ec) {
-    if (!ec) finish(Ok{});
+  linger(std::chrono::steady_clock::now());
+}
+
+void Agent::linger(std::chrono::steady_clock::time_point since) {
+  leave_timer_.expires_after(std::chrono::milliseconds(50));
+  leave_timer_.async_wait([this, since](boost::system::error_code ec) {
+    if (ec) return;
+    const auto waited = std::chrono::steady_clock::now() - since;
+    if (waited < cfg_.leave_grace) return linger(since);
+    const auto& view = membership_->keeper().view();
+    const bool in_view = view.find(cfg_.name) != nullptr && view.size() > 1;
+    if (in_view && waited < cfg_.leave_linger_max) return linger(since);
+    if (in_view) {
+      logger().warn("left while still in the committed view of epoch {}: the others commit without us on their own",
+                    view.epoch());
+    }
+    finish(Ok{});
   });
 }
 

@@ -31,8 +31,12 @@ struct AgentConfig {
   std::string control_path;                   // empty: no control socket
   // Give up (run() fails) when no seed has answered within this time; nullopt: keep trying.
   std::optional<std::chrono::milliseconds> join_timeout;
-  // How long a graceful stop keeps the loop running so that the leave gets out.
+  // How long a graceful stop keeps the loop running so that the leave gets out...
   std::chrono::milliseconds leave_grace{300};
+  // ...and, while this member is still in the committed view, at most how long it lingers as an
+  // acceptor so the others can commit the view without it. Without this, hosts leaving at once (the end
+  // of a job, scancel) could take the majority of the last view with them and stall the rest.
+  std::chrono::milliseconds leave_linger_max{3000};
   // How often to warn while no seed has answered.
   std::chrono::milliseconds join_warn_interval{5000};
   gossip::Config gossip;  // cluster_id lives here
@@ -89,6 +93,7 @@ class Agent {
 
  private:
   void begin_leave();
+  void linger(std::chrono::steady_clock::time_point since);
   void finish(Status outcome);
   void watch_join();
   std::string members_reply() const;

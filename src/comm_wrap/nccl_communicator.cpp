@@ -1,6 +1,7 @@
 // The NCCL communicator: non-blocking init and shrink with deadlines, collectives waited for by
 // polling the stream, the communicator's async error and the abort flag (see nccl_communicator.hpp).
 #include "comm_wrap/nccl_communicator.hpp"
+#include "comm_wrap/nccl_unique_id.hpp"
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -101,19 +102,7 @@ std::unique_ptr<NcclCommunicator> NcclCommunicator::create(const NcclOptions& op
   const auto deadline = Clock::now() + options.init_timeout;
   check_cuda(cudaSetDevice(options.cuda_device), "cudaSetDevice(" + std::to_string(options.cuda_device) + ")");
 
-  ncclUniqueId id;
-  if (options.rank == 0) {
-    const ncclResult_t r = ncclGetUniqueId(&id);
-    if (r != ncclSuccess) throw_comm_error("nccl backend: ncclGetUniqueId: " + nccl_text(r, nullptr));
-    store.set(kNcclUniqueIdKey, Bytes(id.internal, id.internal + sizeof(id.internal)));
-  } else {
-    const Bytes bytes = store.get(kNcclUniqueIdKey, options.init_timeout);
-    if (bytes.size() != sizeof(id.internal)) {
-      throw_comm_error("nccl backend: the unique id in the store has " + std::to_string(bytes.size()) +
-                       " bytes, not " + std::to_string(sizeof(id.internal)));
-    }
-    std::memcpy(id.internal, bytes.data(), sizeof(id.internal));
-  }
+  const ncclUniqueId id = exchange_unique_id(options.rank, store, options.init_timeout);
 
   ncclConfig_t config = non_blocking_config();
   ncclComm_t comm = nullptr;

@@ -24,8 +24,6 @@ struct CUstream_st;  // cudaStream_t is CUstream_st*
 
 namespace shoal::comm {
 
-// Rank 0 of an epoch publishes its ncclUniqueId (128 bytes) under this key of the epoch's store.
-inline constexpr const char* kNcclUniqueIdKey = "nccl/unique_id";
 
 struct NcclOptions {
   int rank = 0;

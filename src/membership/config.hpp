@@ -33,6 +33,10 @@ struct Config {
   Time retry_backoff{100'000};       // base of the randomised pause after a failed round
   Time takeover_after{2'000'000};    // a member that is not the designated proposer proposes after this long
   Time commit_retry{500'000};        // a commit that did not reach a member is sent again after this long
+  // A member that left gracefully lingers as an acceptor until a view without it is committed, up to this
+  // long (the agent's leave_linger_max): until then it still counts as reachable for the majority, so
+  // hosts leaving at once never strand the rest in a stall.
+  Time leaver_votes_for{3'000'000};
   QuorumPolicy policy = QuorumPolicy::majority;
 };
 

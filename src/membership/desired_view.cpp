@@ -45,6 +45,7 @@ Desired desired_view(const View& committed, const std::vector<gossip::Member>& g
   for (const auto& m : gossip) seen[m.id.name] = &m;
 
   bool only_graceful = true;
+  size_t lingering = 0;  // left gracefully, recently: still answers as an acceptor
   std::vector<std::string> live_names, lost_names;
   for (const ViewMember& vm : committed.members()) {
     const auto it = seen.find(vm.name);
@@ -56,7 +57,9 @@ Desired desired_view(const View& committed, const std::vector<gossip::Member>& g
       if (!(keep == vm)) only_graceful = false;  // metadata changed
     } else {
       lost_names.push_back(vm.name);
-      if (g == nullptr || g->id.generation != vm.generation || g->state != gossip::State::left) only_graceful = false;
+      const bool left = g != nullptr && g->id.generation == vm.generation && g->state == gossip::State::left;
+      if (!left) only_graceful = false;
+      if (left && now - g->state_since < cfg.leaver_votes_for) ++lingering;
     }
   }
   d.live_of_view = live_names.size();
@@ -89,7 +92,7 @@ Desired desired_view(const View& committed, const std::vector<gossip::Member>& g
 
   d.differs = !same_members(d.members, committed.members());
   d.graceful_only = d.differs && only_graceful;
-  d.majority_live = committed.size() == 0 || live_names.size() * 2 > committed.size();
+  d.majority_live = committed.size() == 0 || (live_names.size() + lingering) * 2 > committed.size();
   if (!d.differs) return d;
 
   if (d.members.size() < std::max<uint32_t>(cfg.min_hosts, 1)) {

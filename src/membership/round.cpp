@@ -12,6 +12,7 @@ std::map<std::string, std::string> Round::targets() const {
     for (const auto& m : base_.members()) out[m.name] = m.addr;
   }
   for (const auto& m : value_.members()) out[m.name] = m.addr;
+  for (const auto& [name, addr] : witnesses_) out.emplace(name, addr);
   return out;
 }
 
@@ -48,6 +49,15 @@ Quorum Round::quorum() const {
       all_required = false;
     } else if (!it->second.ok) {
       return Quorum::impossible;
+    }
+  }
+  for (const auto& [name, addr] : witnesses_) {
+    if (failed_.count(name)) return Quorum::impossible;
+    const auto it = votes_.find(name);
+    if (it == votes_.end()) {
+      all_required = false;
+    } else if (!it->second.ok) {
+      return Quorum::impossible;  // it holds a view already (the keeper learns it from the answer)
     }
   }
   if (all_members_mode_) return all_required ? Quorum::reached : Quorum::pending;

@@ -35,6 +35,11 @@ class Round {
  public:
   Round(uint64_t id, Ballot ballot, View value, const View& base, bool all_members_mode);
 
+  // Bootstrap (epoch 1): members gossip knows alive outside the value must answer too, by name -> addr.
+  // One that already holds a committed view refuses and sends it, and the proposer learns it instead of
+  // founding a second epoch 1 beside it; one that cannot be reached keeps the round from completing.
+  void require_answer_from(std::map<std::string, std::string> witnesses) { witnesses_ = std::move(witnesses); }
+
   uint64_t id() const { return id_; }
   uint64_t epoch() const { return value_.epoch(); }
   const Ballot& ballot() const { return ballot_; }
@@ -69,6 +74,7 @@ class Round {
   bool all_members_mode_;
   bool inherited_ = false;
   RoundStep step_ = RoundStep::prepare;
+  std::map<std::string, std::string> witnesses_;
   std::map<std::string, Vote> votes_;
   std::map<std::string, bool> failed_;
 };

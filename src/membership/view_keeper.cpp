@@ -30,6 +30,14 @@ ViewKeeper::ViewKeeper(Config cfg, gossip::Identity self, uint64_t seed)
 void ViewKeeper::on_members(std::vector<gossip::Member> members, Time now, KeeperOutput& out) {
   gossip_ = std::move(members);
   damper_.observe(gossip_, now);
+  for (auto it = undelivered_.begin(); it != undelivered_.end();) {
+    if (live_by_name(it->first)) {
+      send_commit(it->first, it->second, view_, true, 0, now, out);
+      it = undelivered_.erase(it);
+    } else {
+      ++it;
+    }
+  }
   evaluate(now, out);
 }
 
@@ -64,6 +72,16 @@ bool ViewKeeper::live(const std::string& name, uint64_t generation) const {
     if (m.id.name == name) {
       return m.id.generation == generation && (m.state == gossip::State::alive || m.state == gossip::State::suspect);
     }
+  }
+  return false;
+}
+
+bool ViewKeeper::reachable(const std::string& name, uint64_t generation, Time now) const {
+  for (const auto& m : gossip_) {
+    if (m.id.name != name || m.id.generation != generation) continue;
+    if (m.state == gossip::State::alive || m.state == gossip::State::suspect) return true;
+    // Left gracefully: it lingers as an acceptor for a while (see Config::leaver_votes_for).
+    return m.state == gossip::State::left && now - m.state_since < cfg_.leaver_votes_for;
   }
   return false;
 }
@@ -156,6 +174,16 @@ void ViewKeeper::start_round(const Desired& d, bool all_members_mode, Time now, 
   highest_round_seen_ += 1;
   Ballot ballot{highest_round_seen_, self_.name};
   round_ = std::make_unique<Round>(next_round_id_++, ballot, std::move(*value), view_, all_members_mode);
+  if (view_.epoch() == 0) {
+    std::map<std::string, std::string> witnesses;
+    for (const auto& m : gossip_) {
+      const bool live_member = m.state == gossip::State::alive || m.state == gossip::State::suspect;
+      if (live_member && m.id.name != self_.name && round_->value().find(m.id.name) == nullptr) {
+        witnesses[m.id.name] = m.id.addr;
+      }
+    }
+    round_->require_answer_from(std::move(witnesses));
+  }
   round_all_members_ = all_members_mode;
   force_requested_ = false;
   ++stats_.rounds_started;
@@ -190,8 +218,10 @@ void ViewKeeper::send_phase(Time now, KeeperOutput& out) {
     }
     const ViewMember* in_base = view_.find(name);
     const ViewMember* in_value = round_->value().find(name);
-    const uint64_t gen = in_value ? in_value->generation : in_base->generation;
-    if (!live(name, gen) && !(in_base && live(name, in_base->generation))) {
+    // A bootstrap witness is in neither view: gossip's live check alone says whether to wait for it.
+    const bool reach = in_value || in_base ? reachable(name, in_value ? in_value->generation : in_base->generation, now)
+                                           : live_by_name(name);
+    if (!reach && !(in_base && reachable(name, in_base->generation, now))) {
       round_->record_failure(name);  // gossip already knows it is gone: do not wait for a timeout
       continue;
     }
@@ -246,6 +276,7 @@ void ViewKeeper::send_commit(const std::string& name, const std::string& addr, c
 
 void ViewKeeper::install(const View& v, Time now, KeeperOutput& out) {
   if (v.epoch() <= view_.epoch()) return;
+  undelivered_.clear();
   for (const auto& m : view_.members()) {
     const ViewMember* next = v.find(m.name);
     if (next == nullptr || next->generation != m.generation) damper_.removed(m.name, m.generation, now);

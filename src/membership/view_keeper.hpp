@@ -68,6 +68,8 @@ class ViewKeeper {
   bool designated_proposer() const;
   bool live(const std::string& name, uint64_t generation) const;
   bool live_by_name(const std::string& name) const;
+  // Live, or left gracefully so recently that it still answers as an acceptor.
+  bool reachable(const std::string& name, uint64_t generation, Time now) const;
   void start_round(const Desired& d, bool forced, Time now, KeeperOutput& out);
   void send_phase(Time now, KeeperOutput& out);
   void advance_round(Time now, KeeperOutput& out);
@@ -96,6 +98,9 @@ class ViewKeeper {
   uint64_t next_token_ = 1;
   std::map<uint64_t, Pending> pending_;
   std::multimap<Time, Pending> commit_retries_;
+  // Members of the current view whose commit could not be delivered while gossip thought them gone;
+  // the commit goes again when gossip sees them alive (name -> addr). Cleared on every install.
+  std::map<std::string, std::string> undelivered_;
 
   std::vector<ViewMember> last_desired_;
   std::optional<Time> pending_since_;

@@ -4,6 +4,8 @@
 #include "membership/view_codec.hpp"
 #include "membership/view_keeper.hpp"
 
+#include <algorithm>
+
 namespace shoal::membership {
 namespace {
 
@@ -143,14 +145,21 @@ void ViewKeeper::on_response(uint64_t token, std::optional<std::span<const std::
   if (resp) learn_from(*resp, now, out);
 
   if (p.round_id == 0) {  // delivery of a commit
-    if (p.commit_epoch == view_.epoch() && p.attempts + 1 < kMaxCommitAttempts) {
-      if (resp && resp->verdict() == wire::ViewResponse::NEED_FULL) {
+    if (p.commit_epoch == view_.epoch()) {
+      if (resp && resp->verdict() == wire::ViewResponse::NEED_FULL && p.attempts + 1 < kMaxCommitAttempts) {
         send_commit(p.name, p.addr, view_, true, p.attempts + 1, now, out);
-      } else if (!resp && live_by_name(p.name)) {
+      } else if (!resp && !live_by_name(p.name)) {
+        // Unreachable now (a partition): deliver once gossip sees it alive again (on_members).
+        undelivered_[p.name] = p.addr;
+      } else if (!resp) {
+        // Keep trying while the member lives and this view is the newest: a member of the view that missed
+        // its commit (a partition during the delivery) would otherwise wait forever to be admitted to a
+        // view it is already in. The pause doubles up to 8 x commit_retry.
         Pending retry = p;
         retry.attempts += 1;
-        commit_retries_.emplace(now + cfg_.commit_retry, retry);
-        out.wake_no_later_than(now + cfg_.commit_retry);
+        const Time pause = cfg_.commit_retry * (1 << std::min(retry.attempts - 1, 3));
+        commit_retries_.emplace(now + pause, retry);
+        out.wake_no_later_than(now + pause);
       }
     }
     evaluate(now, out);

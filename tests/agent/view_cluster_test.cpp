@@ -122,3 +122,23 @@ TEST_CASE("kill -9 of another member, then a graceful leave, then a join: one vi
   INFO("host9 log:\n" << c.log_tail("host9"));
   CHECK(joined);
 }
+
+TEST_CASE("most of a view leaving gracefully at once never strands the rest in a stall") {
+  // Leavers linger as acceptors until a view without them is committed, so the survivor still reaches
+  // a majority of each view on the way down (the end of a job, or scancel of part of it).
+  AgentCluster c;
+  uint64_t e = 0;
+  const auto all = start_job(c, 3, 1, e);
+  c[all[0]].process->send_signal(SIGTERM);
+  c[all[1]].process->send_signal(SIGTERM);
+  const bool alone = AgentCluster::eventually(
+      [&] {
+        const ViewSeen v = view_seen(c, all[2]);
+        return v.epoch > e && v.world == 1 && v.status == "stable";
+      },
+      10s);
+  INFO("host2 log:\n" << c.log_tail(all[2]));
+  CHECK(alone);
+  CHECK(c[all[0]].process->wait_exit(5s) == std::optional<int>(0));
+  CHECK(c[all[1]].process->wait_exit(5s) == std::optional<int>(0));
+}

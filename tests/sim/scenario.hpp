@@ -14,6 +14,7 @@ namespace shoal::sim {
 
 struct ScenarioInputs {
   size_t n = 64;
+  bool n_given = false;  // --n or --members was given (bootstrap and view-safety have their own defaults)
   uint64_t seed = 1;  // run r uses seed + r, so any run of a series replays alone
   size_t runs = 1;
   std::optional<double> loss;        // datagram loss in the measured phase (scenario default when unset)
@@ -27,6 +28,10 @@ struct ScenarioInputs {
   std::string update = "leave";      // spread: leave | join
   size_t max_tracked = 2048;         // observers tracked for invariants and convergence (a sample beyond)
   Revival revival = Revival::never;  // may a member shown dead come back in its generation by refuting?
+  std::optional<size_t> seeds;       // view-safety: property runs, seeds seed..seed+K-1 (default 1000)
+  std::string quorum_policy = "majority";  // view scenarios: majority | any
+  double coalesce_ms = 0;            // view scenarios: gossip changes reach each keeper at most this often (0: every batch)
+  bool fresh_quorum = false;         // view-safety: allow min_hosts fresh members at once (the bootstrap hazard)
 };
 
 // One JSON object on one line, its keys in the order added.
@@ -79,5 +84,10 @@ ScenarioOutcome run_stall(const ScenarioInputs& in);
 ScenarioOutcome run_spread(const ScenarioInputs& in);
 ScenarioOutcome run_load(const ScenarioInputs& in);
 ScenarioOutcome run_join(const ScenarioInputs& in);
+// Committed views (scenario_views.cpp).
+ScenarioOutcome run_view_crash(const ScenarioInputs& in);
+ScenarioOutcome run_view_leave(const ScenarioInputs& in);
+ScenarioOutcome run_view_safety(const ScenarioInputs& in);
+ScenarioOutcome run_bootstrap(const ScenarioInputs& in);
 
 }  // namespace shoal::sim

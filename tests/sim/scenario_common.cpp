@@ -136,6 +136,14 @@ const std::vector<Scenario>& scenarios() {
       {"spread", "one update (a leave, or a join) until 99.9% of members show it", run_spread},
       {"load", "bytes per member per second in and out in steady state", run_load},
       {"join", "all members start within one second: time until all know all", run_join},
+      {"view-crash", "view keepers: a member crashes; time until every survivor holds a view without it",
+       run_view_crash},
+      {"view-leave", "view keepers: a member leaves gracefully; time until every survivor holds a view without it",
+       run_view_leave},
+      {"view-safety", "view keepers under churn, seeded (--seeds, default 1000): divergences, minority commits",
+       run_view_safety},
+      {"bootstrap", "view keepers: N (default 2000) start within one second: time to one view holding all",
+       run_bootstrap},
   };
   return table;
 }

@@ -11,8 +11,9 @@ namespace shoal::sim {
 namespace {
 
 struct RawFlags {
-  std::optional<int64_t> n, seed, runs, repeat, tracked;
-  std::optional<std::string> loss, virtual_s, delay_ms, jitter_ms, stall_share, stall_pause_s, stall_every_s, update,
+  bool fresh_quorum = false;
+  std::optional<int64_t> n, members, seed, runs, repeat, tracked, seeds;
+  std::optional<std::string> quorum_policy, coalesce_ms, loss, virtual_s, delay_ms, jitter_ms, stall_share, stall_pause_s, stall_every_s, update,
       revival;
 };
 
@@ -30,15 +31,30 @@ agent::FlagSet make_flags(RawFlags& f) {
       "checked after every event.\n\nscenarios:\n";
   for (const Scenario& s : scenarios()) {
     std::string left = std::string("  ") + s.name;
-    left.resize(10, ' ');
+    left.resize(14, ' ');
     summary += left + s.summary + "\n";
   }
   summary +=
       "\nfigures: crash: detect_first_p50_ms detect_first_p99_ms dead_all_p50_ms dead_all_p99_ms; loss and stall:\n"
       "false_removals (stall also removals_of_paused); spread: spread_999_ms; load: bytes_in_per_s_mean\n"
-      "bytes_out_per_s_mean (datagram and stream payload bytes); join: join_all_ms.";
+      "bytes_out_per_s_mean (datagram and stream payload bytes); join: join_all_ms; view-crash and view-leave:\n"
+      "view_all_p50_ms view_all_p99_ms; view-safety: divergences minority_commits unconverged (any nonzero\n"
+      "exits 1; with --quorum-policy any: 2-member splits, diverged_runs); bootstrap: bootstrap_ms\n"
+      "max_distinct_views.";
   agent::FlagSet flags("shoal-sim SCENARIO [flags]", summary);
-  flags.add_int("n", "N", "members (default 64)", &f.n, 1, 65536);
+  flags.add_int("n", "N", "members (default 64; bootstrap 2000; view-safety 3..9 drawn per seed)", &f.n, 1, 65536);
+  flags.add_int("members", "N", "the same as --n", &f.members, 1, 65536);
+  flags.add_int("seeds", "K", "view-safety: property runs with seeds S..S+K-1 (default 1000; soak: 10000)", &f.seeds, 1,
+                100000000);
+  flags.add_bool("fresh-quorum",
+                 "view-safety: let --min-hosts members that know no view be up at once (a cut-off group of\n"
+                 "                            them bootstraps a second epoch 1: the known hazard)",
+                 &f.fresh_quorum);
+  flags.add_string("coalesce-ms", "MS",
+                   "view scenarios: hand gossip changes to each keeper at most every MS (default 0: after every\n"
+                   "                            batch, as the agent does; bootstrap at 2000 needs ~10 to finish in minutes)",
+                   &f.coalesce_ms);
+  flags.add_string("quorum-policy", "POLICY", "view scenarios: majority (default) or any", &f.quorum_policy);
   flags.add_int("seed", "S", "seed of run 1; run r uses S + r - 1 (default 1)", &f.seed, 0, INT64_MAX);
   flags.add_int("runs", "R", "independent runs, figures pooled over them (default 1)", &f.runs, 1, 1000000);
   flags.add_string("loss", "FRACTION", "datagram loss on every link in the measured phase (default 0; loss: 0.1)",
@@ -98,7 +114,19 @@ Result<SimCommand> parse_sim_args(std::span<const std::string> args) {
   if (cmd.scenario == nullptr) return fail("unknown scenario '" + parsed->positional[0] + "' (see --help)");
 
   ScenarioInputs& in = cmd.inputs;
-  if (f.n) in.n = static_cast<size_t>(*f.n);
+  if (f.n && f.members && *f.n != *f.members) return fail("--n and --members disagree");
+  if (f.n || f.members) {
+    in.n = static_cast<size_t>(f.n ? *f.n : *f.members);
+    in.n_given = true;
+  }
+  in.fresh_quorum = f.fresh_quorum;
+  if (f.seeds) in.seeds = static_cast<size_t>(*f.seeds);
+  if (f.quorum_policy) {
+    if (*f.quorum_policy != "majority" && *f.quorum_policy != "any") {
+      return fail("--quorum-policy: '" + *f.quorum_policy + "' is not majority or any");
+    }
+    in.quorum_policy = *f.quorum_policy;
+  }
   if (f.seed) in.seed = static_cast<uint64_t>(*f.seed);
   if (f.runs) in.runs = static_cast<size_t>(*f.runs);
   if (f.repeat) in.repeat = static_cast<size_t>(*f.repeat);
@@ -130,6 +158,7 @@ Result<SimCommand> parse_sim_args(std::span<const std::string> args) {
       {"stall-share", f.stall_share, 0, 1, [&](double d) { in.stall_share = d; }},
       {"stall-pause-s", f.stall_pause_s, 0.001, 1e6, [&](double d) { in.stall_pause_s = d; }},
       {"stall-every-s", f.stall_every_s, 0.001, 1e6, [&](double d) { in.stall_every_s = d; }},
+      {"coalesce-ms", f.coalesce_ms, 0, 10000, [&](double d) { in.coalesce_ms = d; }},
   };
   for (const NumberFlag& nf : numbers) {
     if (!nf.raw) continue;

@@ -1,8 +1,10 @@
 // shoal-sim: runs one simulator scenario and prints its JSON line (see --help).
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
+#include "base/log.hpp"
 #include "sim_args.hpp"
 
 int main(int argc, char** argv) {
@@ -16,6 +18,11 @@ int main(int argc, char** argv) {
   if (cmd->help) {
     std::cout << sim_help();
     return 0;
+  }
+  // Thousands of simulated members would each log every view they install: warnings only, unless
+  // SHOAL_LOG asks for more.
+  if (std::getenv("SHOAL_LOG") == nullptr) {
+    if (auto spec = shoal::log::parse_spec("warn")) shoal::log::setup(*spec);
   }
   const ScenarioInputs& in = cmd->inputs;
   const auto t0 = std::chrono::steady_clock::now();

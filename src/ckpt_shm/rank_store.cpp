@@ -1,0 +1,259 @@
+// RankStore: choosing slots, sizing segments, sealing, and reading back the newest complete version.
+#include "ckpt_shm/rank_store.hpp"
+
+#include <atomic>
+#include <utility>
+
+#include "base/log.hpp"
+
+namespace shoal::ckpt {
+namespace {
+
+std::string rank_text(const RankStoreConfig& c) { return "rank " + std::to_string(c.rank) + " of job " + c.job; }
+
+}  // namespace
+
+const ReadableBuffer* SealedVersion::find(std::string_view name) const {
+  for (const auto& b : buffers) {
+    if (b.name == name) return &b;
+  }
+  return nullptr;
+}
+
+RankStore::RankStore(RankStoreConfig config, std::vector<std::string> names)
+    : config_(std::move(config)), names_(std::move(names)), segments_(names_.size()), verified_(names_.size()) {}
+
+Result<RankStore> RankStore::open(RankStoreConfig config) {
+  if (config.slots < 2) return fail("a rank store needs at least 2 version slots, got " + std::to_string(config.slots));
+  std::vector<std::string> names;
+  for (uint32_t k = 0; k < config.slots; ++k) {
+    auto n = slot_segment_name(config.job, config.rank, k);
+    if (!n) return fail(n.error().message);
+    names.push_back(*n);
+  }
+  RankStore store(std::move(config), std::move(names));
+  for (uint32_t k = 0; k < store.config_.slots; ++k) store.refresh_slot(k);
+  return store;
+}
+
+Status RankStore::remove_segments(std::string_view job, uint32_t rank, uint32_t slots) {
+  std::string errors;
+  for (uint32_t k = 0; k < slots; ++k) {
+    auto n = slot_segment_name(job, rank, k);
+    if (!n) return fail(n.error().message);
+    if (auto r = ShmSegment::unlink(*n); !r) errors += (errors.empty() ? "" : "; ") + r.error().message;
+  }
+  if (!errors.empty()) return fail(errors);
+  return Ok{};
+}
+
+void RankStore::refresh_slot(uint32_t slot) {
+  auto& seg = segments_[slot];
+  if (seg.valid()) {
+    // A failed remap keeps the old mapping, which is still safe to read: the decoder checks bounds.
+    (void)seg.refresh();
+    return;
+  }
+  auto opened = ShmSegment::open_existing(names_[slot]);
+  if (opened) seg = std::move(*opened);
+}
+
+void RankStore::warn_once(LayoutCause cause, const std::string& detail) {
+  const uint32_t bit = 1u << static_cast<uint32_t>(cause);
+  if ((warned_causes_ & bit) != 0) return;
+  warned_causes_ |= bit;
+  log::get(log::Component::ckpt)
+      .warn(
+          "{}: refusing a checkpoint version that claims to be sealed ({}: {}); further ones with this cause "
+          "are not logged",
+          rank_text(config_), name(cause), detail);
+}
+
+Result<SealedVersion> RankStore::view_of(uint32_t slot, DataCheck check) {
+  const auto bytes = std::as_const(segments_[slot]).bytes();
+  auto info = decode_version(bytes, check);
+  if (!info) return fail(std::string(name(info.error().cause)) + ": " + info.error().detail);
+  if (info->id.job != config_.job || info->id.rank != config_.rank) {
+    return fail("slot " + std::to_string(slot) + " holds a version of rank " + std::to_string(info->id.rank) +
+                " of job " + info->id.job);
+  }
+  SealedVersion v{info->id.step, info->id.sequence, slot, info->total_bytes, {}};
+  for (const auto& b : info->buffers) v.buffers.push_back(ReadableBuffer{b.name, bytes.subspan(b.offset, b.size)});
+  return v;
+}
+
+std::optional<uint32_t> RankStore::newest_slot(uint64_t* max_sequence) {
+  std::optional<uint32_t> best;
+  uint64_t best_sequence = 0;
+  for (uint32_t k = 0; k < config_.slots; ++k) {
+    if (in_progress_ && in_progress_->slot == k) continue;
+    refresh_slot(k);
+    if (!segments_[k].valid() || load_state(segments_[k].bytes()) != VersionState::sealed) continue;
+    auto header = decode_version(segments_[k].bytes(), DataCheck::skip);
+    if (!header) continue;
+    const bool known = verified_[k] && verified_[k]->sequence == header->id.sequence;
+    auto v = known ? view_of(k, DataCheck::skip) : view_of(k, DataCheck::verify);
+    if (!v) continue;
+    verified_[k] = Verified{v->sequence};
+    if (max_sequence != nullptr && v->sequence > *max_sequence) *max_sequence = v->sequence;
+    if (!best || v->sequence > best_sequence) {
+      best = k;
+      best_sequence = v->sequence;
+    }
+  }
+  return best;
+}
+
+Result<std::vector<WritableBuffer>> RankStore::begin_save(uint64_t step, std::span<const BufferSpec> buffers) {
+  if (in_progress_) {
+    return fail("the save of step " + std::to_string(in_progress_->step) + " of " + rank_text(config_) +
+                " is still in progress: commit or abandon it first");
+  }
+  auto plan = plan_layout(buffers);
+  if (!plan) return fail(plan.error().message);
+
+  uint64_t max_sequence = last_sequence_;
+  const auto newest = newest_slot(&max_sequence);
+  // The target: any slot but the newest; an empty or unsealed one first, else the oldest sealed.
+  std::optional<uint32_t> target;
+  uint64_t target_sequence = UINT64_MAX;
+  for (uint32_t k = 0; k < config_.slots; ++k) {
+    if (newest && *newest == k) continue;
+    uint64_t seq = 0;  // slots without a valid sealed version are the first to go
+    if (segments_[k].valid() && load_state(segments_[k].bytes()) == VersionState::sealed) {
+      auto h = decode_version(segments_[k].bytes(), DataCheck::skip);
+      if (h) seq = h->id.sequence + 1;
+    }
+    if (!target || seq < target_sequence) {
+      target = k;
+      target_sequence = seq;
+    }
+  }
+  const uint32_t slot = *target;  // slots >= 2, so at least one slot is not the newest
+
+  auto& seg = segments_[slot];
+  if (!seg.valid()) {
+    auto created = ShmSegment::open_or_create(names_[slot], plan->total_bytes);
+    if (!created) {
+      return fail("cannot hold step " + std::to_string(step) + " of " + rank_text(config_) + ": " +
+                  created.error().message);
+    }
+    seg = std::move(*created);
+  } else if (auto g = seg.grow(plan->total_bytes); !g) {
+    return fail("cannot hold step " + std::to_string(step) + " of " + rank_text(config_) + ": " + g.error().message);
+  }
+  verified_[slot].reset();
+  const uint64_t sequence = max_sequence + 1;
+  if (auto b = begin_version(seg.bytes(), VersionIdentity{config_.job, config_.rank, step, sequence}, buffers, *plan);
+      !b) {
+    return fail(b.error().message);
+  }
+  last_sequence_ = sequence;
+  in_progress_ = Save{slot, step, sequence};
+
+  std::vector<WritableBuffer> out;
+  out.reserve(buffers.size());
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    out.push_back(WritableBuffer{buffers[i].name, seg.bytes().subspan(plan->offsets[i], buffers[i].bytes)});
+  }
+  return out;
+}
+
+Result<SealedVersion> RankStore::commit() {
+  if (!in_progress_) return fail("no save of " + rank_text(config_) + " is in progress");
+  const Save save = *std::exchange(in_progress_, std::nullopt);
+  if (auto s = seal_version(segments_[save.slot].bytes()); !s) {
+    return fail("step " + std::to_string(save.step) + " of " + rank_text(config_) +
+                " was not sealed: " + s.error().message);
+  }
+  // The checksums were computed from these very bytes a moment ago.
+  verified_[save.slot] = Verified{save.sequence};
+  log::get(log::Component::ckpt).debug("{}: sealed step {} in slot {}", rank_text(config_), save.step, save.slot);
+  return view_of(save.slot, DataCheck::skip);
+}
+
+void RankStore::abandon() { in_progress_.reset(); }
+
+std::optional<SealedVersion> RankStore::newest_sealed() {
+  for (uint32_t k = 0; k < config_.slots; ++k) {
+    if (in_progress_ && in_progress_->slot == k) continue;
+    refresh_slot(k);
+  }
+  // A reader always verifies the data: what it returns may be restored from.
+  std::optional<SealedVersion> best;
+  for (uint32_t k = 0; k < config_.slots; ++k) {
+    if (in_progress_ && in_progress_->slot == k) continue;
+    const auto& seg = segments_[k];
+    if (!seg.valid() || load_state(seg.bytes()) != VersionState::sealed) continue;
+    auto before = decode_version(seg.bytes(), DataCheck::skip);
+    auto checked = before ? decode_version(seg.bytes(), DataCheck::verify) : before;
+    // The seqlock's reader side: if a writer began rewriting the slot while we checked it, the state
+    // or the sequence has moved, and a failed check means a torn read, not corruption.
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (load_state(seg.bytes()) != VersionState::sealed) continue;
+    if (before) {
+      auto after = decode_version(seg.bytes(), DataCheck::skip);
+      if (!after || after->id.sequence != before->id.sequence) continue;
+    }
+    if (!checked) {
+      ++refused_[static_cast<size_t>(checked.error().cause)];
+      warn_once(checked.error().cause, "slot " + std::to_string(k) + ": " + checked.error().detail);
+      continue;
+    }
+    auto v = view_of(k, DataCheck::skip);
+    if (!v) {
+      ++refused_[static_cast<size_t>(LayoutCause::malformed)];
+      warn_once(LayoutCause::malformed, v.error().message);
+      continue;
+    }
+    verified_[k] = Verified{v->sequence};
+    if (!best || v->sequence > best->sequence) best = std::move(*v);
+  }
+  return best;
+}
+
+std::vector<SlotReport> RankStore::inspect() {
+  std::vector<SlotReport> out;
+  for (uint32_t k = 0; k < config_.slots; ++k) {
+    if (!(in_progress_ && in_progress_->slot == k)) refresh_slot(k);
+    SlotReport r;
+    r.slot = k;
+    r.segment_name = names_[k];
+    if (segments_[k].valid()) {
+      r.segment_bytes = segments_[k].size();
+      r.version = decode_version(segments_[k].bytes(), DataCheck::skip);
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::vector<HeldVersion> RankStore::held_versions() {
+  std::vector<HeldVersion> out;
+  for (const auto& r : inspect()) {
+    if (r.segment_bytes == 0) continue;
+    HeldVersion h{config_.job, config_.rank, 0, 0, r.segment_bytes, r.version.ok()};
+    if (r.version) {
+      h.step = r.version->id.step;
+      h.sequence = r.version->id.sequence;
+    }
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+Status RankStore::drop_slot(uint32_t slot) {
+  if (slot >= config_.slots) return fail("slot " + std::to_string(slot) + " does not exist");
+  if (in_progress_ && in_progress_->slot == slot) {
+    return fail("slot " + std::to_string(slot) + " of " + rank_text(config_) + " holds the save in progress");
+  }
+  if (auto newest = newest_slot(nullptr); newest && *newest == slot) {
+    return fail("slot " + std::to_string(slot) + " of " + rank_text(config_) +
+                " holds the newest complete version, which is never dropped");
+  }
+  segments_[slot] = ShmSegment{};
+  verified_[slot].reset();
+  return ShmSegment::unlink(names_[slot]);
+}
+
+}  // namespace shoal::ckpt

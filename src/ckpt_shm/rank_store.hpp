@@ -1,0 +1,125 @@
+// RankStore: one rank's checkpoint versions in shared memory, double buffered. A save writes into a
+// slot that does not hold the newest sealed version, so a crash mid-save costs only that save.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.hpp"
+#include "ckpt_shm/host_budget.hpp"
+#include "ckpt_shm/shm_segment.hpp"
+#include "ckpt_shm/version_layout.hpp"
+
+namespace shoal::ckpt {
+
+struct RankStoreConfig {
+  std::string job;  // names the segments: see slot_segment_name
+  uint32_t rank = 0;
+  uint32_t slots = 2;  // versions kept; at least 2
+};
+
+struct WritableBuffer {
+  std::string name;
+  std::span<std::byte> bytes;  // inside the slot's segment: fill with memcpy or cudaMemcpy
+};
+
+struct ReadableBuffer {
+  std::string name;
+  std::span<const std::byte> bytes;
+};
+
+// A complete version, validated (structure, meta and data checksums) when it was returned. The spans
+// stay valid while the store lives and the slot is neither dropped nor reused; with two slots that is
+// until the second save begun after this one.
+struct SealedVersion {
+  uint64_t step = 0;
+  uint64_t sequence = 0;
+  uint32_t slot = 0;
+  uint64_t total_bytes = 0;
+  std::vector<ReadableBuffer> buffers;
+
+  const ReadableBuffer* find(std::string_view name) const;
+};
+
+// What one slot holds right now, for listings and the host budget.
+struct SlotReport {
+  uint32_t slot = 0;
+  std::string segment_name;
+  uint64_t segment_bytes = 0;  // 0: no segment exists for this slot
+  Result<VersionInfo, LayoutError> version = fail(LayoutError{LayoutCause::empty, "no segment"});
+};
+
+// Not thread-safe; one writer per (job, rank) at a time (the rank's trainer). Any number of processes
+// may read, each with its own RankStore: segments are found by name, and a reader never writes.
+// Segments outlive every RankStore: remove them with remove_segments (the agent's job).
+class RankStore {
+ public:
+  // Validates the config and opens whichever slot segments already exist; creates none.
+  static Result<RankStore> open(RankStoreConfig config);
+  // Unlinks every slot segment of (job, rank); Ok when there are none.
+  static Status remove_segments(std::string_view job, uint32_t rank, uint32_t slots = 2);
+
+  // Starts a save of `step`: picks the slot (never the one with the newest sealed version), sizes
+  // its segment, writes the header unsealed and returns one span per buffer, in the given order.
+  // Fails while another save is in progress (commit or abandon it first). Which version is newest is
+  // decided with data checksums verified, except for a version this store committed or verified
+  // itself: re-checksumming the previous checkpoint at every save would double the cost of a save.
+  // So a stray write into this process's own last commit goes unnoticed until a restart or a read.
+  Result<std::vector<WritableBuffer>> begin_save(uint64_t step, std::span<const BufferSpec> buffers);
+  // Checksums the buffers and seals the version; it becomes the newest sealed one.
+  Result<SealedVersion> commit();
+  // Forgets the save in progress; its slot stays unsealed and is never returned.
+  void abandon();
+  bool saving() const { return in_progress_.has_value(); }
+
+  // The newest complete version, fully validated; nullopt when no slot holds one. A slot that claims
+  // to be sealed but fails validation is skipped (and logged once per cause).
+  std::optional<SealedVersion> newest_sealed();
+  // Every slot with what it holds (data checksums are not verified here).
+  std::vector<SlotReport> inspect();
+  // The slots with a segment, as the host budget counts them.
+  std::vector<HeldVersion> held_versions();
+  // Unlinks one slot's segment to free its memory. Refuses the slot with the newest sealed version
+  // and the slot of a save in progress.
+  Status drop_slot(uint32_t slot);
+
+  const RankStoreConfig& config() const { return config_; }
+  // Versions that claimed to be sealed and were refused by newest_sealed, by cause.
+  uint64_t refused_count(LayoutCause cause) const { return refused_[static_cast<size_t>(cause)]; }
+
+ private:
+  struct Save {
+    uint32_t slot;
+    uint64_t step;
+    uint64_t sequence;
+  };
+  struct Verified {
+    uint64_t sequence;  // the sealed version this store knows to be intact (it committed or read it)
+  };
+
+  explicit RankStore(RankStoreConfig config, std::vector<std::string> names);
+  // Opens a segment another process created since, and remaps one another process grew.
+  void refresh_slot(uint32_t slot);
+  // The slot with the highest-sequence sealed version that passes validation (data checked unless
+  // this store has already verified that very version).
+  std::optional<uint32_t> newest_slot(uint64_t* max_sequence);
+  Result<SealedVersion> view_of(uint32_t slot, DataCheck check);
+  void warn_once(LayoutCause cause, const std::string& detail);
+
+  RankStoreConfig config_;
+  std::vector<std::string> names_;
+  std::vector<ShmSegment> segments_;  // invalid (default) where no segment exists yet
+  std::vector<std::optional<Verified>> verified_;
+  std::optional<Save> in_progress_;
+  uint64_t last_sequence_ = 0;
+  std::array<uint64_t, kLayoutCauses> refused_{};
+  uint32_t warned_causes_ = 0;  // a bit per LayoutCause already logged
+};
+
+}  // namespace shoal::ckpt

@@ -1,0 +1,147 @@
+// POSIX shared memory: shm_open, posix_fallocate, mmap, and the errors of each turned into sentences.
+#include "ckpt_shm/shm_segment.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+namespace shoal::ckpt {
+namespace {
+
+std::string errno_text(const char* call, const std::string& name, int err) {
+  return std::string(call) + "(" + name + "): " + std::strerror(err);
+}
+
+// Reserves the pages now: tmpfs otherwise allocates on first write, and a full /dev/shm would then
+// kill the trainer with SIGBUS in the middle of its memcpy instead of failing here with a message.
+Status reserve(int fd, const std::string& name, size_t bytes) {
+  const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  if (err == 0) return Ok{};
+  std::string text = errno_text("posix_fallocate", name, err) + " (" + std::to_string(bytes) + " bytes)";
+  if (err == ENOSPC) text += ": /dev/shm is full or smaller than the checkpoint";
+  return fail(text);
+}
+
+Result<size_t> object_size(int fd, const std::string& name) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return fail(errno_text("fstat", name, errno));
+  return static_cast<size_t>(st.st_size);
+}
+
+}  // namespace
+
+Status check_job_name(std::string_view job) {
+  if (job.empty() || job.size() > kMaxJobNameBytes) {
+    return fail("checkpoint job name '" + std::string(job) + "' must have 1 to " + std::to_string(kMaxJobNameBytes) +
+                " characters");
+  }
+  for (char c : job) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+    if (!ok) return fail("checkpoint job name '" + std::string(job) + "' may only contain A-Z a-z 0-9 - _");
+  }
+  return Ok{};
+}
+
+Result<std::string> slot_segment_name(std::string_view job, uint32_t rank, uint32_t slot) {
+  if (auto ok = check_job_name(job); !ok) return fail(ok.error().message);
+  return "/shoal." + std::string(job) + ".r" + std::to_string(rank) + ".v" + std::to_string(slot);
+}
+
+ShmSegment::ShmSegment(std::string name, int fd) : name_(std::move(name)), fd_(fd) {}
+
+ShmSegment::~ShmSegment() { close(); }
+
+ShmSegment::ShmSegment(ShmSegment&& other) noexcept
+    : name_(std::move(other.name_)),
+      fd_(std::exchange(other.fd_, -1)),
+      data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)) {}
+
+ShmSegment& ShmSegment::operator=(ShmSegment&& other) noexcept {
+  if (this != &other) {
+    close();
+    name_ = std::move(other.name_);
+    fd_ = std::exchange(other.fd_, -1);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+void ShmSegment::close() {
+  if (data_ != nullptr) ::munmap(data_, size_);
+  if (fd_ >= 0) ::close(fd_);
+  data_ = nullptr;
+  size_ = 0;
+  fd_ = -1;
+}
+
+Status ShmSegment::map(size_t bytes) {
+  if (bytes == 0) return fail("shared memory segment " + name_ + " is empty");
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  if (p == MAP_FAILED) return fail(errno_text("mmap", name_, errno));
+  if (data_ != nullptr) ::munmap(data_, size_);
+  data_ = static_cast<std::byte*>(p);
+  size_ = bytes;
+  return Ok{};
+}
+
+Result<ShmSegment> ShmSegment::create(const std::string& name, size_t bytes) {
+  const int fd = ::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return fail(errno_text("shm_open", name, errno));
+  ShmSegment seg(name, fd);
+  if (auto r = reserve(fd, name, bytes); !r) {
+    ::shm_unlink(name.c_str());
+    return fail(r.error().message);
+  }
+  if (auto m = seg.map(bytes); !m) {
+    ::shm_unlink(name.c_str());
+    return fail(m.error().message);
+  }
+  return seg;
+}
+
+Result<ShmSegment> ShmSegment::open_existing(const std::string& name) {
+  const int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
+  if (fd < 0) return fail(errno_text("shm_open", name, errno));
+  ShmSegment seg(name, fd);
+  auto size = object_size(fd, name);
+  if (!size) return fail(size.error().message);
+  if (auto m = seg.map(*size); !m) return fail(m.error().message);
+  return seg;
+}
+
+Result<ShmSegment> ShmSegment::open_or_create(const std::string& name, size_t bytes) {
+  auto created = create(name, bytes);
+  if (created) return created;
+  auto opened = open_existing(name);
+  if (!opened) return fail(created.error().message + "; " + opened.error().message);
+  if (auto g = opened->grow(bytes); !g) return fail(g.error().message);
+  return opened;
+}
+
+Status ShmSegment::unlink(const std::string& name) {
+  if (::shm_unlink(name.c_str()) != 0 && errno != ENOENT) return fail(errno_text("shm_unlink", name, errno));
+  return Ok{};
+}
+
+Status ShmSegment::grow(size_t bytes) {
+  if (fd_ < 0) return fail("shared memory segment is not open");
+  auto current = object_size(fd_, name_);
+  if (!current) return fail(current.error().message);
+  if (*current < bytes) {
+    if (auto r = reserve(fd_, name_, bytes); !r) return r;
+  }
+  const size_t target = *current < bytes ? bytes : *current;
+  if (target == size_) return Ok{};
+  return map(target);
+}
+
+Status ShmSegment::refresh() { return grow(0); }
+
+}  // namespace shoal::ckpt

@@ -1,0 +1,267 @@
+// The committed-view keeper in the simulator: safety under seeded churn, one new view per crash or
+// leave, the quorum policies' trade in a 2-member job, and a minority partition that cannot commit.
+// Each test states its seed, scenario and property; gossip's invariants are checked after every event
+// and ViewSafetyChecker judges every commit.
+#include <doctest/doctest.h>
+
+#include <set>
+
+#include "base/log.hpp"
+#include "sim_test_support.hpp"
+#include "view_churn.hpp"
+#include "view_layer.hpp"
+#include "view_safety_checker.hpp"
+
+using namespace shoal::sim;
+using namespace shoal::sim::testing;
+using shoal::membership::Config;
+using shoal::membership::KeeperPhase;
+using shoal::membership::QuorumPolicy;
+using shoal::membership::View;
+using shoal::membership::ViewMember;
+
+namespace {
+
+// Every simulated keeper logs each view it installs at info: keep the test output readable.
+void quiet_logs() {
+  if (auto spec = shoal::log::parse_spec("warn")) shoal::log::setup(*spec);
+}
+
+// A cluster of `n` members with view keepers, audited like the other simulator tests.
+struct ViewCluster {
+  ViewCluster(size_t n, uint64_t seed, Config cfg, Revival revival = Revival::never)
+      : keepers(cfg), checker(cfg.policy) {
+    quiet_logs();
+    keepers.track_accepts(true);
+    keepers.add_observer(&checker);
+    ClusterOptions o = small_cluster(n, seed, revival);
+    o.layers = keepers.factory();
+    cluster = std::make_unique<Cluster>(o);
+  }
+  Cluster& c() { return *cluster; }
+  const View& view(uint32_t m) { return ViewKeepers::of(c(), m)->keeper().view(); }
+  // Starts everyone and runs until all hold one view with all of them.
+  bool form(Time limit) {
+    c().start_all(c().now());
+    return c().run_until(c().now() + limit, ms(10), [&] {
+      return ViewSafetyChecker::converged(c()) && checker.latest().size() == c().size();
+    });
+  }
+  std::string why() {
+    if (!c().ok()) return *c().violation();
+    return checker.findings().empty() ? "no finding" : checker.findings().front();
+  }
+
+  ViewKeepers keepers;
+  ViewSafetyChecker checker;
+  std::unique_ptr<Cluster> cluster;
+};
+
+bool holds(const View& v, const std::string& name) { return v.find(name) != nullptr; }
+
+ViewMember vm(uint32_t i, uint64_t join_epoch = 1) {
+  return ViewMember{member_name(i), member_name(i), member_addr(i), 8, join_epoch, 1};
+}
+
+}  // namespace
+
+TEST_CASE(
+    "1000 seeded churn runs over 3-7 members never commit two views for one epoch, never commit without a "
+    "majority of the previous view, and converge on the live set (seeds 1..1000)") {
+  quiet_logs();
+  ViewChurnParams p;
+  p.min_members = 3;
+  p.max_members = 7;
+  p.churn = sec(8);
+  uint64_t divergences = 0, minority = 0, unconverged = 0, commits = 0, faults = 0, proposer_crashes = 0;
+  for (uint64_t seed = 1; seed <= 1000; ++seed) {
+    const ViewChurnResult r = run_view_churn(p, seed);
+    INFO("seed " << seed << ": " << r.finding);
+    REQUIRE(r.harness_ok);
+    CHECK(r.divergences == 0);
+    CHECK(r.minority_commits == 0);
+    CHECK(r.unconverged == 0);
+    divergences += r.divergences;
+    minority += r.minority_commits;
+    unconverged += r.unconverged;
+    commits += r.commits;
+    faults += r.faults;
+    proposer_crashes += r.proposer_crashes;
+  }
+  CHECK(divergences + minority + unconverged == 0);
+  // The runs did exercise the keepers: views changed and faults happened.
+  CHECK(commits > 10000);
+  CHECK(faults > 3000);
+  CHECK(proposer_crashes > 50);
+}
+
+TEST_CASE("a crash yields one new view, with one hash, at every survivor (seed 41, 8 members, m3 crashes)") {
+  Config cfg;
+  cfg.min_hosts = 5;
+  ViewCluster vc(8, 41, cfg);
+  REQUIRE(vc.form(sec(30)));
+  const uint64_t epoch = vc.view(0).epoch();
+  const uint64_t commits = vc.checker.commits();
+  vc.c().crash(3);
+  const bool moved = vc.c().run_until(vc.c().now() + sec(10), ms(10), [&] {
+    return ViewSafetyChecker::converged(vc.c());
+  });
+  INFO(vc.why());
+  REQUIRE(vc.c().ok());
+  CHECK(moved);
+  std::set<uint64_t> hashes;
+  for (uint32_t m = 0; m < 8; ++m) {
+    if (m == 3) continue;
+    const View& v = vc.view(m);
+    CHECK(v.epoch() == epoch + 1);  // exactly one view change
+    CHECK(v.size() == 7);
+    CHECK(!holds(v, "m3"));
+    hashes.insert(v.hash());
+  }
+  CHECK(hashes.size() == 1);
+  CHECK(vc.checker.commits() - commits == 7);  // one commit per survivor, nothing more
+  CHECK(vc.checker.divergences() + vc.checker.minority_commits() == 0);
+}
+
+TEST_CASE("a graceful leave yields one new view without the leaver at every survivor (seed 43, 8 members, m5)") {
+  Config cfg;
+  cfg.min_hosts = 5;
+  ViewCluster vc(8, 43, cfg);
+  REQUIRE(vc.form(sec(30)));
+  const uint64_t epoch = vc.view(0).epoch();
+  const Time t0 = vc.c().now();
+  vc.c().leave(5);
+  const bool moved = vc.c().run_until(t0 + sec(5), ms(1), [&] {
+    for (uint32_t m = 0; m < 8; ++m) {
+      if (m != 5 && (vc.view(m).epoch() != epoch + 1 || holds(vc.view(m), "m5"))) return false;
+    }
+    return true;
+  });
+  INFO(vc.why());
+  REQUIRE(vc.c().ok());
+  CHECK(moved);
+  // A leave needs no failure detection and no settle window: well under a second.
+  CHECK(vc.c().now() - t0 < ms(500));
+  CHECK(vc.view(0).hash() == vc.view(7).hash());
+  vc.c().run_until(vc.c().now() + sec(2));
+  CHECK(ViewSafetyChecker::converged(vc.c()));
+  CHECK(vc.view(1).epoch() == epoch + 1);
+  CHECK(vc.checker.divergences() + vc.checker.minority_commits() == 0);
+}
+
+TEST_CASE("a 2-member job stalls after its peer crashes under majority, and continues alone under any (seed 47)") {
+  for (const QuorumPolicy policy : {QuorumPolicy::majority, QuorumPolicy::any}) {
+    const bool majority = policy == QuorumPolicy::majority;
+    CAPTURE(majority);
+    Config cfg;
+    cfg.min_hosts = 1;
+    cfg.policy = policy;
+    ViewCluster vc(2, 47, cfg);
+    REQUIRE(vc.form(sec(30)));
+    const uint64_t epoch = vc.view(0).epoch();
+    vc.c().crash(1);
+    vc.c().run_until(vc.c().now() + sec(20));
+    INFO(vc.why());
+    REQUIRE(vc.c().ok());
+    const auto& keeper = ViewKeepers::of(vc.c(), 0)->keeper();
+    if (majority) {
+      CHECK(keeper.view().epoch() == epoch);
+      CHECK(keeper.status().phase == KeeperPhase::stalled);
+      CHECK(keeper.status().reason.find("majority lost") != std::string::npos);
+    } else {
+      CHECK(keeper.view().epoch() == epoch + 1);
+      CHECK(keeper.view().size() == 1);
+      CHECK(keeper.status().phase == KeeperPhase::stable);
+    }
+  }
+}
+
+TEST_CASE("a 2|split never diverges under majority, and does under any, the documented trade (seeds 61..70)") {
+  quiet_logs();
+  for (uint64_t seed = 61; seed <= 70; ++seed) {
+    CAPTURE(seed);
+    const PairSplitResult safe = run_pair_split(QuorumPolicy::majority, seed);
+    INFO(safe.finding);
+    REQUIRE(safe.harness_ok);
+    REQUIRE(safe.formed);
+    CHECK(!safe.either_moved);
+    CHECK(safe.divergences == 0);
+    CHECK(safe.rejoined);
+    const PairSplitResult risky = run_pair_split(QuorumPolicy::any, seed);
+    REQUIRE(risky.harness_ok);
+    REQUIRE(risky.formed);
+    CHECK(risky.either_moved);
+    CHECK(risky.divergences > 0);
+  }
+}
+
+TEST_CASE(
+    "a minority partition never commits while the majority side moves on without it "
+    "(seed 53, 7 members, {m0, m1} | {m2..m6}, the designated proposer in the minority)") {
+  Config cfg;
+  cfg.min_hosts = 3;
+  cfg.hold_down = sec(1);
+  ViewCluster vc(7, 53, cfg, Revival::by_refutation);
+  REQUIRE(vc.form(sec(30)));
+  const uint64_t epoch = vc.view(0).epoch();
+  vc.c().network().partition({{0, 1}, {2, 3, 4, 5, 6}});
+  const bool majority_moved = vc.c().run_until(vc.c().now() + sec(20), ms(10), [&] {
+    for (uint32_t m = 2; m < 7; ++m) {
+      if (vc.view(m).size() != 5) return false;
+    }
+    return true;
+  });
+  INFO(vc.why());
+  REQUIRE(vc.c().ok());
+  CHECK(majority_moved);
+  vc.c().run_until(vc.c().now() + sec(10));
+  for (uint32_t m : {0u, 1u}) {
+    CHECK(vc.view(m).epoch() == epoch);
+    CHECK(ViewKeepers::of(vc.c(), m)->keeper().status().phase == KeeperPhase::stalled);
+  }
+  CHECK(!holds(vc.view(2), "m0"));
+  CHECK(vc.checker.minority_commits() == 0);
+  CHECK(vc.checker.divergences() == 0);
+  // After the heal the minority is readmitted (after its hold-down) and everyone agrees again.
+  vc.c().network().heal();
+  const bool merged = vc.c().run_until(vc.c().now() + sec(30), ms(10), [&] {
+    return ViewSafetyChecker::converged(vc.c()) && vc.checker.latest().size() == 7;
+  });
+  CHECK(merged);
+  CHECK(vc.checker.divergences() == 0);
+}
+
+TEST_CASE("the safety checker counts a second view for an epoch and a commit without a majority (synthetic)") {
+  ViewSafetyChecker checker(QuorumPolicy::majority);
+  const View v1 = *View::make(1, {vm(0), vm(1), vm(2), vm(3), vm(4)});
+  const View v2 = *View::make(2, {vm(0), vm(1), vm(2), vm(3)});
+  const View v2b = *View::make(2, {vm(0), vm(1), vm(2)});
+  for (uint32_t m = 0; m < 5; ++m) checker.on_commit(m, 1, v1, sec(1));
+  // m0 proposes v2 and hears ACCEPTED from m1 and m2: with its own vote, 3 of 5.
+  checker.on_accepted(0, 1, 1, 2, v2.hash(), sec(2));
+  checker.on_accepted(0, 2, 1, 2, v2.hash(), sec(2));
+  checker.on_commit(0, 1, v2, sec(2));
+  CHECK(checker.minority_commits() == 0);
+  CHECK(checker.divergences() == 0);
+  // Another member commits a different view for epoch 2 having heard only one voter: both rules break.
+  checker.on_accepted(4, 3, 1, 2, v2b.hash(), sec(3));
+  checker.on_commit(4, 1, v2b, sec(3));
+  CHECK(checker.divergences() == 1);
+  // Epoch 3 first committed by m3 with a single acceptance (m1) plus its own: 2 of 4.
+  const View v3 = *View::make(3, {vm(0), vm(1), vm(3)});
+  checker.on_accepted(3, 1, 1, 3, v3.hash(), sec(4));
+  checker.on_commit(3, 1, v3, sec(4));
+  CHECK(checker.minority_commits() == 1);
+  CHECK(checker.findings().size() == 2);
+}
+
+TEST_CASE("a churn run replays exactly from its seed (seed 7)") {
+  quiet_logs();
+  ViewChurnParams p;
+  const ViewChurnResult a = run_view_churn(p, 7);
+  const ViewChurnResult b = run_view_churn(p, 7);
+  CHECK(a.trace_hash == b.trace_hash);
+  CHECK(a.commits == b.commits);
+  CHECK(a.faults == b.faults);
+  CHECK(a.commits > 0);
+}
