@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <map>
+#include <string_view>
+#include <unordered_map>
 
 namespace shoal::membership {
 namespace {
@@ -41,7 +43,10 @@ Desired desired_view(const View& committed, const std::vector<gossip::Member>& g
                      const Config& cfg, Time now) {
   Desired d;
   const uint64_t next_epoch = committed.epoch() + 1;
-  std::map<std::string, const gossip::Member*> seen;
+  // Hashed by name: this runs at every gossip change on every member, so at a thousand members an
+  // ordered map's string comparisons dominated the keeper's time.
+  std::unordered_map<std::string_view, const gossip::Member*> seen;
+  seen.reserve(gossip.size());
   for (const auto& m : gossip) seen[m.id.name] = &m;
 
   bool only_graceful = true;

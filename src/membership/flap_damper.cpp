@@ -6,17 +6,14 @@
 namespace shoal::membership {
 
 void FlapDamper::observe(const std::vector<gossip::Member>& members, Time now) {
-  std::map<std::string, Alive> next;
+  const uint64_t mark = ++observations_;
   for (const auto& m : members) {
     if (m.state != gossip::State::alive) continue;
-    const auto it = alive_.find(m.id.name);
-    if (it != alive_.end() && it->second.generation == m.id.generation) {
-      next.emplace(m.id.name, it->second);
-    } else {
-      next.emplace(m.id.name, Alive{m.id.generation, now});
-    }
+    auto [it, inserted] = alive_.try_emplace(m.id.name, Alive{m.id.generation, now, mark});
+    if (!inserted && it->second.generation != m.id.generation) it->second = Alive{m.id.generation, now, mark};
+    it->second.seen_in = mark;
   }
-  alive_ = std::move(next);
+  std::erase_if(alive_, [mark](const auto& entry) { return entry.second.seen_in != mark; });
 }
 
 void FlapDamper::removed(const std::string& name, uint64_t generation, Time now) {

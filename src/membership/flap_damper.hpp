@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -31,12 +32,16 @@ class FlapDamper {
   struct Alive {
     uint64_t generation = 0;
     Time since{0};
+    uint64_t seen_in = 0;  // the observe() call that last saw it alive
   };
   struct Removal {
     uint64_t generation = 0;
     Time at{0};
   };
-  std::map<std::string, Alive> alive_;
+  // Updated in place at every gossip change (hashed, no rebuild): this runs on every member for every
+  // change, which at a thousand members made a rebuilt ordered map the keeper's main cost.
+  std::unordered_map<std::string, Alive> alive_;
+  uint64_t observations_ = 0;
   std::map<std::string, Removal> removed_;
 };
 

@@ -84,7 +84,11 @@ std::string canonical_encoding(uint64_t epoch, const std::vector<ViewMember>& me
 View::View() : hash_(fnv1a64(canonical_encoding(0, {}))) {}
 
 View::View(uint64_t epoch, std::vector<ViewMember> members)
-    : epoch_(epoch), members_(std::move(members)), hash_(fnv1a64(canonical_encoding(epoch_, members_))) {}
+    : epoch_(epoch), members_(std::move(members)), hash_(fnv1a64(canonical_encoding(epoch_, members_))) {
+  by_name_.resize(members_.size());
+  for (uint32_t i = 0; i < by_name_.size(); ++i) by_name_[i] = i;
+  std::sort(by_name_.begin(), by_name_.end(), [this](uint32_t a, uint32_t b) { return members_[a].name < members_[b].name; });
+}
 
 Result<View> View::make(uint64_t epoch, std::vector<ViewMember> members) {
   std::unordered_set<std::string_view> names;
@@ -121,10 +125,10 @@ const ViewMember* View::find(std::string_view name) const {
 }
 
 std::optional<size_t> View::index_of(std::string_view name) const {
-  for (size_t i = 0; i < members_.size(); ++i) {
-    if (members_[i].name == name) return i;
-  }
-  return std::nullopt;
+  const auto it = std::lower_bound(by_name_.begin(), by_name_.end(), name,
+                                   [this](uint32_t i, std::string_view n) { return members_[i].name < n; });
+  if (it == by_name_.end() || members_[*it].name != name) return std::nullopt;
+  return *it;
 }
 
 uint64_t View::total_slots() const {

@@ -77,6 +77,9 @@ class View {
   uint64_t epoch_ = 0;
   std::vector<ViewMember> members_;
   uint64_t hash_ = 0;
+  // Member indices ordered by name: find() is a binary search (the keeper looks members up for every
+  // gossip change, so a linear scan made each change O(N^2) at a thousand members).
+  std::vector<uint32_t> by_name_;
 };
 
 // The bytes the hash is computed over, all integers little-endian:

@@ -29,6 +29,9 @@ ViewKeeper::ViewKeeper(Config cfg, gossip::Identity self, uint64_t seed)
 
 void ViewKeeper::on_members(std::vector<gossip::Member> members, Time now, KeeperOutput& out) {
   gossip_ = std::move(members);
+  gossip_index_.clear();
+  gossip_index_.reserve(gossip_.size());
+  for (size_t i = 0; i < gossip_.size(); ++i) gossip_index_.emplace(gossip_[i].id.name, i);
   damper_.observe(gossip_, now);
   for (auto it = undelivered_.begin(); it != undelivered_.end();) {
     if (live_by_name(it->first)) {
@@ -67,30 +70,28 @@ Status ViewKeeper::force(Time now, KeeperOutput& out) {
   return Ok{};
 }
 
+const gossip::Member* ViewKeeper::gossip_member(const std::string& name) const {
+  const auto it = gossip_index_.find(name);
+  return it == gossip_index_.end() ? nullptr : &gossip_[it->second];
+}
+
 bool ViewKeeper::live(const std::string& name, uint64_t generation) const {
-  for (const auto& m : gossip_) {
-    if (m.id.name == name) {
-      return m.id.generation == generation && (m.state == gossip::State::alive || m.state == gossip::State::suspect);
-    }
-  }
-  return false;
+  const gossip::Member* m = gossip_member(name);
+  return m != nullptr && m->id.generation == generation &&
+         (m->state == gossip::State::alive || m->state == gossip::State::suspect);
 }
 
 bool ViewKeeper::reachable(const std::string& name, uint64_t generation, Time now) const {
-  for (const auto& m : gossip_) {
-    if (m.id.name != name || m.id.generation != generation) continue;
-    if (m.state == gossip::State::alive || m.state == gossip::State::suspect) return true;
-    // Left gracefully: it lingers as an acceptor for a while (see Config::leaver_votes_for).
-    return m.state == gossip::State::left && now - m.state_since < cfg_.leaver_votes_for;
-  }
-  return false;
+  const gossip::Member* m = gossip_member(name);
+  if (m == nullptr || m->id.generation != generation) return false;
+  if (m->state == gossip::State::alive || m->state == gossip::State::suspect) return true;
+  // Left gracefully: it lingers as an acceptor for a while (see Config::leaver_votes_for).
+  return m->state == gossip::State::left && now - m->state_since < cfg_.leaver_votes_for;
 }
 
 bool ViewKeeper::live_by_name(const std::string& name) const {
-  for (const auto& m : gossip_) {
-    if (m.id.name == name) return m.state == gossip::State::alive || m.state == gossip::State::suspect;
-  }
-  return false;
+  const gossip::Member* m = gossip_member(name);
+  return m != nullptr && (m->state == gossip::State::alive || m->state == gossip::State::suspect);
 }
 
 bool ViewKeeper::designated_proposer() const {

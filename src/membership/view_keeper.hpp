@@ -11,6 +11,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "gossip/types.hpp"
@@ -68,6 +69,7 @@ class ViewKeeper {
   bool designated_proposer() const;
   bool live(const std::string& name, uint64_t generation) const;
   bool live_by_name(const std::string& name) const;
+  const gossip::Member* gossip_member(const std::string& name) const;
   // Live, or left gracefully so recently that it still answers as an acceptor.
   bool reachable(const std::string& name, uint64_t generation, Time now) const;
   void start_round(const Desired& d, bool forced, Time now, KeeperOutput& out);
@@ -89,6 +91,7 @@ class ViewKeeper {
   Acceptor acceptor_;
   FlapDamper damper_;
   std::vector<gossip::Member> gossip_;
+  std::unordered_map<std::string, size_t> gossip_index_;  // name -> index in gossip_ (one record per name)
 
   std::unique_ptr<Round> round_;
   Time round_deadline_{0};
