@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -20,12 +22,9 @@ struct SessionFeed::Waiter {
 namespace {
 
 std::optional<uint64_t> parse_u64(const std::string& s) {
-  if (s.empty() || s.size() > 19) return std::nullopt;
   uint64_t v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return std::nullopt;
-    v = v * 10 + static_cast<uint64_t>(c - '0');
-  }
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
   return v;
 }
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "base/log.hpp"
-#include "comm_wrap/api_errors.hpp"
+#include "shoal/errors.hpp"
 #include "comm_wrap/collective_runner.hpp"
 #include "comm_wrap/gloo_pair_sockets.hpp"
 #include "comm_wrap/gloo_store_adapter.hpp"
@@ -94,7 +94,7 @@ class GlooCommunicator final : public Communicator {
       case DataType::bf16:
       case DataType::f16: break;
     }
-    throw_comm_error(std::string("gloo backend: allreduce of ") + to_string(type) +
+    throw Error(std::string("gloo backend: allreduce of ") + to_string(type) +
                      " is not supported on CPU buffers; convert to f32, or use the NCCL backend");
   }
 
@@ -204,7 +204,7 @@ class GlooCommunicator final : public Communicator {
     if (aborted_.load()) throw_aborted();  // woken by abort(): the abort's reason is the story
     if (timed_out) {
       abort(std::string(what) + " timed out");
-      throw_timeout("gloo " + std::string(what) + " of rank " + std::to_string(rank()) + ", epoch " +
+      throw Timeout("gloo " + std::string(what) + " of rank " + std::to_string(rank()) + ", epoch " +
                     std::to_string(epoch()) + ": not complete within " + std::to_string(options_.op_timeout.count()) +
                     " ms (" + message + ")");
     }
@@ -214,12 +214,12 @@ class GlooCommunicator final : public Communicator {
 
   [[noreturn]] void throw_aborted() const {
     std::lock_guard lock(why_mu_);
-    throw_view_changed(epoch(), "gloo communicator aborted: " + why_);
+    throw ViewChanged(epoch(), "gloo communicator aborted: " + why_);
   }
 
   void check_rank(int r, const char* what) const {
     if (r < 0 || r >= world_size()) {
-      throw_comm_error(std::string("gloo backend: ") + what + " " + std::to_string(r) + " is outside [0, " +
+      throw Error(std::string("gloo backend: ") + what + " " + std::to_string(r) + " is outside [0, " +
                        std::to_string(world_size()) + ")");
     }
   }
@@ -236,11 +236,11 @@ class GlooCommunicator final : public Communicator {
 
 void check_options(const GlooOptions& o) {
   if (o.world_size < 1 || o.rank < 0 || o.rank >= o.world_size) {
-    throw_comm_error("gloo backend: rank " + std::to_string(o.rank) + " is outside a world of " +
+    throw Error("gloo backend: rank " + std::to_string(o.rank) + " is outside a world of " +
                      std::to_string(o.world_size));
   }
   if (o.op_timeout.count() <= 0 || o.connect_timeout.count() <= 0) {
-    throw_comm_error("gloo backend: op_timeout and connect_timeout must be positive");
+    throw Error("gloo backend: op_timeout and connect_timeout must be positive");
   }
 }
 
@@ -257,7 +257,7 @@ std::unique_ptr<Communicator> make_gloo_communicator(const GlooOptions& options,
     attr.hostname = options.bind_host;
     device = gloo::transport::tcp::CreateDevice(attr);
   } catch (const std::exception& e) {
-    throw_comm_error("gloo backend: cannot bind a TCP device to '" + options.bind_host + "': " + e.what());
+    throw Error("gloo backend: cannot bind a TCP device to '" + options.bind_host + "': " + e.what());
   }
 
   GlooStoreAdapter adapter(store, "gloo/", options.connect_timeout);
@@ -271,12 +271,12 @@ std::unique_ptr<Communicator> make_gloo_communicator(const GlooOptions& options,
     // shoal::ViewChanged and shoal::Timeout thrown by the store pass through unchanged.
     context->connectFullMesh(adapter, device);
   } catch (const gloo::IoException& e) {
-    if (is_timeout(e.what())) throw_timeout(who + ": connecting to the peers: " + e.what());
-    throw_view_changed(options.epoch, who + ": a peer failed while connecting: " + e.what());
+    if (is_timeout(e.what())) throw Timeout(who + ": connecting to the peers: " + e.what());
+    throw ViewChanged(options.epoch, who + ": a peer failed while connecting: " + e.what());
   } catch (const gloo::EnforceNotMet& e) {
-    throw_comm_error(who + ": connecting to the peers: " + e.what());
+    throw Error(who + ": connecting to the peers: " + e.what());
   } catch (const gloo::Exception& e) {
-    throw_comm_error(who + ": connecting to the peers: " + e.what());
+    throw Error(who + ": connecting to the peers: " + e.what());
   }
   context->setTimeout(options.op_timeout);
 

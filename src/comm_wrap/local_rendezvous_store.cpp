@@ -1,7 +1,7 @@
 // The in-process rendezvous table of one epoch.
 #include "comm_wrap/local_rendezvous_store.hpp"
 
-#include "comm_wrap/api_errors.hpp"
+#include "shoal/errors.hpp"
 
 namespace shoal::comm {
 
@@ -79,7 +79,7 @@ void LocalRendezvousStore::wait_locked(std::unique_lock<std::mutex>& lock, const
       for (const auto& key : keys) {
         if (!table_.contains(key)) missing.push_back(key);
       }
-      throw_timeout("rendezvous of epoch " + std::to_string(epoch_) + ": after " + std::to_string(timeout.count()) +
+      throw Timeout("rendezvous of epoch " + std::to_string(epoch_) + ": after " + std::to_string(timeout.count()) +
                     " ms still missing " + std::to_string(missing.size()) + " of " + std::to_string(keys.size()) +
                     " keys: " + describe_missing(missing));
     }
@@ -87,7 +87,7 @@ void LocalRendezvousStore::wait_locked(std::unique_lock<std::mutex>& lock, const
 }
 
 void LocalRendezvousStore::throw_if_superseded_locked() const {
-  if (superseded_why_) throw_view_changed(epoch_, "rendezvous store superseded: " + *superseded_why_);
+  if (superseded_why_) throw ViewChanged(epoch_, "rendezvous store superseded: " + *superseded_why_);
 }
 
 }  // namespace shoal::comm

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "base/log.hpp"
-#include "comm_wrap/api_errors.hpp"
+#include "shoal/errors.hpp"
 
 namespace shoal::comm {
 
@@ -27,7 +27,7 @@ std::string nccl_text(ncclResult_t r, ncclComm_t comm) {
 }
 
 void check_cuda(cudaError_t e, const std::string& what) {
-  if (e != cudaSuccess) throw_comm_error("nccl backend: " + what + ": " + cudaGetErrorString(e));
+  if (e != cudaSuccess) throw Error("nccl backend: " + what + ": " + cudaGetErrorString(e));
 }
 
 ncclDataType_t nccl_type(DataType t) {
@@ -69,11 +69,11 @@ void wait_until_ready(ncclComm_t comm, const NcclOptions& o, Clock::time_point d
     if (state != ncclInProgress) {
       const std::string text = nccl_text(state, comm);
       ncclCommAbort(comm);
-      throw_view_changed(o.epoch, who + " failed: " + text);
+      throw ViewChanged(o.epoch, who + " failed: " + text);
     }
     if (Clock::now() >= deadline) {
       ncclCommAbort(comm);
-      throw_timeout(who + ": not complete within " + std::to_string(o.init_timeout.count()) + " ms");
+      throw Timeout(who + ": not complete within " + std::to_string(o.init_timeout.count()) + " ms");
     }
     pause_briefly();
   }
@@ -81,11 +81,11 @@ void wait_until_ready(ncclComm_t comm, const NcclOptions& o, Clock::time_point d
 
 void check_options(const NcclOptions& o) {
   if (o.world_size < 1 || o.rank < 0 || o.rank >= o.world_size) {
-    throw_comm_error("nccl backend: rank " + std::to_string(o.rank) + " is outside a world of " +
+    throw Error("nccl backend: rank " + std::to_string(o.rank) + " is outside a world of " +
                      std::to_string(o.world_size));
   }
   if (o.init_timeout.count() <= 0 || o.op_timeout.count() <= 0) {
-    throw_comm_error("nccl backend: init_timeout and op_timeout must be positive");
+    throw Error("nccl backend: init_timeout and op_timeout must be positive");
   }
 }
 
@@ -110,7 +110,7 @@ std::unique_ptr<NcclCommunicator> NcclCommunicator::create(const NcclOptions& op
   if (r != ncclSuccess && r != ncclInProgress) {
     const std::string text = nccl_text(r, comm);
     if (comm != nullptr) ncclCommAbort(comm);
-    throw_comm_error("nccl backend: ncclCommInitRankConfig: " + text);
+    throw Error("nccl backend: ncclCommInitRankConfig: " + text);
   }
   wait_until_ready(comm, options, deadline, "init");
   log::get(log::Component::comm)
@@ -123,7 +123,7 @@ std::unique_ptr<NcclCommunicator> NcclCommunicator::shrink(NcclCommunicator& par
   check_options(options);
   const auto deadline = Clock::now() + options.init_timeout;
   std::lock_guard lock(parent.op_mu_);
-  if (parent.comm_ == nullptr) throw_comm_error("nccl backend: cannot shrink a released communicator");
+  if (parent.comm_ == nullptr) throw Error("nccl backend: cannot shrink a released communicator");
   check_cuda(cudaSetDevice(options.cuda_device), "cudaSetDevice(" + std::to_string(options.cuda_device) + ")");
   // A revoked parent reports ncclInProgress until it is quiescent; shrinking before that is invalid.
   if (parent.revoked_.load()) {
@@ -132,7 +132,7 @@ std::unique_ptr<NcclCommunicator> NcclCommunicator::shrink(NcclCommunicator& par
       ncclCommGetAsyncError(parent.comm_, &state);
       if (state != ncclInProgress) break;
       if (Clock::now() >= deadline) {
-        throw_timeout("nccl shrink of rank " + std::to_string(options.rank) +
+        throw Timeout("nccl shrink of rank " + std::to_string(options.rank) +
                       ": the revoked parent did not become quiescent within " +
                       std::to_string(options.init_timeout.count()) + " ms");
       }
@@ -147,7 +147,7 @@ std::unique_ptr<NcclCommunicator> NcclCommunicator::shrink(NcclCommunicator& par
   if (r != ncclSuccess && r != ncclInProgress) {
     const std::string text = nccl_text(r, parent.comm_);
     if (comm != nullptr) ncclCommAbort(comm);
-    throw_view_changed(options.epoch, "nccl shrink failed: " + text);
+    throw ViewChanged(options.epoch, "nccl shrink failed: " + text);
   }
   wait_until_ready(comm, options, deadline, "shrink");
   int nccl_rank = -1, nccl_count = -1;
@@ -155,7 +155,7 @@ std::unique_ptr<NcclCommunicator> NcclCommunicator::shrink(NcclCommunicator& par
   ncclCommCount(comm, &nccl_count);
   if (nccl_rank != options.rank || nccl_count != options.world_size) {
     ncclCommAbort(comm);
-    throw_comm_error("nccl backend: shrink made rank " + std::to_string(nccl_rank) + " of " +
+    throw Error("nccl backend: shrink made rank " + std::to_string(nccl_rank) + " of " +
                      std::to_string(nccl_count) + ", but the new rank table says " + std::to_string(options.rank) +
                      " of " + std::to_string(options.world_size));
   }
@@ -197,7 +197,7 @@ void NcclCommunicator::allreduce(void* buf, size_t count, DataType type, ReduceO
 
 void NcclCommunicator::broadcast(void* buf, size_t bytes, int root) {
   if (root < 0 || root >= world_size()) {
-    throw_comm_error("nccl backend: broadcast root " + std::to_string(root) + " is outside [0, " +
+    throw Error("nccl backend: broadcast root " + std::to_string(root) + " is outside [0, " +
                      std::to_string(world_size()) + ")");
   }
   run("broadcast", [&] { return ncclBroadcast(buf, buf, bytes, ncclUint8, root, comm_, stream_); });
@@ -261,7 +261,7 @@ void NcclCommunicator::run(const char* what, Enqueue&& enqueue) {
                                std::to_string(options_.op_timeout.count()) + " ms";
       abort(std::string(what) + " timed out");
       stop_in_flight();
-      throw_timeout(text);
+      throw Timeout(text);
     }
     pause_briefly();
   }
@@ -281,7 +281,7 @@ void NcclCommunicator::stop_in_flight() {
 
 void NcclCommunicator::throw_aborted() const {
   std::lock_guard lock(why_mu_);
-  throw_view_changed(epoch(), "nccl communicator aborted: " + why_);
+  throw ViewChanged(epoch(), "nccl communicator aborted: " + why_);
 }
 
 void NcclCommunicator::fail(const std::string& why) {

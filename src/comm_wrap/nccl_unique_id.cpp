@@ -4,7 +4,7 @@
 #include <cstring>
 #include <string>
 
-#include "comm_wrap/api_errors.hpp"
+#include "shoal/errors.hpp"
 
 namespace shoal::comm {
 
@@ -12,13 +12,13 @@ ncclUniqueId exchange_unique_id(int rank, RendezvousStore& store, std::chrono::m
   ncclUniqueId id;
   if (rank == 0) {
     const ncclResult_t r = ncclGetUniqueId(&id);
-    if (r != ncclSuccess) throw_comm_error(std::string("nccl backend: ncclGetUniqueId: ") + ncclGetErrorString(r));
+    if (r != ncclSuccess) throw Error(std::string("nccl backend: ncclGetUniqueId: ") + ncclGetErrorString(r));
     store.set(kNcclUniqueIdKey, Bytes(id.internal, id.internal + sizeof(id.internal)));
     return id;
   }
   const Bytes bytes = store.get(kNcclUniqueIdKey, timeout);
   if (bytes.size() != sizeof(id.internal)) {
-    throw_comm_error("nccl backend: the unique id in the store has " + std::to_string(bytes.size()) + " bytes, not " +
+    throw Error("nccl backend: the unique id in the store has " + std::to_string(bytes.size()) + " bytes, not " +
                      std::to_string(sizeof(id.internal)));
   }
   std::memcpy(id.internal, bytes.data(), sizeof(id.internal));

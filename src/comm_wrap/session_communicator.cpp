@@ -4,7 +4,7 @@
 #include <variant>
 
 #include "base/log.hpp"
-#include "comm_wrap/api_errors.hpp"
+#include "shoal/errors.hpp"
 #include "comm_wrap/rebuild_plan.hpp"
 #if defined(SHOAL_HAVE_GLOO)
 #include "comm_wrap/gloo_communicator.hpp"
@@ -29,7 +29,7 @@ std::shared_ptr<Communicator> make_gloo(const SessionCommSpec& spec, RendezvousS
 #else
   (void)spec;
   (void)store;
-  throw_comm_error("this libshoal was built without Gloo: no CPU communicator (rebuild with -Dgloo=enabled)");
+  throw Error("this libshoal was built without Gloo: no CPU communicator (rebuild with -Dgloo=enabled)");
 #endif
 }
 
@@ -61,7 +61,7 @@ std::shared_ptr<Communicator> make_nccl(const SessionCommSpec& spec, RendezvousS
 #else
   (void)spec;
   (void)store;
-  throw_comm_error("this libshoal was built without NCCL: no GPU communicator (install NCCL under "
+  throw Error("this libshoal was built without NCCL: no GPU communicator (install NCCL under "
                    "cudatoolkit_root and rebuild)");
 #endif
 }
