@@ -2,7 +2,7 @@
 // thread each, each with its own sockets, gossip and view keeper, exactly as separate hosts would run),
 // waits for their first committed view, crashes one without a goodbye (like kill -9), and prints the
 // timeline: detection at every survivor, the new committed view, the rejoin of a restarted host.
-// The communicator rebuild and the restore from a peer's replica join the demo with comm_wrap and ckpt_shm.
+// The communicator rebuild is shown by scripts/demo_training.sh; the restore from a peer's replica joins with ckpt_shm.
 #include <chrono>
 #include <condition_variable>
 #include <iostream>
@@ -213,8 +213,8 @@ int demo_command(std::span<const std::string> args) {
             << " s; new view everywhere " << fmt::format("{:.2f}", view_s) << " s after the crash; restarted host back in "
             << fmt::format("{:.2f}", rejoin_s) << " s.\n"
             << (ok ? "demo: ok\n" : "demo: FAILED (see above)\n")
-            << "next: the communicator rebuild and the restore from a peer's in-memory replica join this demo with\n"
-               "      the comm_wrap and ckpt_shm work.\n";
+            << "next: scripts/demo_training.sh (run by scripts/demo.sh) shows trainers rebuilding their communicator\n"
+               "      in place after a kill; the restore from a peer's in-memory replica joins with the ckpt_shm work.\n";
   return ok ? kExitOk : kExitFailure;
 }
 
