@@ -46,9 +46,12 @@ std::vector<double> memcpy_seconds(size_t bytes, int runs) {
   return out;
 }
 
-std::vector<double> tcp_loopback_seconds(size_t bytes, int runs, size_t write_bytes) {
+std::vector<double> tcp_loopback_seconds(size_t bytes, int runs, size_t write_bytes, bool whole_buffers) {
   std::vector<double> out;
-  std::vector<char> wbuf(write_bytes, 7);
+  // Whole buffers: the bytes travel from one memory-resident buffer of `bytes` to another, as a checkpoint
+  // does; otherwise one write_bytes buffer is sent again and again (it stays in the CPU's caches).
+  std::vector<char> wbuf(whole_buffers ? bytes : write_bytes, 7);
+  std::vector<char> rbuf(whole_buffers ? bytes : write_bytes, 0);
   for (int r = 0; r < runs; ++r) {
     const int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
     check(lfd >= 0, "socket");
@@ -65,9 +68,10 @@ std::vector<double> tcp_loopback_seconds(size_t bytes, int runs, size_t write_by
     std::thread reader([&] {
       const int cfd = ::accept(lfd, nullptr, nullptr);
       if (cfd < 0) return;
-      std::vector<char> rbuf(write_bytes);
       while (received < bytes) {
-        const ssize_t n = ::read(cfd, rbuf.data(), rbuf.size());
+        char* into = whole_buffers ? rbuf.data() + received : rbuf.data();
+        const size_t room = whole_buffers ? std::min(write_bytes, bytes - received) : rbuf.size();
+        const ssize_t n = ::read(cfd, into, room);
         if (n <= 0) break;
         received += size_t(n);
       }
@@ -81,7 +85,7 @@ std::vector<double> tcp_loopback_seconds(size_t bytes, int runs, size_t write_by
     size_t sent = 0;
     while (sent < bytes) {
       const size_t chunk = std::min(write_bytes, bytes - sent);
-      const ssize_t n = ::write(fd, wbuf.data(), chunk);
+      const ssize_t n = ::write(fd, wbuf.data() + (whole_buffers ? sent : 0), chunk);
       check(n > 0, "write");
       sent += size_t(n);
     }

@@ -11,8 +11,11 @@ namespace shoal::bench {
 std::vector<double> memcpy_seconds(size_t bytes, int runs);
 
 // Seconds to move `bytes` through one loopback TCP stream (writes of write_bytes each), from the
-// first write until the receiver has read the last byte; one sample per run.
-std::vector<double> tcp_loopback_seconds(size_t bytes, int runs, size_t write_bytes = 4u << 20);
+// first write until the receiver has read the last byte; one sample per run. With whole_buffers the
+// bytes go from a pre-faulted buffer of `bytes` to another (memory to memory, like a checkpoint);
+// without, one write_bytes buffer is sent repeatedly into one read buffer (cache-resident).
+std::vector<double> tcp_loopback_seconds(size_t bytes, int runs, size_t write_bytes = 4u << 20,
+                                         bool whole_buffers = false);
 
 double median(std::vector<double> v);
 // Decimal gigabytes per second.

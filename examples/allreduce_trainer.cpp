@@ -4,6 +4,14 @@
 // "ok": false instead of being averaged in. Every step also checks that all ranks hold the same
 // parameters (an allreduce of a parameter hash: min == max), which is what the state sync promises.
 //
+// The update is the average gradient divided by what the average must be, so the parameters after step s
+// are a pure function of s whatever the world sizes were: a restored state can be checked exactly.
+//
+// With --ckpt-every K the trainer saves its parameters to shoal's in-memory checkpoints every K steps,
+// and after every (re)build all ranks restore the newest step complete for all of them (from this host's
+// memory or a peer's replica) and prove it: their next line carries restored_step, restore_source and
+// state_ok (the restored parameters equal what that step must have produced).
+//
 // On stdout: first {"event":"started","name":...,"addr":"ip:port"}, then one JSON object per step: t, step,
 // epoch, rank, world, ok, and rebuild_ms after a rebuild.
 //   allreduce_trainer --name a --bind 127.0.0.1:7001 --steps 100 --step-ms 50
@@ -17,6 +25,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -33,15 +42,28 @@ constexpr float kLearningRate = 0.01f;
 const char* kUsage =
     "usage: allreduce_trainer --name NAME --bind HOST:PORT [--seeds HOST:PORT,...] [--cluster ID]\n"
     "                         [--slots 1] [--min-hosts N] [--steps N] [--step-ms MS] [--log-level SPEC]\n"
-    "       allreduce_trainer --control PATH [--slot K] [--steps N] [--step-ms MS] [--log-level SPEC]\n"
+    "                         [--ckpt-every K] [--job NAME] [--host NAME]\n"
+    "       allreduce_trainer --control PATH [--slot K] [--steps N] [--step-ms MS] [--log-level SPEC] [--ckpt-every K]\n"
     "Synthetic data-parallel training on shoal's Gloo communicator, with the agent embedded (first form) or\n"
     "following the `shoal agent` whose control socket is PATH, as its slot K (second form). Prints one JSON\n"
-    "object per step (t, step, epoch, rank, world, ok, rebuild_ms after a rebuild). Exits 0 after --steps\n"
+    "object per step (t, step, epoch, rank, world, ok, rebuild_ms after a rebuild). With --ckpt-every K it saves\n"
+    "its state every K steps into shoal's in-memory checkpoints and restores after every rebuild (restored_step,\n"
+    "restore_source, state_ok in the next line). --job names the checkpoints (default: the cluster id);\n"
+    "--host NAME makes trainers sharing one machine act as separate hosts (placement, segments). Exits 0 after --steps\n"
     "steps with every check passed, 1 when a check failed, 2 on bad flags.\n";
 
 // Gradient element i of `rank` at `step`: small integers, so every sum is exact in float.
 float gradient(int rank, uint64_t step, size_t i) {
   return static_cast<float>((rank + 1) * static_cast<int>(1 + (step + i) % 7));
+}
+
+// The parameters after steps 0..last, replayed with the very float operations the training does.
+std::vector<float> expected_params(uint64_t last, size_t n) {
+  std::vector<float> p(n, 1.0f);
+  for (uint64_t step = 0; step <= last; ++step) {
+    for (size_t i = 0; i < n; ++i) p[i] -= kLearningRate * static_cast<float>(1 + (step + i) % 7);
+  }
+  return p;
 }
 
 uint64_t hash_params(const std::vector<float>& p) {
@@ -82,7 +104,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     static const char* known[] = {"--name", "--bind", "--seeds", "--cluster", "--slots", "--min-hosts",
-                                  "--steps", "--step-ms", "--log-level", "--control", "--slot"};
+                                  "--steps", "--step-ms", "--log-level", "--control", "--slot",
+                                  "--ckpt-every", "--job", "--host"};
     bool ok = false;
     for (const char* k : known) ok = ok || arg == k;
     if (!ok || i + 1 >= argc) {
@@ -101,7 +124,8 @@ int main(int argc, char** argv) {
   const auto min_hosts = count_flag("min-hosts", 1);
   const auto slots = count_flag("slots", 1);
   const auto slot = count_flag("slot", 0);
-  if (!steps || !step_ms || !min_hosts || !slots || !slot || *min_hosts < 1) {
+  const auto ckpt_every = count_flag("ckpt-every", 0);
+  if (!steps || !step_ms || !min_hosts || !slots || !slot || !ckpt_every || *min_hosts < 1) {
     std::cerr << "allreduce_trainer: --steps, --step-ms, --slots and --min-hosts take non-negative integers "
                  "(--min-hosts at least 1)\n";
     return 2;
@@ -122,6 +146,8 @@ int main(int argc, char** argv) {
   opt.log_spec = flags.contains("log-level") ? flags["log-level"] : "warn";
   opt.control_path = flags["control"];
   opt.slot = static_cast<uint32_t>(*slot);
+  opt.job = flags["job"];
+  opt.host = flags["host"];
   std::signal(SIGPIPE, SIG_IGN);
 
   std::unique_ptr<shoal::Session> session;
@@ -154,7 +180,8 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < kParams; ++i) {
       if (grad[i] != static_cast<float>(rank_sum * static_cast<int>(1 + (step + i) % 7))) step_ok = false;
     }
-    for (size_t i = 0; i < kParams; ++i) params[i] -= kLearningRate * grad[i] / static_cast<float>(world);
+    // grad / rank_sum is exactly (1 + (step + i) % 7): small integers divide exactly in float.
+    for (size_t i = 0; i < kParams; ++i) params[i] -= kLearningRate * (grad[i] / static_cast<float>(rank_sum));
     // Every rank must now hold the same parameters: min and max of their hashes agree.
     int64_t h[2] = {static_cast<int64_t>(hash_params(params) >> 1), 0};
     h[1] = h[0];
@@ -170,6 +197,26 @@ int main(int argc, char** argv) {
   hooks.load = [&](const std::vector<char>& state) {
     if (state.size() == params.size() * sizeof(float)) std::memcpy(params.data(), state.data(), state.size());
   };
+  struct Restored {
+    uint64_t step;
+    std::string source;
+    double ms;
+    bool state_ok;
+  };
+  std::optional<Restored> restored;
+  if (*ckpt_every > 0) {
+    hooks.restore = [&](shoal::Communicator& comm) -> std::optional<uint64_t> {
+      auto r = session->restore(comm);
+      if (!r) return std::nullopt;
+      const auto bytes = r->buffer("params");
+      bool ok = bytes.size() == params.size() * sizeof(float);
+      if (ok) std::memcpy(params.data(), bytes.data(), bytes.size());
+      const auto expect = expected_params(r->step, params.size());
+      ok = ok && std::memcmp(params.data(), expect.data(), bytes.size()) == 0;
+      restored = Restored{r->step, r->source, r->seconds * 1000.0, ok};
+      return r->step;
+    };
+  }
   shoal::RankInfo ranks;
   hooks.rebuilt = [&](const shoal::RankInfo& r, double ms) {
     ranks = r;
@@ -177,12 +224,25 @@ int main(int argc, char** argv) {
   };
   hooks.completed = [&](uint64_t step) {
     all_ok = all_ok && step_ok;
-    char line[256];
+    char line[512];
     int n = std::snprintf(line, sizeof(line),
                           "{\"t\":%.6f,\"step\":%" PRIu64 ",\"epoch\":%" PRIu64 ",\"rank\":%d,\"world\":%d,\"ok\":%s",
                           now_s(), step, ranks.epoch, ranks.rank, ranks.world_size, step_ok ? "true" : "false");
     if (rebuild_ms) n += std::snprintf(line + n, sizeof(line) - static_cast<size_t>(n), ",\"rebuild_ms\":%.1f", *rebuild_ms);
     rebuild_ms.reset();
+    if (restored) {
+      all_ok = all_ok && restored->state_ok;
+      n += std::snprintf(line + n, sizeof(line) - static_cast<size_t>(n),
+                         ",\"restored_step\":%" PRIu64 ",\"restore_source\":\"%s\",\"restore_ms\":%.1f,\"state_ok\":%s",
+                         restored->step, restored->source.c_str(), restored->ms, restored->state_ok ? "true" : "false");
+      restored.reset();
+    }
+    if (*ckpt_every > 0 && (step + 1) % *ckpt_every == 0) {
+      auto save = session->begin_save(step, {{"params", params.size() * sizeof(float)}});
+      save->write("params", std::as_bytes(std::span<const float>(params)));
+      save->commit();
+      n += std::snprintf(line + n, sizeof(line) - static_cast<size_t>(n), ",\"saved\":true");
+    }
     std::printf("%s}\n", line);
     std::fflush(stdout);
   };

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "shoal/communicator.hpp"
@@ -29,6 +30,11 @@ struct ElasticHooks {
   std::function<void(const std::vector<char>& state)> load;
   // Optional: after each completed step (the step number just done).
   std::function<void(uint64_t step)> completed;
+  // Optional, for trainers that checkpoint (Session::begin_save): after every (re)build, the first
+  // included, every rank calls it on the new communicator before the state sync. Return the step whose
+  // state it restored, to resume after it (Session::restore gives every rank the same one), or nullopt
+  // to adopt rank 0's state from memory as without this hook.
+  std::function<std::optional<uint64_t>(Communicator& comm)> restore;
   // Optional: after every (re)build and state sync: the new ranks and how long it took since the world
   // changed (0 for the first build).
   std::function<void(const RankInfo& ranks, double rebuild_ms)> rebuilt;
@@ -46,6 +52,9 @@ class ElasticLoop {
   uint64_t next_step() const { return next_step_; }
 
  private:
+  // Rank 0 of the new communicator hands out its step and its state.
+  void sync_from_rank0();
+
   Session& session_;
   ElasticHooks hooks_;
   std::shared_ptr<Communicator> comm_;

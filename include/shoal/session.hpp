@@ -13,9 +13,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "shoal/checkpoint.hpp"
 #include "shoal/communicator.hpp"
 #include "shoal/errors.hpp"
 
@@ -34,6 +36,11 @@ struct SessionOptions {
   std::string control_path;            // embedded: where to serve the control socket (empty: none);
                                        // connect(): the agent's control socket
   std::string log_spec;                // e.g. "warn,membership=info"; empty: SHOAL_LOG or info
+  std::string job;                     // embedded: checkpoints' job name (default: the cluster id, or "shoal")
+  std::string host;                    // embedded: the machine as replica placement sees it (default: the host
+                                       // name); trainers sharing a machine as separate hosts each set their own
+  std::string ckpt_store;              // embedded: this host's segment names (default: the job, or JOB-HOST with host)
+  uint32_t ckpt_replicas = 1;          // embedded: peers that keep a copy of each checkpoint version
   std::string backend = "gloo";        // "gloo": CPU buffers over TCP; "nccl": GPU buffers (builds with NCCL)
   int cuda_device = -1;                // nccl: the device of this rank; -1: the local rank
   std::chrono::milliseconds view_timeout{120'000};        // communicator(): longest wait for a view
@@ -83,6 +90,17 @@ class Session {
   virtual void leave() = 0;
   // The agent's address ("ip:port"), for seeding others.
   virtual std::string address() const = 0;
+
+  // Begins saving this rank's state for `step`, as the rank of the communicator communicator() last
+  // returned (see checkpoint.hpp). Throws shoal::Error (no communicator yet, bad names, no memory).
+  virtual std::unique_ptr<CheckpointSave> begin_save(uint64_t step, const std::vector<CheckpointBuffer>& buffers) = 0;
+  // Collective: every rank of `comm` calls it. Agrees on the newest step that every rank of its world
+  // saved completely and that some host of the job still holds, and loads the state of `saved_rank`
+  // (default: this rank's own when it existed then, else rank % saved world: data-parallel replicas
+  // hold the same state). nullopt on every rank when no step is complete. Throws ViewChanged when the
+  // world changes meanwhile, like a collective.
+  virtual std::optional<RestoredCheckpoint> restore(Communicator& comm,
+                                                    std::optional<uint32_t> saved_rank = std::nullopt) = 0;
 };
 
 }  // namespace shoal

@@ -1,6 +1,8 @@
 // Agent: start-up (port, control socket, seeds), the join watch, and the graceful stop.
 #include "agent/agent.hpp"
 
+#include <charconv>
+
 #include <unistd.h>
 
 #include <boost/asio/ip/tcp.hpp>
@@ -80,7 +82,9 @@ uint64_t new_generation() {
 
 Agent::Agent(AgentConfig cfg) : cfg_(std::move(cfg)), leave_timer_(io_), join_timer_(io_) {
   session_feed_ = std::make_unique<SessionFeed>(io_, control_handlers_, [this] {
-    return SessionInfo{cfg_.name, generation_, addr_, cfg_.gossip.cluster_id, cfg_.meta.slots};
+    return SessionInfo{cfg_.name, generation_, addr_, cfg_.gossip.cluster_id, cfg_.meta.slots,
+                       checkpoints_ ? checkpoints_->config().job : std::string(),
+                       checkpoints_ ? checkpoints_->config().store : std::string()};
   });
   control_handlers_.add("members", "this member's view of the cluster and the inputs it refused",
                         [this](std::span<const std::string> args) {
@@ -94,6 +98,15 @@ Agent::Agent(AgentConfig cfg) : cfg_(std::move(cfg)), leave_timer_(io_), join_ti
                         });
   control_handlers_.add("view-force", "operator override: commit the live set without a majority (`yes` to confirm)",
                         [this](std::span<const std::string> args) { return force_reply(args); });
+  control_handlers_.add("ckpt-ls", "the checkpoint versions this host holds: its ranks' own and its replicas",
+                        [this](std::span<const std::string> args) {
+                          const bool verify = args.size() == 1 && args[0] == "verify";
+                          if (!args.empty() && !verify) return control_handlers_.error_reply("usage: ckpt-ls [verify]");
+                          if (!checkpoints_) return control_handlers_.error_reply("the agent has not started");
+                          return checkpoints_->ls_json(verify);
+                        });
+  control_handlers_.add("ckpt-committed", "a local trainer sealed a version: ckpt-committed RANK STEP",
+                        [this](std::span<const std::string> args) { return committed_reply(args); });
   control_handlers_.add("stats", "the gossip core's counters and local health", [this](std::span<const std::string>) {
     if (!runtime_) return control_handlers_.error_reply("the agent has not started");
     return stats_json(runtime_->swim(), listener_->rejected());
@@ -105,6 +118,8 @@ Agent::~Agent() = default;
 const gossip::Swim& Agent::swim() const { return runtime_->swim(); }
 
 StreamListener& Agent::streams() { return *listener_; }
+
+CheckpointService& Agent::checkpoints() { return *checkpoints_; }
 
 std::vector<std::byte> Agent::hello(wire::Hello::Channel channel) const {
   return encode_hello(wire::make_envelope(cfg_.gossip.cluster_id, cfg_.name, generation_, addr_), channel);
@@ -132,6 +147,23 @@ std::string Agent::view_reply() const {
   if (!membership_) return control_handlers_.error_reply("the agent has not started");
   const auto& k = membership_->keeper();
   return view_json(cfg_.name, k.view(), k.status());
+}
+
+std::string Agent::committed_reply(std::span<const std::string> args) {
+  const auto number = [](const std::string& text, uint64_t max) -> std::optional<uint64_t> {
+    uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || end != text.data() + text.size() || v > max) return std::nullopt;
+    return v;
+  };
+  const auto rank = args.size() == 2 ? number(args[0], UINT32_MAX) : std::nullopt;
+  const auto step = args.size() == 2 ? number(args[1], UINT64_MAX) : std::nullopt;
+  if (!rank || !step) return control_handlers_.error_reply("usage: ckpt-committed RANK STEP (non-negative integers)");
+  if (!checkpoints_) return control_handlers_.error_reply("the agent has not started");
+  checkpoints_->committed(static_cast<uint32_t>(*rank), *step);
+  JsonWriter w;
+  w.begin_object().key("ok").value(true).end_object();
+  return w.str();
 }
 
 std::string Agent::force_reply(std::span<const std::string> args) {
@@ -212,10 +244,18 @@ Status Agent::start() {
       io_, membership::ViewKeeper(cfg_.membership, gossip::Identity{cfg_.name, generation_, addr_}, rng_seed ^ 0x5eed),
       runtime_->swim(), origin_, *listener_, cfg_.gossip.cluster_id);
   rendezvous_ = std::make_unique<RendezvousService>(io_, *listener_, origin_);
+  if (cfg_.ckpt.job.empty()) cfg_.ckpt.job = cfg_.gossip.cluster_id;
+  checkpoints_ = std::make_unique<CheckpointService>(cfg_.ckpt, cfg_.name,
+                                                     [this] { return hello(wire::Hello::CKPT_STREAM); });
+  if (auto ok = checkpoints_->start(*listener_); !ok) {
+    checkpoints_.reset();
+    return fail(ok.error().message + " (set --job to a name of letters, digits, '-' and '_')");
+  }
   // The store learns of a view before anyone else on this loop, so a superseded wait fails first.
   membership_->add_view_observer([this](const membership::View& v) {
     rendezvous_->on_committed(v.epoch());
     session_feed_->on_view(v);
+    checkpoints_->on_view(v);
   });
   runtime_->add_observer([this](const gossip::MemberEvent& e) { session_feed_->on_member(e); });
   for (auto& o : pending_view_observers_) membership_->add_view_observer(std::move(o));
@@ -302,6 +342,7 @@ void Agent::finish(Status outcome) {
   if (listener_) listener_->close();
   if (membership_) membership_->close();
   if (runtime_) runtime_->close();
+  if (checkpoints_) checkpoints_->stop();
   io_.stop();
 }
 

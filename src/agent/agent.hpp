@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/ckpt_service.hpp"
 #include "agent/control_handlers.hpp"
 #include "agent/host_port.hpp"
 #include "envelope.pb.h"
@@ -42,6 +43,8 @@ struct AgentConfig {
   gossip::Config gossip;  // cluster_id lives here
   gossip::MemberMeta meta;
   membership::Config membership;
+  // In-memory checkpoints: job, segment names, replicas, budget. An empty job means the cluster id.
+  CheckpointConfig ckpt;
 };
 
 class GossipRuntime;
@@ -87,6 +90,8 @@ class Agent {
   // More TCP channels register here (view agreement, rendezvous store, checkpoint streams). After start().
   StreamListener& streams();
   asio::io_context& io() { return io_; }
+  // In-memory checkpoints of this host (valid after start()).
+  CheckpointService& checkpoints();
   // The hello that opens a connection from this member on `channel` (for in-process clients such as the
   // rendezvous store of an embedded trainer). After start().
   std::vector<std::byte> hello(wire::Hello::Channel channel) const;
@@ -99,6 +104,7 @@ class Agent {
   std::string members_reply() const;
   std::string view_reply() const;
   std::string force_reply(std::span<const std::string> args);
+  std::string committed_reply(std::span<const std::string> args);
 
   AgentConfig cfg_;
   asio::io_context io_;
@@ -113,7 +119,8 @@ class Agent {
   std::unique_ptr<GossipRuntime> runtime_;
   std::unique_ptr<MembershipRuntime> membership_;
   std::unique_ptr<RendezvousService> rendezvous_;
-  std::unique_ptr<SessionFeed> session_feed_;  // what connected trainers follow (control socket)
+  std::unique_ptr<SessionFeed> session_feed_;
+  std::unique_ptr<CheckpointService> checkpoints_;  // what connected trainers follow (control socket)
   std::vector<std::function<void(const membership::View&)>> pending_view_observers_;
   std::unique_ptr<ControlServer> control_server_;
   std::vector<std::function<void(const gossip::MemberEvent&)>> pending_observers_;

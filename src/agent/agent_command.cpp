@@ -1,11 +1,13 @@
 // `shoal agent`: runs one member until SIGTERM/SIGINT, then leaves gracefully. Parses flags into an
 // AgentConfig, starts the Agent, prints the bound address on stdout for scripts, handles signals.
+#include <charconv>
 #include <boost/asio/signal_set.hpp>
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
 
 #include "agent/agent.hpp"
+#include "ckpt_shm/shm_segment.hpp"
 #include "agent/cli.hpp"
 #include "agent/control_path.hpp"
 #include "agent/flags.hpp"
@@ -23,12 +25,30 @@ Result<std::chrono::milliseconds> parse_seconds(const std::string& text) {
   return std::chrono::milliseconds(static_cast<int64_t>(s * 1000.0 + 0.5));
 }
 
+// "1048576", "512M", "64G": bytes with an optional binary suffix.
+Result<uint64_t> parse_byte_size(const std::string& text) {
+  uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  const std::string_view rest(end, static_cast<size_t>(text.data() + text.size() - end));
+  int shift = -1;
+  if (rest.empty()) shift = 0;
+  if (rest == "K" || rest == "k") shift = 10;
+  if (rest == "M") shift = 20;
+  if (rest == "G") shift = 30;
+  if (rest == "T") shift = 40;
+  if (ec != std::errc() || shift < 0 || v == 0 || v > (UINT64_MAX >> shift)) {
+    return fail("'" + text + "' is not a positive size (bytes, or a number with K, M, G or T)");
+  }
+  return v << shift;
+}
+
 }  // namespace
 
 int agent_command(std::span<const std::string> args) {
   std::optional<std::string> name, bind, seeds, cluster, control, join_timeout, advertise;
   std::optional<int64_t> slots, min_hosts, max_hosts;
-  std::optional<std::string> hold_down, quorum_policy;
+  std::optional<std::string> hold_down, quorum_policy, job, ckpt_store, ckpt_budget, host;
+  std::optional<int64_t> ckpt_replicas;
   FlagSet flags("shoal agent --name NAME --bind HOST:PORT [--seeds HOST:PORT,...] [--cluster ID] [--control PATH]",
                 "Run one member of a shoal cluster: SWIM gossip over UDP and TCP on one port, committed views\n"
                 "agreed with the other members, and a control socket (requests: members, view, view-force,\n"
@@ -75,6 +95,27 @@ int agent_command(std::span<const std::string> args) {
                    "both sides of a partition continue as separate jobs (split brain); meant for 2-host jobs that "
                    "prefer availability",
                    &quorum_policy);
+
+  flags.add_string("job", "NAME",
+                   "the job's name: every checkpoint version carries it, and its shared-memory segments are "
+                   "/dev/shm/shoal.NAME.* (letters, digits, '-', '_'; default: the cluster id)",
+                   &job);
+  flags.add_int("ckpt-replicas", "R", "peer hosts that keep a copy of each checkpoint version (default: 1)",
+                &ckpt_replicas, 0, 16);
+  flags.add_string("ckpt-budget", "BYTES",
+                   "shared memory this host may hold in checkpoints, its ranks' own and peers' replicas; replicas "
+                   "beyond it are dropped oldest first, never a rank's newest (suffixes K, M, G, T; default: no "
+                   "limit)",
+                   &ckpt_budget);
+  flags.add_string("host", "NAME",
+                   "the machine this member runs on, as replica placement sees it: copies of a checkpoint never go "
+                   "to the same host (default: the host name). Agents that share one machine but should act as "
+                   "separate hosts (tests, demos) each give their own; their segments are then kept apart as "
+                   "/dev/shm/shoal.JOB-NAME.*",
+                   &host);
+  flags.add_string("ckpt-store", "NAME",
+                   "segment names on this host, /dev/shm/shoal.NAME.* (default: the job, or JOB-HOST with --host)",
+                   &ckpt_store);
 
   auto parsed = flags.parse(args);
   const auto usage_error = [](const std::string& message) {
@@ -129,6 +170,22 @@ int agent_command(std::span<const std::string> args) {
     } else {
       return usage_error("--quorum-policy must be majority or any, not '" + *quorum_policy + "'");
     }
+  }
+  cfg.ckpt.job = job ? *job : cfg.gossip.cluster_id;
+  if (auto ok = ckpt::check_job_name(cfg.ckpt.job); !ok) {
+    return usage_error(std::string(job ? "--job: " : "the cluster id is no job name; set --job: ") + ok.error().message);
+  }
+  if (host) {
+    if (host->empty()) return usage_error("--host must not be empty");
+    cfg.meta.host = *host;
+  }
+  cfg.ckpt.store = ckpt_store ? *ckpt_store : host ? ckpt::store_for_host(cfg.ckpt.job, *host) : cfg.ckpt.job;
+  if (auto ok = ckpt::check_job_name(cfg.ckpt.store); !ok) return usage_error("--ckpt-store: " + ok.error().message);
+  cfg.ckpt.replicas = static_cast<uint32_t>(ckpt_replicas.value_or(1));
+  if (ckpt_budget) {
+    auto bytes = parse_byte_size(*ckpt_budget);
+    if (!bytes) return usage_error("--ckpt-budget: " + bytes.error().message);
+    cfg.ckpt.budget_bytes = *bytes;
   }
   cfg.control_path = control ? *control : default_control_path(cfg.name, probe_control_dirs());
   if (cfg.control_path.empty()) return usage_error("--control must not be empty");

@@ -58,6 +58,7 @@ const std::vector<Subcommand>& subcommands() {
       {"agent", "run one member of a cluster (gossip, committed views, control socket)", agent_command},
       {"members", "print a running agent's member list", members_command},
       {"view", "print a running agent's committed view and ranks; `view force` overrides a stall", view_command},
+      {"ckpt", "list the checkpoint versions a running agent's host holds (`ckpt ls`)", ckpt_command},
       {"demo", "run the local multi-host demo", demo_command},
       {"version", "print version, git revision and backends", version_command},
       {"help", "print this help", help_command},

@@ -28,5 +28,6 @@ int demo_command(std::span<const std::string> args);
 int agent_command(std::span<const std::string> args);
 int members_command(std::span<const std::string> args);
 int view_command(std::span<const std::string> args);
+int ckpt_command(std::span<const std::string> args);
 
 }  // namespace shoal::agent

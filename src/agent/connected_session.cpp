@@ -78,6 +78,19 @@ Status ConnectedSession::begin() {
   id.rendezvous_hello = encode_hello(
       wire::make_envelope(text_of(*doc, "cluster"), id.name + "/" + std::to_string(id.slot), id.generation, agent_addr_),
       wire::Hello::RENDEZVOUS);
+  id.checkpoints.job = text_of(*doc, "job");
+  id.checkpoints.store = text_of(*doc, "store");
+  id.checkpoints.holder = id.name;
+  id.checkpoints.agent_addr = agent_addr_;
+  id.checkpoints.ckpt_hello = encode_hello(
+      wire::make_envelope(text_of(*doc, "cluster"), id.name + "/" + std::to_string(id.slot), id.generation, agent_addr_),
+      wire::Hello::CKPT_STREAM);
+  id.checkpoints.exchange_timeout = opt_.rendezvous_timeout;
+  id.checkpoints.committed = [path = opt_.control_path](uint32_t rank, uint64_t step) {
+    auto r = control_request(path, "ckpt-committed " + std::to_string(rank) + " " + std::to_string(step));
+    if (!r) log::get(log::Component::ckpt).warn("ckpt: could not tell the agent of step {}: {}", step, r.error().message);
+  };
+  if (id.checkpoints.job.empty()) return fail("the agent at " + opt_.control_path + " serves no checkpoints (an older version?)");
   set_identity(std::move(id));
   poller_ = std::thread([this] { follow(); });
   return Ok{};

@@ -28,6 +28,16 @@ Status EmbeddedSession::begin() {
   id.generation = agent_->generation();
   id.bind_ip = ip->ip.to_string();
   id.rendezvous_hello = agent_->hello(wire::Hello::RENDEZVOUS);
+  const auto& ckpt = agent_->checkpoints().config();
+  id.checkpoints.job = ckpt.job;
+  id.checkpoints.store = ckpt.store;
+  id.checkpoints.holder = id.name;
+  id.checkpoints.agent_addr = agent_->addr();
+  id.checkpoints.ckpt_hello = agent_->hello(wire::Hello::CKPT_STREAM);
+  id.checkpoints.exchange_timeout = opt_.rendezvous_timeout;
+  id.checkpoints.committed = [agent = agent_.get()](uint32_t rank, uint64_t step) {
+    agent->checkpoints().committed(rank, step);
+  };
   set_identity(std::move(id));
   loop_ = std::thread([this] {
     std::string why;

@@ -73,6 +73,44 @@ void SessionCore::source_stopped(const std::string& why) {
 void SessionCore::set_identity(SessionIdentity identity) {
   std::lock_guard lock(mu_);
   id_ = std::move(identity);
+  checkpoints_ = std::make_unique<SessionCheckpoints>(id_.checkpoints);
+}
+
+std::unique_ptr<CheckpointSave> SessionCore::begin_save(uint64_t step, const std::vector<CheckpointBuffer>& buffers) {
+  RankInfo ranks;
+  {
+    std::lock_guard lock(mu_);
+    if (!comm_) throw Error("begin_save needs a communicator first (call communicator())");
+    ranks = comm_ranks_;
+  }
+  return checkpoints_->begin_save(step, static_cast<uint32_t>(ranks.rank), static_cast<uint32_t>(ranks.world_size),
+                                  buffers);
+}
+
+std::optional<RestoredCheckpoint> SessionCore::restore(Communicator& comm, std::optional<uint32_t> saved_rank) {
+  std::optional<membership::View> view;
+  {
+    std::lock_guard lock(mu_);
+    if (comm_view_ && comm_view_->epoch() == comm.epoch()) view = comm_view_;
+  }
+  if (!view) throw ViewChanged(comm.epoch(), "restore: the communicator of epoch " + std::to_string(comm.epoch()) +
+                                                 " is not the session's current one");
+  NetworkRendezvousStore store(store_options(*view));
+  return checkpoints_->restore(comm, store, saved_rank);
+}
+
+NetworkRendezvousStore::Options SessionCore::store_options(const membership::View& view) {
+  const ranks::RankTable table(view);
+  const uint64_t epoch = view.epoch();
+  NetworkRendezvousStore::Options store_opt;
+  store_opt.store_addr = table.nodes().front().member.addr;  // rank 0's agent serves the epoch
+  store_opt.epoch = epoch;
+  store_opt.hello = id_.rendezvous_hello;
+  store_opt.superseded = [this, epoch] {
+    std::lock_guard lock(mu_);
+    return !stopped_.empty() || (latest_ && latest_->epoch() > epoch) || broken_epoch_ >= epoch;
+  };
+  return store_opt;
 }
 
 bool SessionCore::includes_me(const membership::View& view) const {
@@ -170,15 +208,7 @@ std::shared_ptr<Communicator> SessionCore::build(const membership::View& view,
   const auto* me = table.find(id_.name, id_.slot);
   if (!me) throw Error(id_.name + " holds no rank in epoch " + std::to_string(view.epoch()));
   const uint64_t epoch = view.epoch();
-  NetworkRendezvousStore::Options store_opt;
-  store_opt.store_addr = table.nodes().front().member.addr;  // rank 0's agent serves the epoch
-  store_opt.epoch = epoch;
-  store_opt.hello = id_.rendezvous_hello;
-  store_opt.superseded = [this, epoch] {
-    std::lock_guard lock(mu_);
-    return !stopped_.empty() || (latest_ && latest_->epoch() > epoch) || broken_epoch_ >= epoch;
-  };
-  NetworkRendezvousStore store(store_opt);
+  NetworkRendezvousStore store(store_options(view));
   const auto started = std::chrono::steady_clock::now();
   comm::SessionCommSpec spec;
   spec.backend = opt_.backend == "nccl" ? comm::Backend::nccl : comm::Backend::gloo;

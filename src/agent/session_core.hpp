@@ -8,6 +8,8 @@
 #include <mutex>
 #include <optional>
 
+#include "agent/rendezvous_client.hpp"
+#include "agent/session_checkpoints.hpp"
 #include "membership/view.hpp"
 #include "shoal/session.hpp"
 
@@ -20,6 +22,7 @@ struct SessionIdentity {
   uint32_t slot = 0;                         // which of the member's ranks this session drives
   std::string bind_ip;                       // where collectives listen: the agent's advertised IP
   std::vector<std::byte> rendezvous_hello;   // opens RENDEZVOUS connections as this member
+  CheckpointContext checkpoints;             // job, store, agent address, CKPT_STREAM hello, commit notice
 };
 
 class SessionCore : public Session {
@@ -31,6 +34,8 @@ class SessionCore : public Session {
   std::shared_ptr<Communicator> communicator() override;
   RankInfo ranks() const override;
   void on_view_change(std::function<void(uint64_t epoch)> callback) override;
+  std::unique_ptr<CheckpointSave> begin_save(uint64_t step, const std::vector<CheckpointBuffer>& buffers) override;
+  std::optional<RestoredCheckpoint> restore(Communicator& comm, std::optional<uint32_t> saved_rank) override;
 
  protected:
   // Before the first view arrives.
@@ -53,6 +58,8 @@ class SessionCore : public Session {
   // Under mu_: the view holds this rank and is newer than every epoch known to be broken.
   bool usable(const membership::View& view) const;
   bool includes_me(const membership::View& view) const;
+  // The rendezvous store of `view`'s epoch, served by its rank 0's agent; gives up when the view is superseded.
+  NetworkRendezvousStore::Options store_options(const membership::View& view);
   RankInfo rank_info(const membership::View& view) const;
   // Outside mu_: rendezvous and connect; throws ViewChanged when the view moves on meanwhile.
   std::shared_ptr<Communicator> build(const membership::View& view, std::shared_ptr<Communicator> previous,
@@ -70,6 +77,7 @@ class SessionCore : public Session {
   RankInfo comm_ranks_;
   std::vector<std::function<void(uint64_t)>> callbacks_;
   std::string stopped_;  // not empty: the source stopped, and why
+  std::unique_ptr<SessionCheckpoints> checkpoints_;  // set with the identity
 };
 
 }  // namespace shoal::agent

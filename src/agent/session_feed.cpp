@@ -42,6 +42,8 @@ SessionFeed::SessionFeed(boost::asio::io_context& io, ControlHandlers& handlers,
     w.key("addr").value(i.addr);
     w.key("cluster").value(i.cluster);
     w.key("slots").value(uint64_t{i.slots});
+    w.key("job").value(i.job);
+    w.key("store").value(i.store);
     w.end_object();
     return w.str();
   });

@@ -27,6 +27,8 @@ struct SessionInfo {
   std::string addr;
   std::string cluster;
   uint32_t slots = 0;
+  std::string job;    // checkpoints: the job name
+  std::string store;  // checkpoints: this host's segment names
 };
 
 class SessionFeed {

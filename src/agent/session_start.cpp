@@ -1,6 +1,7 @@
 // Session::start: SessionOptions, checked, into an AgentConfig; then the embedded session.
 #include <unistd.h>
 
+#include "ckpt_shm/shm_segment.hpp"
 #include "agent/connected_session.hpp"
 #include "agent/control_path.hpp"
 #include "agent/embedded_session.hpp"
@@ -49,6 +50,16 @@ std::unique_ptr<Session> Session::start(const SessionOptions& options) {
   cfg.membership.min_hosts = options.min_hosts;
   cfg.membership.max_hosts = options.max_hosts;
   cfg.control_path = options.control_path;
+  // Checkpoints: the job defaults to the cluster id when that is a valid job name.
+  cfg.ckpt.job = options.job;
+  if (cfg.ckpt.job.empty()) cfg.ckpt.job = ckpt::check_job_name(cfg.gossip.cluster_id) ? cfg.gossip.cluster_id : "shoal";
+  if (auto ok = ckpt::check_job_name(cfg.ckpt.job); !ok) throw bad("job: " + ok.error().message);
+  if (!options.host.empty()) cfg.meta.host = options.host;
+  cfg.ckpt.store = !options.ckpt_store.empty() ? options.ckpt_store
+                   : options.host.empty()      ? cfg.ckpt.job
+                                               : ckpt::store_for_host(cfg.ckpt.job, options.host);
+  if (auto ok = ckpt::check_job_name(cfg.ckpt.store); !ok) throw bad("ckpt_store: " + ok.error().message);
+  cfg.ckpt.replicas = options.ckpt_replicas;
   if (options.backend != "gloo" && options.backend != "nccl") {
     throw bad("backend must be gloo or nccl, not '" + options.backend + "'");
   }

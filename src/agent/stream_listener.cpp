@@ -3,6 +3,9 @@
 
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <array>
 
 #include "agent/endpoint_text.hpp"
@@ -17,6 +20,7 @@ struct StreamListener::Shared {
     RequestHandler handler;            // set for request/response channels...
     AsyncRequestHandler async_handler;  // ...or this, for channels answered later
     std::chrono::milliseconds max_wait{0};
+    TakeoverHandler takeover;  // ...or this, for channels that move bulk data on a thread of their own
   };
   std::string cluster_id;
   Limits limits;
@@ -88,6 +92,7 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
     const auto it = shared_->channels.find(peer_.hello.channel);
     if (it == shared_->channels.end()) return finish();
     if (it->second.async_handler) return start_async(it->second, r->payload);
+    if (it->second.takeover) return hand_over(it->second, r->payload);
     respond(it->second.handler(peer_, r->payload));
   }
 
@@ -115,6 +120,20 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
     on_abandon_ = channel.async_handler(peer_, request, [self](std::vector<std::byte> response) {
       self->respond(std::move(response));
     });
+  }
+
+  // The connection leaves Asio: a duplicate of its descriptor goes to the handler, and this session
+  // closes its own descriptor without shutting the connection down.
+  void hand_over(const StreamListener::Shared::Channel& channel, std::span<const std::byte> request) {
+    const int fd = ::fcntl(socket_.native_handle(), F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) return finish();
+    replied_ = true;
+    done_ = true;
+    --shared_->active;
+    boost::system::error_code ignored;
+    timer_.cancel();
+    socket_.close(ignored);
+    channel.takeover(peer_, request, fd);
   }
 
   void on_read_error(const FrameReadError& e, const char* what) {
@@ -179,12 +198,17 @@ StreamListener::~StreamListener() { close(); }
 
 void StreamListener::add_request_channel(wire::Hello::Channel channel, size_t max_request_bytes,
                                          RequestHandler handler) {
-  shared_->channels[channel] = Shared::Channel{max_request_bytes, std::move(handler), {}, {}};
+  shared_->channels[channel] = Shared::Channel{max_request_bytes, std::move(handler), {}, {}, {}};
 }
 
 void StreamListener::add_async_request_channel(wire::Hello::Channel channel, size_t max_request_bytes,
                                                std::chrono::milliseconds max_wait, AsyncRequestHandler handler) {
-  shared_->channels[channel] = Shared::Channel{max_request_bytes, {}, std::move(handler), max_wait};
+  shared_->channels[channel] = Shared::Channel{max_request_bytes, {}, std::move(handler), max_wait, {}};
+}
+
+void StreamListener::add_takeover_channel(wire::Hello::Channel channel, size_t max_request_bytes,
+                                          TakeoverHandler handler) {
+  shared_->channels[channel] = Shared::Channel{max_request_bytes, {}, {}, {}, std::move(handler)};
 }
 
 const wire::RejectCounters& StreamListener::rejected() const { return shared_->rejected; }

@@ -38,6 +38,11 @@ class StreamListener {
   using AsyncRequestHandler =
       std::function<std::function<void()>(const StreamPeer&, std::span<const std::byte> request, Reply reply)>;
 
+  // For bulk transfers (checkpoint streams): after the request frame the handler owns the connection
+  // as a plain file descriptor (it must close it), and moves the bytes on a thread of its own
+  // so that gigabytes never pass through the agent's loop.
+  using TakeoverHandler = std::function<void(const StreamPeer&, std::span<const std::byte> request, int fd)>;
+
   struct Limits {
     std::chrono::milliseconds connection_timeout{5000};  // hello, request and reply together
     size_t max_connections = 128;                        // beyond this, new connections are closed at once
@@ -53,6 +58,9 @@ class StreamListener {
   // Registers a channel whose requests may wait up to `max_wait` for their answer.
   void add_async_request_channel(wire::Hello::Channel channel, size_t max_request_bytes,
                                  std::chrono::milliseconds max_wait, AsyncRequestHandler handler);
+
+  // Registers a channel whose connections the handler takes over after the request frame.
+  void add_takeover_channel(wire::Hello::Channel channel, size_t max_request_bytes, TakeoverHandler handler);
 
   void start();
   void close();

@@ -3,42 +3,13 @@
 #include <iostream>
 
 #include "agent/cli.hpp"
-#include "agent/control_client.hpp"
-#include "agent/control_path.hpp"
+#include "agent/control_ask.hpp"
 #include "agent/flags.hpp"
 #include "agent/json_reader.hpp"
 #include "agent/view_report.hpp"
 
 namespace shoal::agent {
 namespace {
-
-int ask(const std::string& who, const std::optional<std::string>& control, const std::optional<std::string>& name,
-        const std::string& request, const std::function<int(const JsonValue&, const std::string&)>& print) {
-  if (control && name) {
-    std::cerr << who << ": give --control or --name, not both\n";
-    return kExitUsage;
-  }
-  auto path = choose_control_socket(control, name);
-  if (!path) {
-    std::cerr << who << ": " << path.error().message << "\n";
-    return kExitFailure;
-  }
-  auto reply = control_request(*path, request);
-  if (!reply) {
-    std::cerr << who << ": " << reply.error().message << "\n";
-    return kExitFailure;
-  }
-  auto doc = parse_json(*reply);
-  if (!doc) {
-    std::cerr << who << ": the agent at " << *path << " sent an unreadable reply: " << doc.error().message << "\n";
-    return kExitFailure;
-  }
-  if (const JsonValue* err = doc->find("error")) {
-    std::cerr << who << ": " << err->as_string().value_or("?") << "\n";
-    return kExitFailure;
-  }
-  return print(*doc, *reply);
-}
 
 int force_command(std::span<const std::string> args) {
   std::optional<std::string> control, name;
@@ -67,7 +38,7 @@ int force_command(std::span<const std::string> args) {
     std::cerr << "shoal view force: refusing without --yes (read `shoal view force --help` for the risk)\n";
     return kExitUsage;
   }
-  return ask("shoal view force", control, name, "view-force yes", [](const JsonValue& doc, const std::string&) {
+  return ask_agent("shoal view force", control, name, "view-force yes", [](const JsonValue& doc, const std::string&) {
     const JsonValue* forced = doc.find("forced");
     if (forced == nullptr || !forced->as_bool().value_or(false)) {
       const JsonValue* why = doc.find("error");
@@ -105,7 +76,7 @@ int view_command(std::span<const std::string> args) {
     std::cerr << "shoal view: unexpected argument '" << parsed->positional.front() << "'\n";
     return kExitUsage;
   }
-  return ask("shoal view", control, name, "view", [json](const JsonValue& doc, const std::string& raw) {
+  return ask_agent("shoal view", control, name, "view", [json](const JsonValue& doc, const std::string& raw) {
     if (json) {
       std::cout << raw << (raw.empty() || raw.back() != '\n' ? "\n" : "");
       return kExitOk;

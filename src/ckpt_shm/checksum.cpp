@@ -1,11 +1,33 @@
-// CRC32C in software: eight 256-entry tables, eight bytes per step (slicing-by-8).
+// CRC32C in software (slicing-by-8) and with the SSE4.2 instruction, and the chunked buffer checksum
+// on top: three chunks interleaved, fused with the copy for copy_with_checksum.
+//
+// Internally a CRC is carried as its register, the complement of the public value: crc32c(b, crc)
+// is ~update(~crc, b). Chunks and the outer checksum both start from the register ~0.
 #include "ckpt_shm/checksum.hpp"
 
 #include <array>
+#include <cstdlib>
 #include <cstring>
+
+#if defined(__x86_64__)
+#define SHOAL_CRC32C_X86 1
+#include <emmintrin.h>  // _mm_stream_si64 (SSE2, part of x86-64)
+#include <nmmintrin.h>  // _mm_crc32_u8/u32/u64, compiled per function with target("sse4.2")
+#include <xmmintrin.h>  // _mm_sfence
+#endif
 
 namespace shoal::ckpt {
 namespace {
+
+constexpr uint32_t kRegisterStart = ~uint32_t{0};
+constexpr size_t K = kChecksumChunkBytes;
+
+// At and above this size copy_with_checksum bypasses the cache, like glibc's memcpy does for copies
+// larger than a good part of the last-level cache. Below it the copy is likely to be read again
+// while still cached, and non-temporal stores would only evict it.
+constexpr size_t kStreamingStoreBytes = size_t{8} << 20;
+
+// ---- software ---------------------------------------------------------------------------------
 
 // The reflected Castagnoli polynomial 0x1EDC6F41.
 constexpr uint32_t kPolynomial = 0x82F63B78u;
@@ -34,12 +56,7 @@ uint32_t load_le32(const std::byte* p) {
   return v;
 }
 
-}  // namespace
-
-uint32_t crc32c(std::span<const std::byte> bytes, uint32_t crc) {
-  uint32_t c = ~crc;
-  const std::byte* p = bytes.data();
-  size_t n = bytes.size();
+uint32_t software_update(uint32_t c, const std::byte* p, size_t n) {
   while (n >= 8) {
     const uint32_t lo = load_le32(p) ^ c;
     const uint32_t hi = load_le32(p + 4);
@@ -49,7 +66,214 @@ uint32_t crc32c(std::span<const std::byte> bytes, uint32_t crc) {
     n -= 8;
   }
   while (n-- > 0) c = (c >> 8) ^ kTables[0][(c ^ std::to_integer<uint32_t>(*p++)) & 0xFFu];
-  return ~c;
+  return c;
+}
+
+// Appends a finished chunk's CRC to the outer register, as the 4 little-endian bytes it stands for.
+uint32_t software_fold(uint32_t outer, uint32_t chunk_crc) {
+  std::array<std::byte, 4> le{};
+  for (size_t i = 0; i < 4; ++i) le[i] = std::byte(static_cast<uint8_t>(chunk_crc >> (8 * i)));
+  return software_update(outer, le.data(), le.size());
+}
+
+uint32_t software_chunks(uint32_t outer, const std::byte* p, size_t count) {
+  for (size_t i = 0; i < count; ++i, p += K) outer = software_fold(outer, ~software_update(kRegisterStart, p, K));
+  return outer;
+}
+
+// ---- SSE4.2 -------------------------------------------------------------------------------------
+#if SHOAL_CRC32C_X86
+
+// x86 is little-endian, so an 8-byte load feeds the instruction the bytes in memory order.
+uint64_t load64(const std::byte* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+template <bool kStreaming>
+void store64(std::byte* p, uint64_t v) {
+  if constexpr (kStreaming) {
+    _mm_stream_si64(reinterpret_cast<long long*>(p), static_cast<long long>(v));
+  } else {
+    std::memcpy(p, &v, sizeof v);
+  }
+}
+
+[[gnu::target("sse4.2")]] uint32_t hardware_tail(uint32_t c, const std::byte* p, size_t n) {
+  if (n >= 4) {
+    c = _mm_crc32_u32(c, load_le32(p));
+    p += 4;
+    n -= 4;
+  }
+  while (n-- > 0) c = _mm_crc32_u8(c, std::to_integer<uint8_t>(*p++));
+  return c;
+}
+
+[[gnu::target("sse4.2")]] uint32_t hardware_update(uint32_t c, const std::byte* p, size_t n) {
+  uint64_t r = c;
+  for (; n >= 8; p += 8, n -= 8) r = _mm_crc32_u64(r, load64(p));
+  return hardware_tail(static_cast<uint32_t>(r), p, n);
+}
+
+[[gnu::target("sse4.2")]] uint32_t hardware_fold(uint32_t outer, uint32_t chunk_crc) {
+  return _mm_crc32_u32(outer, chunk_crc);
+}
+
+// One stream: copy and checksum n bytes, 8 at a time. Used for the chunks left over after the
+// three-way loop, so it bounds nothing but a buffer's last 192 KiB.
+template <bool kStreaming>
+[[gnu::target("sse4.2")]] uint32_t hardware_copy_update(uint32_t c, std::byte* d, const std::byte* s, size_t n) {
+  uint64_t r = c;
+  for (; n >= 8; s += 8, d += 8, n -= 8) {
+    const uint64_t v = load64(s);
+    r = _mm_crc32_u64(r, v);
+    store64<kStreaming>(d, v);
+  }
+  std::memcpy(d, s, n);
+  return hardware_tail(static_cast<uint32_t>(r), s, n);
+}
+
+// `count` whole chunks from s (copied to d when kCopy), three at a time as three independent
+// dependency chains, so the crc32 unit issues every cycle instead of every third. The chunks'
+// CRCs are folded into `outer` in order.
+template <bool kCopy, bool kStreaming>
+[[gnu::target("sse4.2")]] uint32_t hardware_chunks(uint32_t outer, std::byte* d, const std::byte* s, size_t count) {
+  for (; count >= 3; count -= 3, s += 3 * K, d += kCopy ? 3 * K : 0) {
+    uint64_t a = kRegisterStart;
+    uint64_t b = kRegisterStart;
+    uint64_t c = kRegisterStart;
+    for (size_t j = 0; j < K; j += 8) {
+      const uint64_t x = load64(s + j);
+      const uint64_t y = load64(s + K + j);
+      const uint64_t z = load64(s + 2 * K + j);
+      a = _mm_crc32_u64(a, x);
+      b = _mm_crc32_u64(b, y);
+      c = _mm_crc32_u64(c, z);
+      if constexpr (kCopy) {
+        store64<kStreaming>(d + j, x);
+        store64<kStreaming>(d + K + j, y);
+        store64<kStreaming>(d + 2 * K + j, z);
+      }
+    }
+    outer = _mm_crc32_u32(outer, ~static_cast<uint32_t>(a));
+    outer = _mm_crc32_u32(outer, ~static_cast<uint32_t>(b));
+    outer = _mm_crc32_u32(outer, ~static_cast<uint32_t>(c));
+  }
+  for (; count > 0; --count, s += K, d += kCopy ? K : 0) {
+    const uint32_t r =
+        kCopy ? hardware_copy_update<kStreaming>(kRegisterStart, d, s, K) : hardware_update(kRegisterStart, s, K);
+    outer = _mm_crc32_u32(outer, ~r);
+  }
+  return outer;
+}
+
+template <bool kStreaming>
+uint32_t hardware_copy_with_checksum(std::byte* d, const std::byte* s, size_t n) {
+  const size_t whole = n / K;
+  uint32_t outer = hardware_chunks<true, kStreaming>(kRegisterStart, d, s, whole);
+  const size_t done = whole * K;
+  if (n > done) {
+    const uint32_t last = hardware_copy_update<kStreaming>(kRegisterStart, d + done, s + done, n - done);
+    outer = hardware_fold(outer, ~last);
+  }
+  // Non-temporal stores are weakly ordered: without this fence a later release store (the seal)
+  // could become visible before the data.
+  if constexpr (kStreaming) _mm_sfence();
+  return ~outer;
+}
+
+#endif  // SHOAL_CRC32C_X86
+
+// ---- dispatch -----------------------------------------------------------------------------------
+
+uint32_t update(uint32_t c, const std::byte* p, size_t n) {
+#if SHOAL_CRC32C_X86
+  if (crc32c_hardware_available()) return hardware_update(c, p, n);
+#endif
+  return software_update(c, p, n);
+}
+
+uint32_t fold(uint32_t outer, uint32_t chunk_crc) {
+#if SHOAL_CRC32C_X86
+  if (crc32c_hardware_available()) return hardware_fold(outer, chunk_crc);
+#endif
+  return software_fold(outer, chunk_crc);
+}
+
+uint32_t fold_whole_chunks(uint32_t outer, const std::byte* p, size_t count) {
+#if SHOAL_CRC32C_X86
+  if (crc32c_hardware_available()) return hardware_chunks<false, false>(outer, nullptr, p, count);
+#endif
+  return software_chunks(outer, p, count);
+}
+
+}  // namespace
+
+bool crc32c_hardware_available() {
+#if SHOAL_CRC32C_X86
+  static const bool available = __builtin_cpu_supports("sse4.2");
+  return available;
+#else
+  return false;
+#endif
+}
+
+uint32_t crc32c(std::span<const std::byte> bytes, uint32_t crc) { return ~update(~crc, bytes.data(), bytes.size()); }
+
+uint32_t crc32c_software(std::span<const std::byte> bytes, uint32_t crc) {
+  return ~software_update(~crc, bytes.data(), bytes.size());
+}
+
+uint32_t buffer_checksum(std::span<const std::byte> bytes) {
+  BufferChecksum sum;
+  sum.update(bytes);
+  return sum.finish();
+}
+
+uint32_t copy_with_checksum(std::span<std::byte> dst, std::span<const std::byte> src) {
+  // A precondition, not an input error: every caller sizes dst from the same layout as src.
+  if (dst.size() != src.size()) std::abort();
+  if (src.empty()) return buffer_checksum(src);
+#if SHOAL_CRC32C_X86
+  if (crc32c_hardware_available()) {
+    return src.size() >= kStreamingStoreBytes ? hardware_copy_with_checksum<true>(dst.data(), src.data(), src.size())
+                                              : hardware_copy_with_checksum<false>(dst.data(), src.data(), src.size());
+  }
+#endif
+  // Software CRC runs far below memory speed, so fusing the copy into it would gain nothing.
+  std::memcpy(dst.data(), src.data(), src.size());
+  return buffer_checksum(src);
+}
+
+void BufferChecksum::update(std::span<const std::byte> bytes) {
+  const std::byte* p = bytes.data();
+  size_t n = bytes.size();
+  bytes_ += n;
+  if (chunk_fill_ > 0) {
+    const size_t take = n < K - chunk_fill_ ? n : K - chunk_fill_;
+    chunk_ = shoal::ckpt::update(chunk_, p, take);
+    chunk_fill_ += take;
+    p += take;
+    n -= take;
+    if (chunk_fill_ < K) return;
+    outer_ = fold(outer_, ~chunk_);
+    chunk_ = kRegisterStart;
+    chunk_fill_ = 0;
+  }
+  const size_t whole = n / K;
+  outer_ = fold_whole_chunks(outer_, p, whole);
+  p += whole * K;
+  n -= whole * K;
+  if (n > 0) {
+    chunk_ = shoal::ckpt::update(kRegisterStart, p, n);
+    chunk_fill_ = n;
+  }
+}
+
+uint32_t BufferChecksum::finish() const {
+  // A partial chunk counts; an empty one does not exist (a 64 KiB buffer has exactly one chunk).
+  return ~(chunk_fill_ > 0 ? fold(outer_, ~chunk_) : outer_);
 }
 
 }  // namespace shoal::ckpt

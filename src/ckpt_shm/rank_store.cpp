@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "base/log.hpp"
+#include "ckpt_shm/checksum.hpp"
 
 namespace shoal::ckpt {
 namespace {
@@ -25,9 +26,13 @@ RankStore::RankStore(RankStoreConfig config, std::vector<std::string> names)
 
 Result<RankStore> RankStore::open(RankStoreConfig config) {
   if (config.slots < 2) return fail("a rank store needs at least 2 version slots, got " + std::to_string(config.slots));
+  if (config.world != 0 && config.world <= config.rank) {
+    return fail("rank " + std::to_string(config.rank) + " does not fit world size " + std::to_string(config.world));
+  }
+  if (auto ok = check_job_name(config.job); !ok) return fail(ok.error().message);
   std::vector<std::string> names;
   for (uint32_t k = 0; k < config.slots; ++k) {
-    auto n = slot_segment_name(config.job, config.rank, k);
+    auto n = slot_segment_name(config.segment_prefix(), config.rank, k);
     if (!n) return fail(n.error().message);
     names.push_back(*n);
   }
@@ -77,7 +82,12 @@ Result<SealedVersion> RankStore::view_of(uint32_t slot, DataCheck check) {
     return fail("slot " + std::to_string(slot) + " holds a version of rank " + std::to_string(info->id.rank) +
                 " of job " + info->id.job);
   }
-  SealedVersion v{info->id.step, info->id.sequence, slot, info->total_bytes, {}};
+  SealedVersion v{.step = info->id.step,
+                  .sequence = info->id.sequence,
+                  .world = info->id.world,
+                  .slot = slot,
+                  .total_bytes = info->total_bytes,
+                  .buffers = {}};
   for (const auto& b : info->buffers) v.buffers.push_back(ReadableBuffer{b.name, bytes.subspan(b.offset, b.size)});
   return v;
 }
@@ -144,25 +154,41 @@ Result<std::vector<WritableBuffer>> RankStore::begin_save(uint64_t step, std::sp
   }
   verified_[slot].reset();
   const uint64_t sequence = max_sequence + 1;
-  if (auto b = begin_version(seg.bytes(), VersionIdentity{config_.job, config_.rank, step, sequence}, buffers, *plan);
-      !b) {
-    return fail(b.error().message);
-  }
+  const VersionIdentity id{config_.job, config_.rank, step, sequence, config_.world};
+  if (auto b = begin_version(seg.bytes(), id, buffers, *plan); !b) return fail(b.error().message);
   last_sequence_ = sequence;
-  in_progress_ = Save{slot, step, sequence};
 
+  Save save{slot, step, sequence, {}, std::vector<std::optional<uint32_t>>(buffers.size())};
   std::vector<WritableBuffer> out;
   out.reserve(buffers.size());
   for (size_t i = 0; i < buffers.size(); ++i) {
-    out.push_back(WritableBuffer{buffers[i].name, seg.bytes().subspan(plan->offsets[i], buffers[i].bytes)});
+    save.buffers.push_back(seg.bytes().subspan(plan->offsets[i], buffers[i].bytes));
+    out.push_back(WritableBuffer{buffers[i].name, save.buffers.back()});
   }
+  in_progress_ = std::move(save);
   return out;
+}
+
+Status RankStore::write_buffer(size_t index, std::span<const std::byte> src) {
+  if (!in_progress_) return fail("no save of " + rank_text(config_) + " is in progress to write a buffer into");
+  auto& save = *in_progress_;
+  if (index >= save.buffers.size()) {
+    return fail("buffer index " + std::to_string(index) + " out of range: the save of step " +
+                std::to_string(save.step) + " has " + std::to_string(save.buffers.size()) + " buffers");
+  }
+  const auto dst = save.buffers[index];
+  if (src.size() != dst.size()) {
+    return fail("buffer " + std::to_string(index) + " of the save of step " + std::to_string(save.step) + " holds " +
+                std::to_string(dst.size()) + " bytes, got " + std::to_string(src.size()));
+  }
+  save.checksums[index] = copy_with_checksum(dst, src);
+  return Ok{};
 }
 
 Result<SealedVersion> RankStore::commit() {
   if (!in_progress_) return fail("no save of " + rank_text(config_) + " is in progress");
   const Save save = *std::exchange(in_progress_, std::nullopt);
-  if (auto s = seal_version(segments_[save.slot].bytes()); !s) {
+  if (auto s = seal_version(segments_[save.slot].bytes(), save.checksums); !s) {
     return fail("step " + std::to_string(save.step) + " of " + rank_text(config_) +
                 " was not sealed: " + s.error().message);
   }

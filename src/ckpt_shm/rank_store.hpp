@@ -19,9 +19,15 @@
 namespace shoal::ckpt {
 
 struct RankStoreConfig {
-  std::string job;  // names the segments: see slot_segment_name
+  std::string job;  // the identity every version carries; also names the segments unless `store` is set
   uint32_t rank = 0;
   uint32_t slots = 2;  // versions kept; at least 2
+  uint32_t world = 0;  // the job's world size, stored in every version saved; 0: unknown, else > rank
+  // Names the segments (see slot_segment_name); empty: the job. Hosts that share a machine (tests,
+  // demos) each need their own, or they would read each other's slots as their own.
+  std::string store{};
+
+  const std::string& segment_prefix() const { return store.empty() ? job : store; }
 };
 
 struct WritableBuffer {
@@ -40,6 +46,7 @@ struct ReadableBuffer {
 struct SealedVersion {
   uint64_t step = 0;
   uint64_t sequence = 0;
+  uint32_t world = 0;  // as saved: 0 when unknown
   uint32_t slot = 0;
   uint64_t total_bytes = 0;
   std::vector<ReadableBuffer> buffers;
@@ -72,7 +79,13 @@ class RankStore {
   // itself: re-checksumming the previous checkpoint at every save would double the cost of a save.
   // So a stray write into this process's own last commit goes unnoticed until a restart or a read.
   Result<std::vector<WritableBuffer>> begin_save(uint64_t step, std::span<const BufferSpec> buffers);
-  // Checksums the buffers and seals the version; it becomes the newest sealed one.
+  // Copies src into buffer `index` of the save in progress (the order given to begin_save) and
+  // checksums it on the way, in one pass (copy_with_checksum): commit then does not read that buffer
+  // again. Do not write into that buffer's span afterwards, or the version seals with a checksum of
+  // the old bytes. Fails when no save is in progress, the index is out of range or the sizes differ.
+  Status write_buffer(size_t index, std::span<const std::byte> src);
+  // Checksums the buffers not written by write_buffer and seals the version; it becomes the newest
+  // sealed one.
   Result<SealedVersion> commit();
   // Forgets the save in progress; its slot stays unsealed and is never returned.
   void abandon();
@@ -98,6 +111,8 @@ class RankStore {
     uint32_t slot;
     uint64_t step;
     uint64_t sequence;
+    std::vector<std::span<std::byte>> buffers;       // inside the slot's segment, in table order
+    std::vector<std::optional<uint32_t>> checksums;  // taken by write_buffer; nullopt: commit computes it
   };
   struct Verified {
     uint64_t sequence;  // the sealed version this store knows to be intact (it committed or read it)

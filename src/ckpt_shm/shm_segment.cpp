@@ -1,6 +1,8 @@
 // POSIX shared memory: shm_open, posix_fallocate, mmap, and the errors of each turned into sentences.
 #include "ckpt_shm/shm_segment.hpp"
 
+#include <cstdio>
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -47,6 +49,16 @@ Status check_job_name(std::string_view job) {
   return Ok{};
 }
 
+std::string store_for_host(std::string_view job, std::string_view host) {
+  std::string out = std::string(job) + "-" + std::string(host);
+  for (char& c : out) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+    if (!ok) c = '_';
+  }
+  if (out.size() > kMaxJobNameBytes) out.resize(kMaxJobNameBytes);
+  return out;
+}
+
 Result<std::string> slot_segment_name(std::string_view job, uint32_t rank, uint32_t slot) {
   if (auto ok = check_job_name(job); !ok) return fail(ok.error().message);
   return "/shoal." + std::string(job) + ".r" + std::to_string(rank) + ".v" + std::to_string(slot);
@@ -83,7 +95,9 @@ void ShmSegment::close() {
 
 Status ShmSegment::map(size_t bytes) {
   if (bytes == 0) return fail("shared memory segment " + name_ + " is empty");
-  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  // MAP_POPULATE: the pages are already reserved (posix_fallocate), and mapping them all at once is
+  // cheaper than one page fault per 4 KiB later, in the middle of a save or a transfer.
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd_, 0);
   if (p == MAP_FAILED) return fail(errno_text("mmap", name_, errno));
   if (data_ != nullptr) ::munmap(data_, size_);
   data_ = static_cast<std::byte*>(p);
@@ -127,6 +141,18 @@ Result<ShmSegment> ShmSegment::open_or_create(const std::string& name, size_t by
 
 Status ShmSegment::unlink(const std::string& name) {
   if (::shm_unlink(name.c_str()) != 0 && errno != ENOENT) return fail(errno_text("shm_unlink", name, errno));
+  return Ok{};
+}
+
+Status ShmSegment::rename_to(const std::string& new_name) {
+  if (fd_ < 0) return fail("shared memory segment is not open");
+  if (new_name.size() < 2 || new_name[0] != '/' || new_name.find('/', 1) != std::string::npos) {
+    return fail("'" + new_name + "' is not a shared memory object name");
+  }
+  const std::string from = "/dev/shm" + name_;
+  const std::string to = "/dev/shm" + new_name;
+  if (::rename(from.c_str(), to.c_str()) != 0) return fail(errno_text("rename", name_ + " to " + new_name, errno));
+  name_ = new_name;
   return Ok{};
 }
 

@@ -15,13 +15,16 @@ namespace shoal::ckpt {
 
 // Naming scheme, one object per version slot of a rank:
 //   "/shoal.<job>.r<rank>.v<slot>"       e.g. "/shoal.llama-7b.r3.v1"  (-> /dev/shm/shoal.llama-7b.r3.v1)
-// Replicas that a peer will hold later are meant to go by "/shoal.<job>.r<rank>.s<step>", with the
+// Replicas a host keeps for peers go by "/shoal.<job>.p<rank>.s<step>" (replica_names.hpp), with the
 // same on-segment layout. A job name is 1..kMaxJobNameBytes of [A-Za-z0-9_-], so that a name never
 // contains '/' or '.', and "shoal.<job>." is a prefix that names every segment of one job.
 inline constexpr size_t kMaxJobNameBytes = 95;
 
 // Ok, or why `job` cannot name segments.
 Status check_job_name(std::string_view job);
+// The segment prefix of one host among several sharing a machine (tests, demos): "<job>-<host>", with
+// every character a job name cannot hold replaced by '_' and cut to kMaxJobNameBytes.
+std::string store_for_host(std::string_view job, std::string_view host);
 // The slot's object name (with its leading '/'); fails for an invalid job name.
 Result<std::string> slot_segment_name(std::string_view job, uint32_t rank, uint32_t slot);
 
@@ -48,8 +51,14 @@ class ShmSegment {
   Status grow(size_t bytes);
   // Remaps when another process has grown the object since it was mapped here.
   Status refresh();
+  // Gives the object a new name, keeping the mapping and its pages (already faulted in: reusing a
+  // segment costs nothing, a new one costs about a second per 1.5 GB in page faults). Replaces an
+  // object of that name. POSIX has no shm_rename; on Linux the objects are files in /dev/shm.
+  Status rename_to(const std::string& new_name);
 
   bool valid() const { return data_ != nullptr; }
+  // The object's descriptor (for sendfile: bytes go to a socket without passing through a mapping).
+  int fd() const { return fd_; }
   const std::string& name() const { return name_; }
   size_t size() const { return size_; }
   std::span<std::byte> bytes() { return {data_, size_}; }

@@ -35,7 +35,8 @@ struct Header {
   uint64_t total_bytes;
   uint32_t checksum_kind;
   uint32_t meta_checksum;
-  uint8_t reserved[96];
+  uint32_t world;  // 0: unknown
+  uint8_t reserved[92];
 };
 static_assert(sizeof(Header) == kHeaderBytes && std::is_trivially_copyable_v<Header>);
 static_assert(offsetof(Header, state) == kStateOffset);
@@ -98,33 +99,54 @@ uint32_t meta_checksum(const Header& h, std::span<const std::byte> table) {
   return crc32c(table, crc32c(std::as_bytes(std::span(&copy, 1))));
 }
 
-// Everything but the state and the checksums: the header's fields and the canonical table.
-Decoded parse_structure(std::span<const std::byte> seg, Header& h) {
-  if (seg.size() < kHeaderBytes) {
-    return refuse(LayoutCause::truncated, std::to_string(seg.size()) + " bytes, less than a version header");
-  }
-  std::memcpy(&h, seg.data(), sizeof h);
+bool world_fits(uint32_t world, uint32_t rank) { return world == 0 || world > rank; }
+
+// What the header alone says about the prefix: magic, format, buffer count and the data offset that
+// follows from it. Returns the data offset.
+Result<uint64_t, LayoutError> check_header(const Header& h) {
   if (h.magic == 0 && h.state == 0) return refuse(LayoutCause::empty, "no version was ever written here");
   if (h.magic != kMagic) return refuse(LayoutCause::bad_magic, "not a shoal checkpoint version");
-  if (h.format_version != kFormatVersion || h.checksum_kind != kChecksumCrc32c) {
+  if (h.format_version != kFormatVersion || h.checksum_kind != kChecksumChunkedCrc32c) {
     return refuse(LayoutCause::bad_format, "format " + std::to_string(h.format_version) + " checksum kind " +
                                                std::to_string(h.checksum_kind) + ", this build reads format " +
-                                               std::to_string(kFormatVersion) + " with CRC32C");
+                                               std::to_string(kFormatVersion) + " with chunked CRC32C");
   }
-  if (!all_zero(h.reserved, sizeof h.reserved)) return refuse(LayoutCause::malformed, "reserved header bytes set");
-  auto job = padded_text(h.job, kJobField);
-  if (!job || !check_job_name(*job)) return refuse(LayoutCause::malformed, "invalid job name in the header");
   if (h.buffer_count == 0 || h.buffer_count > kMaxBuffers) {
     return refuse(LayoutCause::malformed, "buffer count " + std::to_string(h.buffer_count) + " out of range");
   }
   const uint64_t table_end = kHeaderBytes + uint64_t{h.buffer_count} * kEntryBytes;
-  if (table_end > seg.size()) return refuse(LayoutCause::truncated, "the buffer table runs past the segment");
-  if (h.data_offset != align_up(table_end, kDataAlignment)) {
+  if (h.data_offset != align_up(table_end, kDataAlignment) || h.data_offset > kMaxPrefixBytes) {
     return refuse(LayoutCause::malformed, "data offset " + std::to_string(h.data_offset) + " is not canonical");
+  }
+  return h.data_offset;
+}
+
+// How much of the version the bytes at hand must cover: the prefix [0, data_offset) or all of it.
+enum class Extent { prefix, whole };
+
+// Everything but the state and the checksums: the header's fields and the canonical table.
+Decoded parse_structure(std::span<const std::byte> seg, Header& h, Extent extent) {
+  if (seg.size() < kHeaderBytes) {
+    return refuse(LayoutCause::truncated, std::to_string(seg.size()) + " bytes, less than a version header");
+  }
+  std::memcpy(&h, seg.data(), sizeof h);
+  if (auto header = check_header(h); !header) return fail(header.error());
+  if (!all_zero(h.reserved, sizeof h.reserved)) return refuse(LayoutCause::malformed, "reserved header bytes set");
+  auto job = padded_text(h.job, kJobField);
+  if (!job || !check_job_name(*job)) return refuse(LayoutCause::malformed, "invalid job name in the header");
+  if (!world_fits(h.world, h.rank)) {
+    return refuse(LayoutCause::malformed,
+                  "rank " + std::to_string(h.rank) + " does not fit world size " + std::to_string(h.world));
+  }
+  const uint64_t table_end = kHeaderBytes + uint64_t{h.buffer_count} * kEntryBytes;
+  if (table_end > seg.size()) return refuse(LayoutCause::truncated, "the buffer table runs past the segment");
+  if (extent == Extent::prefix && h.data_offset > seg.size()) {
+    return refuse(LayoutCause::truncated,
+                  "the prefix needs " + std::to_string(h.data_offset) + " bytes, got " + std::to_string(seg.size()));
   }
 
   VersionInfo info;
-  info.id = VersionIdentity{std::string(*job), h.rank, h.step, h.sequence};
+  info.id = VersionIdentity{std::string(*job), h.rank, h.step, h.sequence, h.world};
   info.data_offset = h.data_offset;
   info.buffers.reserve(h.buffer_count);
   uint64_t end = h.data_offset;
@@ -146,7 +168,7 @@ Decoded parse_structure(std::span<const std::byte> seg, Header& h) {
     return refuse(LayoutCause::malformed,
                   "total " + std::to_string(h.total_bytes) + " bytes, the buffers end at " + std::to_string(end));
   }
-  if (h.total_bytes > seg.size()) {
+  if (extent == Extent::whole && h.total_bytes > seg.size()) {
     return refuse(LayoutCause::truncated, "the version needs " + std::to_string(h.total_bytes) +
                                               " bytes, the segment has " + std::to_string(seg.size()));
   }
@@ -158,6 +180,30 @@ Decoded parse_structure(std::span<const std::byte> seg, Header& h) {
   }
   info.total_bytes = h.total_bytes;
   return info;
+}
+
+// Structure, state and meta checksum: everything but the buffers' bytes.
+Decoded check_sealed(std::span<const std::byte> seg, Header& h, Extent extent) {
+  // The state is judged first: a version being written may be torn anywhere, and "unsealed" is the
+  // cause a reader can act on.
+  if (seg.size() >= kHeaderBytes) {
+    std::memcpy(&h, seg.data(), sizeof h);
+    if (h.magic == kMagic && h.state == static_cast<uint32_t>(VersionState::writing)) {
+      return refuse(LayoutCause::unsealed, "step " + std::to_string(h.step) + " was begun but never sealed");
+    }
+  }
+  auto parsed = parse_structure(seg, h, extent);
+  if (!parsed) return parsed;
+  if (h.state != static_cast<uint32_t>(VersionState::sealed)) {
+    return refuse(LayoutCause::malformed, "state " + std::to_string(h.state) + " is neither writing nor sealed");
+  }
+  const auto table = seg.subspan(kHeaderBytes, parsed->buffers.size() * kEntryBytes);
+  if (meta_checksum(h, table) != h.meta_checksum) {
+    return refuse(LayoutCause::meta_checksum,
+                  "the header or buffer table of step " + std::to_string(h.step) + " changed after it was sealed");
+  }
+  parsed->state = VersionState::sealed;
+  return parsed;
 }
 
 }  // namespace
@@ -217,6 +263,9 @@ Result<LayoutPlan> plan_layout(std::span<const BufferSpec> buffers) {
 Status begin_version(std::span<std::byte> segment, const VersionIdentity& id, std::span<const BufferSpec> buffers,
                      const LayoutPlan& plan) {
   if (auto ok = check_job_name(id.job); !ok) return ok;
+  if (!world_fits(id.world, id.rank)) {
+    return fail("rank " + std::to_string(id.rank) + " does not fit world size " + std::to_string(id.world));
+  }
   if (plan.offsets.size() != buffers.size()) return fail("the layout plan does not match the buffers");
   if (segment.size() < plan.total_bytes) {
     return fail("segment of " + std::to_string(segment.size()) + " bytes cannot hold a version of " +
@@ -238,7 +287,8 @@ Status begin_version(std::span<std::byte> segment, const VersionIdentity& id, st
   h.sequence = id.sequence;
   h.data_offset = plan.data_offset;
   h.total_bytes = plan.total_bytes;
-  h.checksum_kind = kChecksumCrc32c;
+  h.checksum_kind = kChecksumChunkedCrc32c;
+  h.world = id.world;
   // Everything but the state word, which belongs to the atomic stores.
   const auto* hb = reinterpret_cast<const std::byte*>(&h);
   std::memcpy(segment.data(), hb, kStateOffset);
@@ -253,14 +303,21 @@ Status begin_version(std::span<std::byte> segment, const VersionIdentity& id, st
   return Ok{};
 }
 
-Status seal_version(std::span<std::byte> segment) {
+Status seal_version(std::span<std::byte> segment) { return seal_version(segment, {}); }
+
+Status seal_version(std::span<std::byte> segment, std::span<const std::optional<uint32_t>> known_checksums) {
   Header h;
-  auto parsed = parse_structure(segment, h);
+  auto parsed = parse_structure(segment, h, Extent::whole);
   if (!parsed) return fail("cannot seal: " + std::string(name(parsed.error().cause)) + ": " + parsed.error().detail);
   if (load_state(segment) != VersionState::writing) return fail("cannot seal: the version is not being written");
+  if (!known_checksums.empty() && known_checksums.size() != parsed->buffers.size()) {
+    return fail("cannot seal: " + std::to_string(known_checksums.size()) + " known checksums for " +
+                std::to_string(parsed->buffers.size()) + " buffers");
+  }
   for (size_t i = 0; i < parsed->buffers.size(); ++i) {
     const auto& b = parsed->buffers[i];
-    const uint32_t crc = crc32c(segment.subspan(b.offset, b.size));
+    const bool known = !known_checksums.empty() && known_checksums[i].has_value();
+    const uint32_t crc = known ? *known_checksums[i] : buffer_checksum(segment.subspan(b.offset, b.size));
     std::memcpy(segment.data() + kHeaderBytes + i * kEntryBytes + offsetof(Entry, checksum), &crc, sizeof crc);
   }
   const auto table = segment.subspan(kHeaderBytes, parsed->buffers.size() * kEntryBytes);
@@ -268,6 +325,26 @@ Status seal_version(std::span<std::byte> segment) {
   std::memcpy(segment.data() + offsetof(Header, meta_checksum), &meta, sizeof meta);
   // Every checksum is in place before the flip can be seen; a crash before this line leaves the
   // version unsealed.
+  std::atomic_thread_fence(std::memory_order_release);
+  store_state(segment, VersionState::sealed, std::memory_order_release);
+  return Ok{};
+}
+
+Status begin_copied_version(std::span<std::byte> segment, std::span<const std::byte> prefix) {
+  if (prefix.size() < kHeaderBytes || segment.size() < prefix.size()) {
+    return fail("cannot copy a version prefix of " + std::to_string(prefix.size()) + " bytes into a segment of " +
+                std::to_string(segment.size()));
+  }
+  // As in begin_version: the state first, so that no reader pairs an old state with new bytes.
+  store_state(segment, VersionState::writing, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  std::memcpy(segment.data(), prefix.data(), kStateOffset);
+  std::memcpy(segment.data() + kStateOffset + 4, prefix.data() + kStateOffset + 4, prefix.size() - kStateOffset - 4);
+  return Ok{};
+}
+
+Status mark_sealed(std::span<std::byte> segment) {
+  if (load_state(segment) != VersionState::writing) return fail("cannot seal: the version is not being written");
   std::atomic_thread_fence(std::memory_order_release);
   store_state(segment, VersionState::sealed, std::memory_order_release);
   return Ok{};
@@ -285,35 +362,32 @@ VersionState load_state(std::span<const std::byte> segment) {
   return v <= static_cast<uint32_t>(VersionState::sealed) ? static_cast<VersionState>(v) : VersionState::empty;
 }
 
+Result<VersionInfo, LayoutError> decode_prefix(std::span<const std::byte> prefix) {
+  Header h;
+  return check_sealed(prefix, h, Extent::prefix);
+}
+
+Result<uint64_t, LayoutError> prefix_bytes(std::span<const std::byte> first_header) {
+  if (first_header.size() < kHeaderBytes) {
+    return refuse(LayoutCause::truncated, std::to_string(first_header.size()) + " bytes, less than a version header");
+  }
+  Header h;
+  std::memcpy(&h, first_header.data(), sizeof h);
+  return check_header(h);
+}
+
 Result<VersionInfo, LayoutError> decode_version(std::span<const std::byte> segment, DataCheck check) {
   Header h;
-  // The state is judged first: a version being written may be torn anywhere, and "unsealed" is the
-  // cause a reader can act on.
-  if (segment.size() >= kHeaderBytes) {
-    std::memcpy(&h, segment.data(), sizeof h);
-    if (h.magic == kMagic && h.state == static_cast<uint32_t>(VersionState::writing)) {
-      return refuse(LayoutCause::unsealed, "step " + std::to_string(h.step) + " was begun but never sealed");
-    }
-  }
-  auto parsed = parse_structure(segment, h);
+  auto parsed = check_sealed(segment, h, Extent::whole);
   if (!parsed) return parsed;
-  if (h.state != static_cast<uint32_t>(VersionState::sealed)) {
-    return refuse(LayoutCause::malformed, "state " + std::to_string(h.state) + " is neither writing nor sealed");
-  }
-  const auto table = segment.subspan(kHeaderBytes, parsed->buffers.size() * kEntryBytes);
-  if (meta_checksum(h, table) != h.meta_checksum) {
-    return refuse(LayoutCause::meta_checksum,
-                  "the header or buffer table of step " + std::to_string(h.step) + " changed after it was sealed");
-  }
   if (check == DataCheck::verify) {
     for (const auto& b : parsed->buffers) {
-      if (crc32c(segment.subspan(b.offset, b.size)) != b.checksum) {
+      if (buffer_checksum(segment.subspan(b.offset, b.size)) != b.checksum) {
         return refuse(LayoutCause::data_checksum,
                       "buffer '" + b.name + "' of step " + std::to_string(h.step) + " fails its checksum");
       }
     }
   }
-  parsed->state = VersionState::sealed;
   return parsed;
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -25,17 +26,27 @@ namespace shoal::ckpt {
 // [0, data_offset) is self-describing (sizes and checksums of every buffer), so a version can be
 // streamed to a peer as that prefix followed by the raw bytes, and held there with the same layout.
 //
+// Buffer checksums are the chunked CRC32C of checksum.hpp (buffer_checksum), so a receiver verifies a
+// buffer chunk by chunk as it streams in; the meta checksum is a plain crc32c.
+//
 // Sealing order: buffer checksums, then the meta checksum (header with state and meta_checksum
 // zeroed, followed by the table), then `state` flips from writing to sealed behind a release fence.
 // A crash at any point before the flip leaves the version unsealed, and unsealed is never returned.
-inline constexpr uint32_t kFormatVersion = 1;
+//
+// Format 2 (this one) differs from format 1 in the buffer checksum (chunked, kind 2 instead of plain
+// CRC32C, kind 1) and in the world size taken from the reserved header bytes. Format 1 versions are
+// refused as bad_format: checkpoints in shared memory do not outlive an upgrade of the agent.
+inline constexpr uint32_t kFormatVersion = 2;
 inline constexpr size_t kHeaderBytes = 256;
 inline constexpr size_t kEntryBytes = 128;
 inline constexpr size_t kDataAlignment = 4096;   // page aligned: pinnable for cudaMemcpy
 inline constexpr size_t kBufferAlignment = 256;  // what cudaMalloc guarantees, and a cache-line multiple
 inline constexpr size_t kMaxBufferNameBytes = 103;
 inline constexpr size_t kMaxBuffers = 1u << 20;
-inline constexpr uint32_t kChecksumCrc32c = 1;
+inline constexpr uint32_t kChecksumChunkedCrc32c = 2;
+// The most bytes a version's prefix [0, data_offset) may claim: a receiver sizes a buffer from a header
+// it does not trust yet. kMaxBuffers entries need about 128 MiB.
+inline constexpr uint64_t kMaxPrefixBytes = uint64_t{256} << 20;
 
 enum class VersionState : uint32_t { empty = 0, writing = 1, sealed = 2 };
 
@@ -49,6 +60,7 @@ struct VersionIdentity {
   uint32_t rank = 0;
   uint64_t step = 0;
   uint64_t sequence = 0;  // commit order within the rank: newer saves have larger values
+  uint32_t world = 0;     // the job's world size when this version was saved; 0: unknown, else > rank
 };
 
 struct LayoutPlan {
@@ -67,6 +79,19 @@ Status begin_version(std::span<std::byte> segment, const VersionIdentity& id, st
 
 // Checksums the buffers and seals. Fails (and seals nothing) if the header or table no longer parse.
 Status seal_version(std::span<std::byte> segment);
+// The same, taking the checksums the caller already has (from copy_with_checksum, as the bytes were
+// copied in) instead of reading those buffers again. One entry per buffer, in table order; nullopt
+// where the buffer must be checksummed here. A known checksum is trusted: it must be
+// buffer_checksum of exactly the bytes in the segment.
+Status seal_version(std::span<std::byte> segment, std::span<const std::optional<uint32_t>> known_checksums);
+
+// For a version whose bytes come from elsewhere (a peer's stream) rather than begin_version: marks
+// the segment as being written, then copies in `prefix` (a version's [0, data_offset), as
+// decode_prefix accepted it) except its state word. A crash before mark_sealed leaves it unsealed.
+Status begin_copied_version(std::span<std::byte> segment, std::span<const std::byte> prefix);
+// Flips a version being written to sealed behind a release fence, computing nothing: for a copy whose
+// buffers were verified against the prefix's checksums as they arrived.
+Status mark_sealed(std::span<std::byte> segment);
 
 enum class LayoutCause : uint8_t {
   empty,          // never written (all zero)
@@ -106,6 +131,16 @@ enum class DataCheck { verify, skip };
 // Validates a sealed version: structure, meta checksum and (unless skipped) every buffer's checksum.
 Result<VersionInfo, LayoutError> decode_version(std::span<const std::byte> segment,
                                                 DataCheck check = DataCheck::verify);
+
+// Validates a sealed version from its prefix [0, data_offset) alone: header, table, meta checksum and
+// state; none of the data is read or needed (total_bytes may exceed prefix.size()). What a receiver
+// checks before the buffers arrive. Refused as truncated when prefix holds fewer than data_offset bytes.
+Result<VersionInfo, LayoutError> decode_prefix(std::span<const std::byte> prefix);
+
+// From a version's first kHeaderBytes alone, the length of its prefix (its data_offset), so that a
+// receiver knows how much to read before decode_prefix. Checks the magic, format, buffer count and
+// that the data offset is canonical and at most kMaxPrefixBytes; trusts nothing else yet.
+Result<uint64_t, LayoutError> prefix_bytes(std::span<const std::byte> first_header);
 
 // The state word, loaded with acquire ordering (empty when the segment is too short for a header).
 VersionState load_state(std::span<const std::byte> segment);

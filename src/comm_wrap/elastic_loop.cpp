@@ -19,6 +19,19 @@ ElasticLoop::ElasticLoop(Session& session, ElasticHooks hooks) : session_(sessio
   if (!hooks_.step || !hooks_.save || !hooks_.load) throw Error("ElasticLoop needs the step, save and load hooks");
 }
 
+void ElasticLoop::sync_from_rank0() {
+  uint64_t header[2] = {next_step_, snapshot_.size()};
+  comm_->broadcast(header, sizeof(header), 0);
+  std::vector<char> state(header[1]);
+  if (comm_->rank() == 0) state = snapshot_;
+  if (!state.empty()) comm_->broadcast(state.data(), state.size(), 0);
+  if (comm_->rank() != 0) {
+    hooks_.load(state);
+    snapshot_ = std::move(state);
+    next_step_ = header[0];
+  }
+}
+
 uint64_t ElasticLoop::run(uint64_t last_step) {
   uint64_t rebuilds = 0;
   snapshot_ = hooks_.save();
@@ -28,15 +41,13 @@ uint64_t ElasticLoop::run(uint64_t last_step) {
     // (Re)build and agree on the state: rank 0 of the new view hands out its step and its state.
     try {
       comm_ = session_.communicator();
-      uint64_t header[2] = {next_step_, snapshot_.size()};
-      comm_->broadcast(header, sizeof(header), 0);
-      std::vector<char> state(header[1]);
-      if (comm_->rank() == 0) state = snapshot_;
-      if (!state.empty()) comm_->broadcast(state.data(), state.size(), 0);
-      if (comm_->rank() != 0) {
-        hooks_.load(state);
-        snapshot_ = std::move(state);
-        next_step_ = header[0];
+      std::optional<uint64_t> restored;
+      if (hooks_.restore) restored = hooks_.restore(*comm_);
+      if (restored) {
+        next_step_ = *restored + 1;
+        snapshot_ = hooks_.save();
+      } else {
+        sync_from_rank0();
       }
     } catch (const ViewChanged&) {
       continue;  // the world moved again before it settled: build for the next view

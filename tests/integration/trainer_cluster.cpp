@@ -25,13 +25,15 @@ Trainer& TrainerCluster::launch(const std::string& name, std::vector<std::string
   return slot;
 }
 
-Trainer& TrainerCluster::start(const std::string& name, const std::string& seed, int steps) {
+Trainer& TrainerCluster::start(const std::string& name, const std::string& seed, int steps,
+                              std::vector<std::string> extra) {
   std::vector<std::string> argv = {TRAINER_BINARY, "--name", name, "--bind", "127.0.0.1:0", "--steps",
                                    std::to_string(steps), "--step-ms", "40", "--cluster", "trainer-test"};
   if (!seed.empty()) {
     argv.push_back("--seeds");
     argv.push_back(seed);
   }
+  argv.insert(argv.end(), extra.begin(), extra.end());
   return launch(name, argv);
 }
 
@@ -77,6 +79,12 @@ void TrainerCluster::pump(std::chrono::milliseconds ms) {
         r.rank = static_cast<int>(doc->find("rank")->as_double().value_or(-1));
         r.ok = doc->find("ok")->as_bool().value_or(false);
         r.rebuilt = doc->find("rebuild_ms") != nullptr;
+        if (const auto* restored = doc->find("restored_step")) {
+          r.restored_step = restored->as_uint64();
+          r.restore_source = doc->find("restore_source")->as_string().value_or("");
+          r.state_ok = doc->find("state_ok")->as_bool().value_or(false);
+        }
+        r.saved = doc->find("saved") != nullptr;
         t.steps.push_back(r);
       }
     }

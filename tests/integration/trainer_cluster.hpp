@@ -23,6 +23,12 @@ struct StepRecord {
   int rank = -1;
   bool ok = false;
   bool rebuilt = false;
+  // With --ckpt-every: the first step after a restore says what was restored, from where, and whether the
+  // state matched what that step must have produced.
+  std::optional<uint64_t> restored_step;
+  std::string restore_source;
+  bool state_ok = false;
+  bool saved = false;
 };
 
 struct Trainer {
@@ -36,7 +42,7 @@ struct Trainer {
 class TrainerCluster {
  public:
   // An embedded trainer named `name`, joining through `seed` (empty: a new cluster).
-  Trainer& start(const std::string& name, const std::string& seed, int steps);
+  Trainer& start(const std::string& name, const std::string& seed, int steps, std::vector<std::string> extra = {});
   // A trainer that follows the agent `agent` (started with start_agent) as its slot `slot`.
   Trainer& start_connected(const std::string& name, const std::string& agent, int slot, int steps);
   // A `shoal agent` with `slots` slots; returns its address.

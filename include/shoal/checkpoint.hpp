@@ -1,0 +1,67 @@
+// In-memory checkpoints through libshoal: a rank saves named buffers for a step into its host's
+// shared memory (zero-copy: it writes straight into the segment), commits, and goes on training while
+// the host's agent copies the version to a peer host. After the world changes, every rank of the new
+// view restores the same step: the newest one that every rank of its time saved completely, loaded
+// from this host's memory when it is here, else from a peer that holds it.
+//
+//   auto save = session->begin_save(step, {{"params", bytes}, {"optimizer", opt_bytes}});
+//   save->write("params", params_bytes);                        // copy and checksum in one pass
+//   cudaMemcpy(save->buffer("optimizer").data(), dev, ...);      // or fill a span yourself
+//   save->commit();
+//   ...
+//   if (auto r = session->restore(*comm)) load(r->buffer("params")), step = r->step + 1;
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace shoal {
+
+struct CheckpointBuffer {
+  std::string name;  // 1..103 bytes, unique within a save
+  uint64_t bytes = 0;
+};
+
+// One save in progress. Not thread-safe. Destroying it without commit() abandons it: the previous
+// complete version stays the newest.
+class CheckpointSave {
+ public:
+  virtual ~CheckpointSave() = default;
+  // The writable bytes of one buffer, inside the shared-memory segment. Throws shoal::Error for a
+  // name that was not declared.
+  virtual std::span<std::byte> buffer(std::string_view name) = 0;
+  // Copies `bytes` (exactly the buffer's size) into the buffer and checksums it in the same pass, so
+  // commit() need not read it again.
+  virtual void write(std::string_view name, std::span<const std::byte> bytes) = 0;
+  // Checksums what was filled through buffer(), seals the version and tells the agent, which
+  // replicates it in the background. Throws shoal::Error.
+  virtual void commit() = 0;
+  virtual void abandon() = 0;
+};
+
+// A version loaded for a restore; its bytes are verified against their checksums.
+struct RestoredCheckpoint {
+  uint64_t step = 0;
+  uint32_t saved_world = 0;  // the world size when it was saved
+  uint32_t saved_rank = 0;   // whose state this is
+  std::string source;        // "local", or the member name of the peer it came from
+  double seconds = 0;        // time to load it (local read or fetch, with verification)
+
+  struct Entry {
+    std::string name;
+    uint64_t offset = 0;
+    uint64_t size = 0;
+  };
+  std::vector<std::byte> data;  // the whole version, as stored
+  std::vector<Entry> entries;
+
+  // One buffer's bytes; throws shoal::Error for an unknown name.
+  std::span<const std::byte> buffer(std::string_view name) const;
+  bool has(std::string_view name) const;
+};
+
+}  // namespace shoal

@@ -1,0 +1,104 @@
+// Listing a host's checkpoint segments from /dev/shm, reading each one's prefix with pread.
+#include "ckpt_shm/held_scan.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "ckpt_shm/replica_names.hpp"
+
+namespace shoal::ckpt {
+namespace {
+
+Unexpected<LayoutError> refuse(LayoutCause cause, std::string detail) {
+  return Unexpected<LayoutError>{LayoutError{cause, std::move(detail)}};
+}
+
+// "shoal.<store>.r<rank>.v<slot>" exactly (decimal, no leading zeros).
+bool is_slot_name(std::string_view name, std::string_view store) {
+  const std::string prefix = "shoal." + std::string(store) + ".r";
+  if (!name.starts_with(prefix)) return false;
+  name.remove_prefix(prefix.size());
+  const auto digits = [](std::string_view s) {
+    return !s.empty() && s.size() <= 10 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+           (s.size() == 1 || s[0] != '0');
+  };
+  const size_t dot = name.find(".v");
+  return dot != std::string_view::npos && digits(name.substr(0, dot)) && digits(name.substr(dot + 2));
+}
+
+bool read_fully(int fd, std::byte* out, size_t bytes, uint64_t offset) {
+  size_t done = 0;
+  while (done < bytes) {
+    const ssize_t n = ::pread(fd, out + done, bytes - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<VersionInfo, LayoutError> read_segment_prefix(const std::string& segment, const std::string& dir) {
+  const std::string path = dir + (segment.starts_with('/') ? "" : "/") + segment;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return refuse(LayoutCause::truncated, path + ": " + std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st{};
+  if (::fstat(fd, &st) != 0) return refuse(LayoutCause::truncated, path + ": " + std::strerror(errno));
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size < kHeaderBytes) return refuse(LayoutCause::truncated, "shorter than a version header");
+  std::vector<std::byte> head(kHeaderBytes);
+  if (!read_fully(fd, head.data(), head.size(), 0)) return refuse(LayoutCause::truncated, "unreadable header");
+  auto prefix = prefix_bytes(head);
+  if (!prefix) return Unexpected<LayoutError>{prefix.error()};
+  if (*prefix > size) return refuse(LayoutCause::truncated, "shorter than its own buffer table");
+  head.resize(*prefix);
+  if (!read_fully(fd, head.data() + kHeaderBytes, *prefix - kHeaderBytes, kHeaderBytes)) {
+    return refuse(LayoutCause::truncated, "unreadable buffer table");
+  }
+  auto info = decode_prefix(head);
+  if (!info) return info;
+  if (info->total_bytes > size) return refuse(LayoutCause::truncated, "shorter than its buffers");
+  return info;
+}
+
+std::vector<HeldSegment> scan_held(std::string_view store, const std::string& dir) {
+  std::vector<HeldSegment> out;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return out;
+  const std::string replica_prefix = replica_file_prefix(store);
+  while (const dirent* e = ::readdir(d)) {
+    const std::string_view entry = e->d_name;
+    HeldSegment held;
+    if (entry.starts_with(replica_prefix) && parse_replica_segment_name(entry)) {
+      held.replica = true;
+    } else if (!is_slot_name(entry, store)) {
+      continue;
+    }
+    held.segment = "/" + std::string(entry);
+    struct stat st{};
+    if (::stat((dir + held.segment).c_str(), &st) == 0) held.segment_bytes = static_cast<uint64_t>(st.st_size);
+    auto info = read_segment_prefix(held.segment, dir);
+    if (info) {
+      held.version = std::move(*info);
+    } else {
+      held.problem = std::string(name(info.error().cause)) + ": " + info.error().detail;
+    }
+    out.push_back(std::move(held));
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end(), [](const HeldSegment& a, const HeldSegment& b) { return a.segment < b.segment; });
+  return out;
+}
+
+}  // namespace shoal::ckpt

@@ -1,0 +1,87 @@
+// choose_restore: grouping what the hosts hold by step and world, and picking the newest complete step.
+#include "ckpt_shm/restore_choice.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <tuple>
+#include <utility>
+
+namespace shoal::ckpt {
+namespace {
+
+// A report that holds one rank of the step being considered; local when any of its entries is.
+struct Holding {
+  size_t report = 0;
+  bool local = false;
+};
+
+// The holdings of one step, by world and then by rank, each report at most once per rank.
+using ByRank = std::map<uint32_t, std::map<size_t, bool>>;  // rank -> report -> local
+using ByWorld = std::map<uint32_t, ByRank>;
+
+// The world most (report, rank) pairs of the step agree on; the larger on a tie.
+uint32_t majority_world(const ByWorld& worlds) {
+  uint32_t best = 0;
+  size_t best_count = 0;
+  for (const auto& [world, ranks] : worlds) {
+    size_t count = 0;
+    for (const auto& [rank, reports] : ranks) count += reports.size();
+    if (count >= best_count) {  // ascending worlds: >= lets the larger win a tie
+      best = world;
+      best_count = count;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+std::optional<RestoreChoice> choose_restore(std::span<const HolderReport> reports, uint64_t at_most_step) {
+  std::map<uint64_t, ByWorld, std::greater<>> steps;  // newest first
+  for (size_t i = 0; i < reports.size(); ++i) {
+    for (const auto& h : reports[i].held) {
+      if (h.step > at_most_step || h.world == 0 || h.rank >= h.world) continue;
+      bool& local = steps[h.step][h.world][h.rank][i];
+      local = local || h.local;
+    }
+  }
+  for (const auto& [step, worlds] : steps) {
+    const uint32_t world = majority_world(worlds);
+    const ByRank& ranks = worlds.at(world);
+    // Ranks are below the world, so the step is complete exactly when all of them are present; this
+    // also keeps a report claiming a huge world from making us allocate for it.
+    if (ranks.size() != world) continue;
+    RestoreChoice choice{step, world, {}};
+    choice.holders.reserve(world);
+    for (const auto& [rank, holding] : ranks) {
+      std::vector<Holding> list;
+      for (const auto& [report, local] : holding) list.push_back(Holding{report, local});
+      std::sort(list.begin(), list.end(), [&](const Holding& a, const Holding& b) {
+        const auto& ra = reports[a.report];
+        const auto& rb = reports[b.report];
+        if (a.local != b.local) return a.local;
+        return std::tie(ra.holder, ra.address, a.report) < std::tie(rb.holder, rb.address, b.report);
+      });
+      std::vector<size_t> order;
+      order.reserve(list.size());
+      for (const auto& h : list) order.push_back(h.report);
+      choice.holders.push_back(std::move(order));
+    }
+    return choice;
+  }
+  return std::nullopt;
+}
+
+std::optional<uint32_t> source_rank_for(uint32_t new_rank, uint32_t new_world, uint32_t saved_world) {
+  if (new_rank >= new_world || saved_world == 0) return std::nullopt;
+  return new_rank < saved_world ? new_rank : new_rank % saved_world;
+}
+
+std::span<const size_t> holders_for_new_rank(const RestoreChoice& choice, uint32_t new_rank, uint32_t new_world) {
+  const auto source = source_rank_for(new_rank, new_world, choice.world);
+  if (!source || *source >= choice.holders.size()) return {};
+  return choice.holders[*source];
+}
+
+}  // namespace shoal::ckpt

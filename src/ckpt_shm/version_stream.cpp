@@ -1,0 +1,147 @@
+// The sender's pieces of a version stream and the receiver's state machine (see version_stream.hpp).
+#include "ckpt_shm/version_stream.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <utility>
+
+namespace shoal::ckpt {
+
+std::vector<std::span<const std::byte>> stream_pieces(std::span<const std::byte> segment, const VersionInfo& info) {
+  // info describes this segment (it came from decoding it); anything else is a bug that would send
+  // bytes from past the mapping.
+  if (segment.size() < info.total_bytes || info.data_offset > info.total_bytes) std::abort();
+  std::vector<std::span<const std::byte>> pieces;
+  pieces.reserve(info.buffers.size() + 1);
+  pieces.push_back(segment.first(info.data_offset));
+  for (const auto& b : info.buffers) {
+    if (b.size > 0) pieces.push_back(segment.subspan(b.offset, b.size));
+  }
+  return pieces;
+}
+
+uint64_t stream_bytes(const VersionInfo& info) {
+  uint64_t n = info.data_offset;
+  for (const auto& b : info.buffers) n += b.size;
+  return n;
+}
+
+std::span<std::byte> VersionReceiver::next() {
+  switch (phase_) {
+    case Phase::header:
+    case Phase::prefix: {
+      const size_t left = prefix_.size() - prefix_filled_;
+      return std::span<std::byte>(prefix_).subspan(prefix_filled_, std::min(left, kReceiveSliceBytes));
+    }
+    case Phase::data: {
+      const auto& b = info_.buffers[buffer_];
+      const uint64_t left = b.size - buffer_filled_;
+      return destination_.subspan(b.offset + buffer_filled_, std::min<uint64_t>(left, kReceiveSliceBytes));
+    }
+    case Phase::need_destination:
+    case Phase::complete:
+    case Phase::failed:
+      break;
+  }
+  return {};
+}
+
+Result<VersionReceiver::Progress, LayoutError> VersionReceiver::advance(size_t n) {
+  if (phase_ == Phase::failed) return fail(*error_);
+  if (n > next().size()) {
+    return refuse(LayoutCause::malformed,
+                  std::to_string(n) + " bytes received into a slice of " + std::to_string(next().size()));
+  }
+  if (n == 0) return progress();
+  received_ += n;
+  if (phase_ == Phase::data) return data_arrived(n);
+  return prefix_arrived(n);
+}
+
+Status VersionReceiver::attach(std::span<std::byte> destination) {
+  if (phase_ != Phase::need_destination) return fail("a destination is attached once, when the prefix is complete");
+  if (destination.size() < info_.total_bytes) {
+    return fail("a destination of " + std::to_string(destination.size()) + " bytes cannot hold step " +
+                std::to_string(info_.id.step) + " of " + std::to_string(info_.total_bytes) + " bytes");
+  }
+  if (auto b = begin_copied_version(destination, prefix_); !b) return b;
+  destination_ = destination;
+  prefix_ = {};  // up to kMaxPrefixBytes; the destination holds it now
+  phase_ = Phase::data;
+  // Empty buffers need no bytes; if every buffer is empty, the version is complete now.
+  auto settled = settle_buffers();
+  if (!settled) return fail(std::string(name(settled.error().cause)) + ": " + settled.error().detail);
+  return Ok{};
+}
+
+Result<VersionReceiver::Progress, LayoutError> VersionReceiver::refuse(LayoutCause cause, std::string detail) {
+  phase_ = Phase::failed;
+  error_ = LayoutError{cause, std::move(detail)};
+  return fail(*error_);
+}
+
+VersionReceiver::Progress VersionReceiver::progress() const {
+  switch (phase_) {
+    case Phase::need_destination:
+      return Progress::need_destination;
+    case Phase::complete:
+      return Progress::complete;
+    case Phase::header:
+    case Phase::prefix:
+    case Phase::data:
+    case Phase::failed:
+      break;
+  }
+  return Progress::more;
+}
+
+Result<VersionReceiver::Progress, LayoutError> VersionReceiver::prefix_arrived(size_t n) {
+  prefix_filled_ += n;
+  if (prefix_filled_ < prefix_.size()) return Progress::more;
+  if (phase_ == Phase::header) {
+    // The header alone says how long the prefix is; bounded, so a hostile peer cannot make us
+    // allocate more than kMaxPrefixBytes before anything is checksummed.
+    auto length = prefix_bytes(prefix_);
+    if (!length) return refuse(length.error().cause, length.error().detail);
+    prefix_.resize(*length);
+    phase_ = Phase::prefix;
+    return Progress::more;  // data_offset is at least a page, more than the header
+  }
+  auto info = decode_prefix(prefix_);
+  if (!info) return refuse(info.error().cause, info.error().detail);
+  info_ = std::move(*info);
+  expected_ = stream_bytes(info_);
+  phase_ = Phase::need_destination;
+  return Progress::need_destination;
+}
+
+Result<VersionReceiver::Progress, LayoutError> VersionReceiver::data_arrived(size_t n) {
+  const auto& b = info_.buffers[buffer_];
+  // The bytes were just written by the caller and are still in cache: checking them now costs one
+  // read from cache instead of a second pass over memory at the end.
+  buffer_sum_.update(destination_.subspan(b.offset + buffer_filled_, n));
+  buffer_filled_ += n;
+  return settle_buffers();
+}
+
+Result<VersionReceiver::Progress, LayoutError> VersionReceiver::settle_buffers() {
+  while (buffer_ < info_.buffers.size() && buffer_filled_ == info_.buffers[buffer_].size) {
+    const auto& b = info_.buffers[buffer_];
+    if (buffer_sum_.finish() != b.checksum) {
+      return refuse(LayoutCause::data_checksum,
+                    "buffer '" + b.name + "' of step " + std::to_string(info_.id.step) + " fails its checksum");
+    }
+    ++buffer_;
+    buffer_filled_ = 0;
+    buffer_sum_ = BufferChecksum{};
+  }
+  if (buffer_ < info_.buffers.size()) return Progress::more;
+  if (auto sealed = mark_sealed(destination_); !sealed) {
+    return refuse(LayoutCause::malformed, "the destination changed while receiving: " + sealed.error().message);
+  }
+  phase_ = Phase::complete;
+  return Progress::complete;
+}
+
+}  // namespace shoal::ckpt

@@ -1,0 +1,190 @@
+// choose_restore and source_rank_for as tables: complete and incomplete steps, world disagreements,
+// the at_most_step bound, holder order, and the same answer whatever order the reports come in.
+#include "ckpt_shm/restore_choice.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace shoal::ckpt;
+
+namespace {
+
+HeldCheckpoint local(uint32_t rank, uint64_t step, uint32_t world) { return {rank, step, world, 1000, true}; }
+HeldCheckpoint replica(uint32_t rank, uint64_t step, uint32_t world) { return {rank, step, world, 1000, false}; }
+
+HolderReport report(std::string holder, std::vector<HeldCheckpoint> held) {
+  return HolderReport{holder, "10.0.0.1:" + std::to_string(7000 + holder.size()), std::move(held)};
+}
+
+// The choice with report indexes replaced by holder names, so that choices over shuffled reports compare.
+std::vector<std::vector<std::string>> by_name(const RestoreChoice& c, const std::vector<HolderReport>& reports) {
+  std::vector<std::vector<std::string>> out;
+  for (const auto& rank : c.holders) {
+    std::vector<std::string> names;
+    for (size_t i : rank) names.push_back(reports.at(i).holder);
+    out.push_back(std::move(names));
+  }
+  return out;
+}
+
+using Names = std::vector<std::vector<std::string>>;
+
+}  // namespace
+
+TEST_CASE("no reports, or no complete step, restores nothing") {
+  CHECK_FALSE(choose_restore({}).has_value());
+  const std::vector<HolderReport> reports = {report("a", {local(0, 10, 3), replica(1, 10, 3)}),
+                                             report("b", {local(1, 10, 3)}), report("c", {})};
+  CHECK_FALSE(choose_restore(reports).has_value());  // rank 2 of step 10 is held nowhere
+}
+
+TEST_CASE("the newest complete step wins over a newer incomplete one") {
+  // Two hosts, two ranks each host, replicas of the other host's ranks. Host b died mid-save of 30:
+  // only a's ranks reached 30.
+  const std::vector<HolderReport> reports = {
+      report("a", {local(0, 20, 4), local(1, 20, 4), local(0, 30, 4), local(1, 30, 4), replica(2, 20, 4),
+                   replica(3, 20, 4)}),
+      report("b", {local(2, 20, 4), local(3, 20, 4), replica(0, 20, 4), replica(1, 20, 4), replica(0, 30, 4)}),
+  };
+  auto c = choose_restore(reports);
+  REQUIRE(c.has_value());
+  CHECK(c->step == 20);
+  CHECK(c->world == 4);
+  CHECK(by_name(*c, reports) == Names{{"a", "b"}, {"a", "b"}, {"b", "a"}, {"b", "a"}});
+}
+
+TEST_CASE("a step held only as replicas is complete too, and locals go before replicas") {
+  const std::vector<HolderReport> reports = {
+      report("z", {replica(0, 5, 2), local(1, 5, 2)}),
+      report("m", {replica(0, 5, 2), replica(1, 5, 2)}),
+      report("a", {replica(0, 5, 2), replica(1, 5, 2)}),
+  };
+  auto c = choose_restore(reports);
+  REQUIRE(c.has_value());
+  CHECK(c->step == 5);
+  CHECK(by_name(*c, reports) == Names{{"a", "m", "z"}, {"z", "a", "m"}});
+}
+
+TEST_CASE("a report holding a rank both locally and as a replica counts once, as local") {
+  const std::vector<HolderReport> reports = {report("b", {replica(0, 1, 1), local(0, 1, 1), replica(0, 1, 1)}),
+                                             report("a", {replica(0, 1, 1)})};
+  auto c = choose_restore(reports);
+  REQUIRE(c.has_value());
+  CHECK(by_name(*c, reports) == Names{{"b", "a"}});
+}
+
+TEST_CASE("entries that disagree with the step's majority world are ignored") {
+  SUBCASE("the majority world is complete") {
+    const std::vector<HolderReport> reports = {report("a", {local(0, 9, 2), local(1, 9, 2)}),
+                                               report("b", {replica(0, 9, 2), local(0, 9, 1)})};
+    auto c = choose_restore(reports);
+    REQUIRE(c.has_value());
+    CHECK(c->world == 2);
+    CHECK(by_name(*c, reports) == Names{{"a", "b"}, {"a"}});
+  }
+  SUBCASE("a complete minority world does not make the step complete") {
+    const std::vector<HolderReport> reports = {report("a", {local(0, 9, 3), local(1, 9, 3), local(0, 8, 3)}),
+                                               report("b", {local(0, 9, 1), local(1, 8, 3), local(2, 8, 3)})};
+    auto c = choose_restore(reports);
+    REQUIRE(c.has_value());
+    CHECK(c->step == 8);
+    CHECK(c->world == 3);
+  }
+  SUBCASE("a tie goes to the larger world") {
+    const std::vector<HolderReport> reports = {report("a", {local(0, 4, 1), local(0, 4, 2), local(1, 4, 2)}),
+                                               report("b", {local(0, 4, 1)})};
+    auto c = choose_restore(reports);
+    REQUIRE(c.has_value());
+    CHECK(c->world == 2);
+    CHECK(by_name(*c, reports) == Names{{"a"}, {"a"}});
+  }
+  SUBCASE("entries with world 0 or a rank outside their world are ignored") {
+    const std::vector<HolderReport> reports = {
+        report("a", {local(0, 7, 0), local(2, 7, 2), local(5, 7, 2), local(5, 7, 2), local(0, 7, 2)})};
+    CHECK_FALSE(choose_restore(reports).has_value());
+    const std::vector<HolderReport> huge = {report("a", {local(0, 7, 4000000000u)})};
+    CHECK_FALSE(choose_restore(huge).has_value());
+  }
+}
+
+TEST_CASE("at_most_step bounds the choice") {
+  const std::vector<HolderReport> reports = {report("a", {local(0, 10, 1), local(0, 20, 1), local(0, 30, 1)})};
+  CHECK(choose_restore(reports)->step == 30);
+  CHECK(choose_restore(reports, 29)->step == 20);
+  CHECK(choose_restore(reports, 20)->step == 20);
+  CHECK(choose_restore(reports, 10)->step == 10);
+  CHECK_FALSE(choose_restore(reports, 9).has_value());
+}
+
+TEST_CASE("the choice names the same holders in the same order whatever order the reports come in") {
+  // 6 hosts, world 8, steps 100..103, each rank's versions local on one host and replicated on two
+  // others; step 103 misses rank 5 everywhere. Seeded, so a failure replays.
+  std::mt19937 random(20261122);
+  std::vector<HolderReport> reports;
+  for (int h = 0; h < 6; ++h) reports.push_back(report("host-" + std::to_string(h), {}));
+  for (uint64_t step = 100; step <= 103; ++step) {
+    for (uint32_t rank = 0; rank < 8; ++rank) {
+      if (step == 103 && rank == 5) continue;
+      const size_t origin = rank % 6;
+      reports[origin].held.push_back(local(rank, step, 8));
+      reports[(origin + 1) % 6].held.push_back(replica(rank, step, 8));
+      reports[(origin + 3) % 6].held.push_back(replica(rank, step, 8));
+    }
+  }
+  const auto expected = choose_restore(reports);
+  REQUIRE(expected.has_value());
+  CHECK(expected->step == 102);
+  const Names expected_names = by_name(*expected, reports);
+  CHECK(expected_names[0] == std::vector<std::string>{"host-0", "host-1", "host-3"});
+  CHECK(expected_names[7] == std::vector<std::string>{"host-1", "host-2", "host-4"});
+  for (int round = 0; round < 50; ++round) {
+    auto shuffled = reports;
+    std::shuffle(shuffled.begin(), shuffled.end(), random);
+    for (auto& r : shuffled) std::shuffle(r.held.begin(), r.held.end(), random);
+    const auto c = choose_restore(shuffled);
+    REQUIRE(c.has_value());
+    CHECK(c->step == expected->step);
+    CHECK(c->world == expected->world);
+    CHECK(by_name(*c, shuffled) == expected_names);
+  }
+}
+
+TEST_CASE("a new rank restores its own saved rank where it existed, else new_rank % saved_world") {
+  struct Row {
+    uint32_t new_rank, new_world, saved_world;
+    std::optional<uint32_t> source;
+  };
+  const std::vector<Row> table = {
+      {0, 4, 4, 0},
+      {3, 4, 4, 3},  // same world
+      {2, 3, 4, 2},  // shrunk: every new rank existed
+      {4, 8, 4, 0},
+      {5, 8, 4, 1},
+      {7, 8, 4, 3},
+      {6, 7, 3, 0},             // grown: modulo
+      {4, 4, 4, std::nullopt},  // not a rank of the new world
+      {0, 1, 0, std::nullopt},  // nothing was saved
+  };
+  for (const auto& row : table) {
+    CAPTURE(row.new_rank);
+    CAPTURE(row.new_world);
+    CAPTURE(row.saved_world);
+    CHECK(source_rank_for(row.new_rank, row.new_world, row.saved_world) == row.source);
+  }
+}
+
+TEST_CASE("holders_for_new_rank follows the source rank") {
+  const std::vector<HolderReport> reports = {report("a", {local(0, 1, 2)}), report("b", {local(1, 1, 2)})};
+  const auto c = choose_restore(reports);
+  REQUIRE(c.has_value());
+  const auto three = holders_for_new_rank(*c, 2, 3);  // new rank 2 restores saved rank 0
+  REQUIRE(three.size() == 1);
+  CHECK(reports[three[0]].holder == "a");
+  CHECK(holders_for_new_rank(*c, 1, 3)[0] == 1);
+  CHECK(holders_for_new_rank(*c, 3, 3).empty());
+}
