@@ -51,8 +51,10 @@ int agent_command(std::span<const std::string> args) {
   std::optional<int64_t> ckpt_replicas;
   FlagSet flags("shoal agent --name NAME --bind HOST:PORT [--seeds HOST:PORT,...] [--cluster ID] [--control PATH]",
                 "Run one member of a shoal cluster: SWIM gossip over UDP and TCP on one port, committed views\n"
-                "agreed with the other members, and a control socket (requests: members, view, view-force,\n"
-                "stats) for `shoal members` and `shoal view`. Once bound, prints one line:\n"
+                "agreed with the other members, in-memory checkpoints replicated to peer hosts, and a control\n"
+                "socket (requests: members, view, view-force, stats, ckpt-ls, and the trainers' session-info,\n"
+                "session-wait, ckpt-committed) for `shoal members`, `shoal view` and `shoal ckpt ls`. Once bound,\n"
+                "prints one line:\n"
                 "  shoal agent NAME listening on ADDR control PATH\n"
                 "SIGTERM or SIGINT leaves the cluster gracefully and exits 0; a second signal exits at once.\n"
                 "Exit status: 0 after a graceful stop, 1 on a runtime failure (port in use, control socket\n"

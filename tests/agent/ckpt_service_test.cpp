@@ -28,7 +28,8 @@ struct RunningAgent {
   std::thread thread;
   std::atomic<size_t> view_size{0};
 
-  RunningAgent(const std::string& name, const std::string& job, std::vector<shoal::agent::HostPort> seeds) {
+  RunningAgent(const std::string& name, const std::string& job, std::vector<shoal::agent::HostPort> seeds,
+               uint64_t budget_bytes = 0) {
     AgentConfig cfg;
     cfg.name = name;
     cfg.bind = {"127.0.0.1", 0};
@@ -38,6 +39,7 @@ struct RunningAgent {
     cfg.ckpt.job = job;
     cfg.meta.host = name;               // separate hosts for placement, though on one machine...
     cfg.ckpt.store = job + "-" + name;  // ...with segments kept apart
+    cfg.ckpt.budget_bytes = budget_bytes;
     agent = std::make_unique<Agent>(std::move(cfg));
     agent->add_view_observer([this](const shoal::membership::View& v) { view_size = v.size(); });
     REQUIRE(agent->start().ok());
@@ -47,6 +49,7 @@ struct RunningAgent {
     agent->stop_now();
     thread.join();
     (void)shoal::ckpt::ReplicaStore::remove_all(agent->checkpoints().config().store);
+    (void)shoal::ckpt::RankStore::remove_segments(agent->checkpoints().config().store, 0);
   }
   const std::string& store() { return agent->checkpoints().config().store; }
   shoal::agent::TransferPeer peer() const {
@@ -110,9 +113,10 @@ shoal::Result<shoal::ckpt::VersionInfo> fetch(const RunningAgent& from, const st
 
 struct Pair {
   shoal::ckpt::test::ShmTestJob job{"svc"};
-  RunningAgent a{"a", job.name(), {}};
-  RunningAgent b{"b", job.name(), {{"127.0.0.1", a.agent->port()}}};
-  Pair() {
+  RunningAgent a;
+  RunningAgent b;
+  explicit Pair(uint64_t b_budget = 0)
+      : a("a", job.name(), {}), b("b", job.name(), {{"127.0.0.1", a.agent->port()}}, b_budget) {
     REQUIRE_MESSAGE(eventually([&] { return a.view_size == 2 && b.view_size == 2; }, 15s),
                     "the two agents never committed a view of both");
   }
@@ -199,4 +203,18 @@ TEST_CASE("a garbage stream pushed on the checkpoint channel is refused and leav
   CHECK_FALSE(p.b.replica(3, 5).has_value());
   for (const auto& h : p.b.agent->checkpoints().held()) CHECK_MESSAGE(!h.replica, "left behind: " << h.segment);
   CHECK(eventually([&] { return p.b.agent->checkpoints().counters().receive_refused == 1; }, 5s));
+}
+
+TEST_CASE("a replica that does not fit the host's budget is refused, and the newest one held stays") {
+  Pair p(5u << 20);  // room for one ~3 MiB version, not two
+  (void)save(p.job.name(), p.a.store(), 10);
+  p.a.agent->checkpoints().committed(0, 10);
+  REQUIRE_MESSAGE(eventually([&] { return p.b.replica(0, 10).has_value(); }, 10s), "b never kept step 10");
+  (void)save(p.job.name(), p.a.store(), 20);
+  p.a.agent->checkpoints().committed(0, 20);
+  // Step 10 is rank 0's newest complete version at b, so the budget may not evict it for step 20.
+  REQUIRE(eventually([&] { return p.b.agent->checkpoints().counters().receive_refused == 1; }, 10s));
+  CHECK(p.b.replica(0, 10).has_value());
+  CHECK_FALSE(p.b.replica(0, 20).has_value());
+  CHECK(p.a.agent->checkpoints().counters().push_failed == 1);
 }
