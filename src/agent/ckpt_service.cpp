@@ -89,8 +89,12 @@ Status CheckpointService::start(StreamListener& listener) {
 }
 
 void CheckpointService::stop() {
-  if (stopping_.exchange(true)) return;
-  cancel_stream_ = true;
+  {
+    // Under the lock, so the replicator cannot miss the wake-up between its check and its wait.
+    std::lock_guard lock(mu_);
+    if (stopping_.exchange(true)) return;
+    cancel_stream_ = true;
+  }
   wake_.notify_all();
   if (replicator_.joinable()) replicator_.join();
   std::list<Inbound> inbound;
