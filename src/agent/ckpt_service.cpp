@@ -277,51 +277,41 @@ void CheckpointService::serve_push_request(const StreamPeer& peer, const wire::C
 }
 
 void CheckpointService::serve_fetch_request(const wire::CkptRequest& request, BlockingConn& conn) {
+  // What keeps the bytes mapped while they go out: a replica's own mapping in the store, already in
+  // memory (a new mapping of a large segment costs tens of milliseconds per GB before the first byte),
+  // else a new mapping of a local slot.
+  std::shared_ptr<const ckpt::ShmSegment> segment;
+  std::optional<ckpt::VersionInfo> info;
   if (request.job() == cfg_.job) {
-    const auto started = Clock::now();
-    // A replica: stream it from the store's own mapping, already in memory (a new mapping of a large
-    // segment costs tens of milliseconds per GB before the first byte goes out).
-    std::shared_ptr<const ckpt::ShmSegment> shared;
     {
       std::lock_guard lock(store_mu_);
-      shared = replicas_->share(request.rank(), request.step());
+      segment = replicas_->share(request.rank(), request.step());
     }
-    if (shared) {
-      auto info = ckpt::decode_version(shared->bytes(), ckpt::DataCheck::skip);
-      if (info) {
-        const auto bytes = shared->bytes().first(info->total_bytes);
-        auto sent = serve_fetch(conn, bytes, &*info, limits(nullptr));
-        std::lock_guard lock(mu_);
-        if (sent) {
-          ++counters_.fetches_served;
-          logger().debug("ckpt: served the replica of rank {} step {} ({} bytes in {:.3f} s)", request.rank(),
-                         request.step(), info->total_bytes, seconds_since(started));
-        } else {
-          logger().warn("ckpt: serving rank {} step {} failed: {}", request.rank(), request.step(),
-                        sent.error().message);
-        }
-        return;
-      }
+    if (segment) {
+      if (auto decoded = ckpt::decode_version(segment->bytes(), ckpt::DataCheck::skip)) info = std::move(*decoded);
     }
     for (const auto& h : holding(held(), cfg_.job, request.rank(), request.step())) {
+      if (info) break;
       auto version = map_version(h, cfg_.job, request.rank(), request.step());
       if (!version) continue;
-      const double found_s = seconds_since(started);
-      const auto bytes = std::span<const std::byte>(version->segment.bytes()).first(version->info.total_bytes);
-      auto sent = serve_fetch(conn, bytes, &version->info, limits(nullptr));
-      std::lock_guard lock(mu_);
-      if (sent) {
-        logger().debug("ckpt: served rank {} step {} ({} bytes; found and mapped in {:.3f} s, sent in {:.3f} s)",
-                       request.rank(), request.step(), version->info.total_bytes, found_s,
-                       seconds_since(started) - found_s);
-        ++counters_.fetches_served;
-      } else {
-        logger().warn("ckpt: serving rank {} step {} failed: {}", request.rank(), request.step(), sent.error().message);
-      }
-      return;
+      segment = std::make_shared<const ckpt::ShmSegment>(std::move(version->segment));
+      info = std::move(version->info);
     }
   }
-  (void)serve_fetch(conn, {}, nullptr, limits(nullptr));
+  if (!info) {
+    (void)serve_fetch(conn, {}, nullptr, limits(nullptr));
+    return;
+  }
+  const auto started = Clock::now();
+  auto sent = serve_fetch(conn, segment->bytes().first(info->total_bytes), &*info, limits(nullptr));
+  std::lock_guard lock(mu_);
+  if (sent) {
+    ++counters_.fetches_served;
+    logger().debug("ckpt: served rank {} step {} ({} bytes in {:.3f} s)", request.rank(), request.step(),
+                   info->total_bytes, seconds_since(started));
+  } else {
+    logger().warn("ckpt: serving rank {} step {} failed: {}", request.rank(), request.step(), sent.error().message);
+  }
 }
 
 Status CheckpointService::make_room(uint64_t incoming) {
