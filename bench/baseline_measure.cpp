@@ -1,14 +1,18 @@
-// memcpy and loopback-TCP baselines (plain POSIX sockets, no shoal code on the path).
+// memcpy, loopback-TCP and write+fsync baselines (plain POSIX calls, no shoal code on the path).
 #include "baseline_measure.hpp"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <charconv>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 #include <thread>
@@ -96,6 +100,51 @@ std::vector<double> tcp_loopback_seconds(size_t bytes, int runs, size_t write_by
     out.push_back(std::chrono::duration<double>(done - t0).count());
   }
   return out;
+}
+
+}  // namespace shoal::bench
+
+namespace shoal::bench {
+
+std::vector<double> write_fsync_seconds(size_t bytes, int runs, const std::string& dir) {
+  std::vector<char> buf(bytes, 5);
+  std::vector<double> out;
+  const std::string path = dir + "/shoal-bench-baseline." + std::to_string(::getpid());
+  for (int r = 0; r < runs; ++r) {
+    const auto t = std::chrono::steady_clock::now();
+    const int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
+    if (fd < 0) throw std::runtime_error("open " + path + ": " + std::strerror(errno));
+    for (size_t done = 0; done < bytes;) {
+      const ssize_t n = ::write(fd, buf.data() + done, std::min<size_t>(bytes - done, size_t{8} << 20));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        ::close(fd);
+        throw std::runtime_error("write " + path + ": " + std::strerror(errno));
+      }
+      done += static_cast<size_t>(n);
+    }
+    ::fsync(fd);
+    ::close(fd);
+    out.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count());
+    ::unlink(path.c_str());
+  }
+  return out;
+}
+
+bool parse_sizes(std::string_view list, std::vector<size_t>* out) {
+  out->clear();
+  for (size_t pos = 0; pos <= list.size();) {
+    const size_t comma = std::min(list.find(',', pos), list.size());
+    const std::string_view text = list.substr(pos, comma - pos);
+    uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    const std::string_view rest(end, static_cast<size_t>(text.data() + text.size() - end));
+    const int shift = rest.empty() ? 0 : rest == "K" ? 10 : rest == "M" ? 20 : rest == "G" ? 30 : -1;
+    if (ec != std::errc() || shift < 0 || v == 0) return false;
+    out->push_back(static_cast<size_t>(v) << shift);
+    pos = comma + 1;
+  }
+  return !out->empty();
 }
 
 }  // namespace shoal::bench

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace shoal::bench {
@@ -16,6 +18,13 @@ std::vector<double> memcpy_seconds(size_t bytes, int runs);
 // without, one write_bytes buffer is sent repeatedly into one read buffer (cache-resident).
 std::vector<double> tcp_loopback_seconds(size_t bytes, int runs, size_t write_bytes = 4u << 20,
                                          bool whole_buffers = false);
+
+// Seconds to write `bytes` from a pre-faulted buffer to a new file in `dir` (write() in 8 MiB pieces)
+// and fsync it, the file removed afterwards; one sample per run. The disk baseline of persistence.
+std::vector<double> write_fsync_seconds(size_t bytes, int runs, const std::string& dir);
+
+// "268435456", "256M", "1G", "4G" (K, M, G suffixes), comma separated; false on anything else.
+bool parse_sizes(std::string_view list, std::vector<size_t>* out);
 
 double median(std::vector<double> v);
 // Decimal gigabytes per second.

@@ -13,7 +13,6 @@
 // Every figure is the median of R runs.
 #include <unistd.h>
 
-#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -36,16 +35,6 @@ using Clock = std::chrono::steady_clock;
 using namespace shoal;
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-bool parse_size(std::string_view text, size_t* out) {
-  uint64_t v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  const std::string_view rest(end, static_cast<size_t>(text.data() + text.size() - end));
-  int shift = rest.empty() ? 0 : rest == "K" ? 10 : rest == "M" ? 20 : rest == "G" ? 30 : -1;
-  if (ec != std::errc() || shift < 0 || v == 0) return false;
-  *out = static_cast<size_t>(v) << shift;
-  return true;
-}
 
 struct Host {
   std::unique_ptr<agent::Agent> agent;
@@ -148,17 +137,9 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--bytes" && i + 1 < argc) {
-      sizes.clear();
-      std::string list = argv[++i];
-      for (size_t pos = 0; pos <= list.size();) {
-        const size_t comma = std::min(list.find(',', pos), list.size());
-        size_t v = 0;
-        if (!parse_size(std::string_view(list).substr(pos, comma - pos), &v)) {
-          std::fprintf(stderr, "shoal-bench-ckpt: --bytes takes sizes like 268435456, 256M or 1G, comma separated\n");
-          return 2;
-        }
-        sizes.push_back(v);
-        pos = comma + 1;
+      if (!bench::parse_sizes(argv[++i], &sizes)) {
+        std::fprintf(stderr, "shoal-bench-ckpt: --bytes takes sizes like 268435456, 256M or 1G, comma separated\n");
+        return 2;
       }
     } else if (a == "--runs" && i + 1 < argc) {
       runs = std::atoi(argv[++i]);

@@ -42,14 +42,15 @@ constexpr float kLearningRate = 0.01f;
 const char* kUsage =
     "usage: allreduce_trainer --name NAME --bind HOST:PORT [--seeds HOST:PORT,...] [--cluster ID]\n"
     "                         [--slots 1] [--min-hosts N] [--steps N] [--step-ms MS] [--log-level SPEC]\n"
-    "                         [--ckpt-every K] [--job NAME] [--host NAME]\n"
+    "                         [--ckpt-every K] [--job NAME] [--host NAME] [--ckpt-dir DIR]\n"
     "       allreduce_trainer --control PATH [--slot K] [--steps N] [--step-ms MS] [--log-level SPEC] [--ckpt-every K]\n"
     "Synthetic data-parallel training on shoal's Gloo communicator, with the agent embedded (first form) or\n"
     "following the `shoal agent` whose control socket is PATH, as its slot K (second form). Prints one JSON\n"
     "object per step (t, step, epoch, rank, world, ok, rebuild_ms after a rebuild). With --ckpt-every K it saves\n"
     "its state every K steps into shoal's in-memory checkpoints and restores after every rebuild (restored_step,\n"
     "restore_source, state_ok in the next line). --job names the checkpoints (default: the cluster id);\n"
-    "--host NAME makes trainers sharing one machine act as separate hosts (placement, segments). Exits 0 after --steps\n"
+    "--host NAME makes trainers sharing one machine act as separate hosts (placement, segments); --ckpt-dir DIR\n"
+    "also persists the checkpoints there and loads them back after every host restarted. Exits 0 after --steps\n"
     "steps with every check passed, 1 when a check failed, 2 on bad flags.\n";
 
 // Gradient element i of `rank` at `step`: small integers, so every sum is exact in float.
@@ -105,7 +106,7 @@ int main(int argc, char** argv) {
     }
     static const char* known[] = {"--name", "--bind", "--seeds", "--cluster", "--slots", "--min-hosts",
                                   "--steps", "--step-ms", "--log-level", "--control", "--slot",
-                                  "--ckpt-every", "--job", "--host"};
+                                  "--ckpt-every", "--job", "--host", "--ckpt-dir"};
     bool ok = false;
     for (const char* k : known) ok = ok || arg == k;
     if (!ok || i + 1 >= argc) {
@@ -148,6 +149,7 @@ int main(int argc, char** argv) {
   opt.slot = static_cast<uint32_t>(*slot);
   opt.job = flags["job"];
   opt.host = flags["host"];
+  opt.ckpt_dir = flags["ckpt-dir"];
   std::signal(SIGPIPE, SIG_IGN);
 
   std::unique_ptr<shoal::Session> session;

@@ -6,7 +6,7 @@
 //
 //   auto save = session->begin_save(step, {{"params", bytes}, {"optimizer", opt_bytes}});
 //   save->write("params", params_bytes);                        // copy and checksum in one pass
-//   cudaMemcpy(save->buffer("optimizer").data(), dev, ...);      // or fill a span yourself
+//   save->write_from_device("optimizer", dev_ptr, stream);      // GPU: async copy into pinned memory
 //   save->commit();
 //   ...
 //   if (auto r = session->restore(*comm)) load(r->buffer("params")), step = r->step + 1;
@@ -37,6 +37,12 @@ class CheckpointSave {
   // Copies `bytes` (exactly the buffer's size) into the buffer and checksums it in the same pass, so
   // commit() need not read it again.
   virtual void write(std::string_view name, std::span<const std::byte> bytes) = 0;
+  // GPU hosts: starts copying the buffer's bytes from CUDA device memory with cudaMemcpyAsync on
+  // `cuda_stream` (a cudaStream_t; nullptr: the default stream) and returns without waiting. The first
+  // device copy into a slot page-locks its segment (cudaHostRegister), so copies run at pinned-memory
+  // speed from then on. commit() waits for the streams, then checksums. Throws shoal::Error where
+  // shoal was built without CUDA, or for a pointer that is not device memory.
+  virtual void write_from_device(std::string_view name, const void* device_bytes, void* cuda_stream = nullptr) = 0;
   // Checksums what was filled through buffer(), seals the version and tells the agent, which
   // replicates it in the background. Throws shoal::Error.
   virtual void commit() = 0;

@@ -41,6 +41,8 @@ struct SessionOptions {
                                        // name); trainers sharing a machine as separate hosts each set their own
   std::string ckpt_store;              // embedded: this host's segment names (default: the job, or JOB-HOST with host)
   uint32_t ckpt_replicas = 1;          // embedded: peers that keep a copy of each checkpoint version
+  std::string ckpt_dir;                // embedded: also persist each saved version to this directory, in the
+                                       // background (empty: memory only); leave() waits for it, up to 60 s
   std::string backend = "gloo";        // "gloo": CPU buffers over TCP; "nccl": GPU buffers (builds with NCCL)
   int cuda_device = -1;                // nccl: the device of this rank; -1: the local rank
   std::chrono::milliseconds view_timeout{120'000};        // communicator(): longest wait for a view

@@ -249,7 +249,7 @@ Status Agent::start() {
                                                      [this] { return hello(wire::Hello::CKPT_STREAM); });
   if (auto ok = checkpoints_->start(*listener_); !ok) {
     checkpoints_.reset();
-    return fail(ok.error().message + " (set --job to a name of letters, digits, '-' and '_')");
+    return fail(ok.error().message);
   }
   // The store learns of a view before anyone else on this loop, so a superseded wait fails first.
   membership_->add_view_observer([this](const membership::View& v) {
@@ -313,6 +313,7 @@ void Agent::begin_leave() {
   if (!runtime_) return finish(Ok{});
   logger().info("leaving the cluster");
   runtime_->leave();
+  if (checkpoints_) checkpoints_->flush_persisted();
   linger(std::chrono::steady_clock::now());
 }
 
@@ -325,6 +326,13 @@ void Agent::linger(std::chrono::steady_clock::time_point since) {
     const auto& view = membership_->keeper().view();
     const bool in_view = view.find(cfg_.name) != nullptr && view.size() > 1;
     if (in_view && waited < cfg_.leave_linger_max) return linger(since);
+    // The checkpoint directory gets the newest versions before the process goes (SIGTERM is the last
+    // word a scheduler says before SIGKILL).
+    if (checkpoints_ && checkpoints_->persisting()) {
+      if (waited < cfg_.persist_exit_wait) return linger(since);
+      logger().warn("exiting after {:.0f} s with checkpoint versions still being persisted",
+                    std::chrono::duration<double>(waited).count());
+    }
     if (in_view) {
       logger().warn("left while still in the committed view of epoch {}: the others commit without us on their own",
                     view.epoch());

@@ -38,6 +38,9 @@ struct AgentConfig {
   // acceptor so the others can commit the view without it. Without this, hosts leaving at once (the end
   // of a job, scancel) could take the majority of the last view with them and stall the rest.
   std::chrono::milliseconds leave_linger_max{3000};
+  // With a checkpoint directory: how long a graceful stop waits for it to receive each local rank's
+  // newest version (SIGTERM under systemd or Slurm) before exiting anyway.
+  std::chrono::milliseconds persist_exit_wait{60'000};
   // How often to warn while no seed has answered.
   std::chrono::milliseconds join_warn_interval{5000};
   gossip::Config gossip;  // cluster_id lives here

@@ -48,7 +48,8 @@ int agent_command(std::span<const std::string> args) {
   std::optional<std::string> name, bind, seeds, cluster, control, join_timeout, advertise;
   std::optional<int64_t> slots, min_hosts, max_hosts;
   std::optional<std::string> hold_down, quorum_policy, job, ckpt_store, ckpt_budget, host;
-  std::optional<int64_t> ckpt_replicas;
+  std::optional<std::string> ckpt_dir;
+  std::optional<int64_t> ckpt_replicas, ckpt_dir_keep, ckpt_exit_wait;
   FlagSet flags("shoal agent --name NAME --bind HOST:PORT [--seeds HOST:PORT,...] [--cluster ID] [--control PATH]",
                 "Run one member of a shoal cluster: SWIM gossip over UDP and TCP on one port, committed views\n"
                 "agreed with the other members, in-memory checkpoints replicated to peer hosts, and a control\n"
@@ -109,6 +110,18 @@ int agent_command(std::span<const std::string> args) {
                    "beyond it are dropped oldest first, never a rank's newest (suffixes K, M, G, T; default: no "
                    "limit)",
                    &ckpt_budget);
+  flags.add_string("ckpt-dir", "DIR",
+                   "also persist each local rank's newest checkpoint version to DIR/NAME/JOB/ (NAME: this member's "
+                   "name, so hosts may share a network filesystem; written on a thread of its own, fsynced, renamed "
+                   "into place; a save never waits for it); on SIGTERM persist what is not there yet before "
+                   "exiting; at start load the newest version of each rank that memory lacks back into memory, "
+                   "for restores (default: memory only)",
+                   &ckpt_dir);
+  flags.add_int("ckpt-dir-keep", "N", "steps of each rank kept in --ckpt-dir (default: 2)", &ckpt_dir_keep, 1, 1000);
+  flags.add_int("ckpt-exit-wait", "SECONDS",
+                "on SIGTERM, the longest wait for --ckpt-dir to receive the newest versions before exiting "
+                "(default: 60; keep it below systemd's TimeoutStopSec and Slurm's KillWait)",
+                &ckpt_exit_wait, 0, 3600);
   flags.add_string("host", "NAME",
                    "the machine this member runs on, as replica placement sees it: copies of a checkpoint never go "
                    "to the same host (default: the host name). Agents that share one machine but should act as "
@@ -189,6 +202,14 @@ int agent_command(std::span<const std::string> args) {
     if (!bytes) return usage_error("--ckpt-budget: " + bytes.error().message);
     cfg.ckpt.budget_bytes = *bytes;
   }
+  if (ckpt_dir) {
+    if (ckpt_dir->empty()) return usage_error("--ckpt-dir must not be empty");
+    cfg.ckpt.persist_dir = *ckpt_dir;
+  } else if (ckpt_dir_keep || ckpt_exit_wait) {
+    return usage_error("--ckpt-dir-keep and --ckpt-exit-wait need --ckpt-dir");
+  }
+  cfg.ckpt.persist_keep = static_cast<uint32_t>(ckpt_dir_keep.value_or(2));
+  cfg.persist_exit_wait = std::chrono::seconds(ckpt_exit_wait.value_or(60));
   cfg.control_path = control ? *control : default_control_path(cfg.name, probe_control_dirs());
   if (cfg.control_path.empty()) return usage_error("--control must not be empty");
 

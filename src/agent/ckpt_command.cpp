@@ -37,26 +37,37 @@ int print_table(const JsonValue& doc, bool verify) {
     return f && f->as_bool().value_or(false);
   };
   std::printf("job %s, segments /dev/shm/shoal.%s.*\n", text(doc, "job").c_str(), text(doc, "store").c_str());
-  std::printf("%-8s %5s %10s %5s %12s %-8s %s\n", "KIND", "RANK", "STEP", "WORLD", "BYTES",
-              verify ? "VERIFIED" : "SEALED", "SEGMENT");
+  std::printf("%-8s %5s %10s %5s %12s %-8s %-28s %s\n", "KIND", "RANK", "STEP", "WORLD", "BYTES",
+              verify ? "VERIFIED" : "SEALED", "FROM", "SEGMENT");
   const JsonValue* held = doc.find("held");
   size_t rows = 0;
   for (const auto& h : held ? held->items() : std::vector<JsonValue>{}) {
     ++rows;
     if (!flag(h, "sealed")) {
-      std::printf("%-8s %5s %10s %5s %12s %-8s %s  (%s)\n", text(h, "kind").c_str(), "-", "-", "-",
-                  human_bytes(number(h, "segment_bytes")).c_str(), "no", text(h, "segment").c_str(),
+      std::printf("%-8s %5s %10s %5s %12s %-8s %-28s %s  (%s)\n", text(h, "kind").c_str(), "-", "-", "-",
+                  human_bytes(number(h, "segment_bytes")).c_str(), "no", "-", text(h, "segment").c_str(),
                   text(h, "problem").c_str());
       continue;
     }
     std::string state = "yes";
     if (verify) state = flag(h, "verified") ? "yes" : "FAILED";
-    std::printf("%-8s %5" PRIu64 " %10" PRIu64 " %5" PRIu64 " %12s %-8s %s%s\n", text(h, "kind").c_str(),
+    std::printf("%-8s %5" PRIu64 " %10" PRIu64 " %5" PRIu64 " %12s %-8s %-28s %s%s\n", text(h, "kind").c_str(),
                 number(h, "rank"), number(h, "step"), number(h, "world"), human_bytes(number(h, "bytes")).c_str(),
-                state.c_str(), text(h, "segment").c_str(),
+                state.c_str(), text(h, "from").c_str(), text(h, "segment").c_str(),
                 verify && !flag(h, "verified") ? ("  (" + text(h, "problem") + ")").c_str() : "");
   }
   if (rows == 0) std::printf("(nothing held)\n");
+  if (const JsonValue* dir = doc.find("persist_dir")) {
+    const JsonValue* persisted = doc.find("persisted");
+    const auto files = persisted ? persisted->items() : std::vector<JsonValue>{};
+    std::printf("\npersisted in %s: %zu version(s)%s\n", dir->as_string().value_or("").c_str(), files.size(),
+                doc.find("persist_counters") && flag(*doc.find("persist_counters"), "busy") ? ", writing" : "");
+    for (const auto& p : files) {
+      std::printf("%-8s %5" PRIu64 " %10" PRIu64 " %5" PRIu64 " %12s %-8s %-28s %s\n", "disk", number(p, "rank"),
+                  number(p, "step"), number(p, "world"), human_bytes(number(p, "bytes")).c_str(), "yes", "(this agent)",
+                  text(p, "path").c_str());
+    }
+  }
   return kExitOk;
 }
 
@@ -66,8 +77,9 @@ int ls_command(std::span<const std::string> args) {
   FlagSet flags("shoal ckpt ls [--control PATH | --name NAME] [--json] [--verify]",
                 "List the checkpoint versions this agent's host holds in shared memory: its ranks' own (local)\n"
                 "and the replicas it keeps for peers (replica), with rank, step, the world size they were saved\n"
-                "in, size and whether they are sealed (complete). --verify also checks every buffer's checksum\n"
-                "(reads all the bytes). Exit status: 0 on success, 1 when no agent answers, 2 on a usage error.");
+                "in, size, whether they are sealed (complete) and where they came from (a trainer on this host,\n"
+                "or the peer that replicated them here); then what --ckpt-dir holds, when the agent has one.\n"
+                "--verify also checks every buffer's checksum in memory (reads all the bytes). Exit status: 0 on success, 1 when no agent answers, 2 on a usage error.");
   flags.add_string("control", "PATH", "the agent's control socket", &control);
   flags.add_string("name", "NAME", "the agent's member name (its socket is looked up in the default places)", &name);
   flags.add_bool("json", "print the agent's JSON document", &json);

@@ -3,7 +3,9 @@
 #include "agent/ckpt_service.hpp"
 
 #include <algorithm>
+#include <cctype>
 
+#include "agent/held_versions.hpp"
 #include "agent/json_writer.hpp"
 #include "base/log.hpp"
 #include "ckpt_shm/host_budget.hpp"
@@ -21,29 +23,14 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 double gbps(uint64_t bytes, double s) { return s > 0 ? static_cast<double>(bytes) / s / 1e9 : 0.0; }
 
-// The held segment with a sealed version of (job, rank, step), local slots before replicas.
-std::vector<ckpt::HeldSegment> holding(std::vector<ckpt::HeldSegment> held, const std::string& job, uint32_t rank,
-                                       uint64_t step) {
-  std::erase_if(held, [&](const ckpt::HeldSegment& h) {
-    return !h.version || h.version->id.job != job || h.version->id.rank != rank || h.version->id.step != step;
-  });
-  std::stable_sort(held.begin(), held.end(), [](const auto& a, const auto& b) { return !a.replica && b.replica; });
-  return held;
-}
-
-// Maps a held segment and checks that it still holds (job, rank, step): a trainer may have reused the
-// slot since it was listed. Data checksums are left to the receiver, which verifies every byte anyway.
-struct MappedVersion {
-  ckpt::ShmSegment segment;
-  ckpt::VersionInfo info;
-};
-std::optional<MappedVersion> map_version(const ckpt::HeldSegment& held, const std::string& job, uint32_t rank,
-                                         uint64_t step) {
-  auto seg = ckpt::ShmSegment::open_existing(held.segment);
-  if (!seg) return std::nullopt;
-  auto info = ckpt::decode_version(seg->bytes(), ckpt::DataCheck::skip);
-  if (!info || info->id.job != job || info->id.rank != rank || info->id.step != step) return std::nullopt;
-  return MappedVersion{std::move(*seg), std::move(*info)};
+// A member name as one directory level: hosts that share a network filesystem for --ckpt-dir each
+// write their own files and manifest.
+std::string path_component(const std::string& name) {
+  std::string out = name;
+  for (char& c : out) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+  }
+  return out == "." || out == ".." ? "_" + out : out;
 }
 
 }  // namespace
@@ -57,7 +44,9 @@ CheckpointService::CheckpointService(CheckpointConfig config, std::string self_n
 CheckpointService::~CheckpointService() { stop(); }
 
 Status CheckpointService::start(StreamListener& listener) {
-  if (auto ok = ckpt::check_job_name(cfg_.job); !ok) return fail("checkpoint job name: " + ok.error().message);
+  if (auto ok = ckpt::check_job_name(cfg_.job); !ok) {
+    return fail("checkpoint job name: " + ok.error().message + " (set --job to a name of letters, digits, '-' and '_')");
+  }
   if (auto ok = ckpt::check_job_name(cfg_.store); !ok) return fail("checkpoint store name: " + ok.error().message);
   auto store = ckpt::ReplicaStore::open(ckpt::ReplicaStoreConfig{.job = cfg_.job, .store = cfg_.store,
                                                                   .keep_per_rank = cfg_.keep_per_rank});
@@ -69,6 +58,16 @@ Status CheckpointService::start(StreamListener& listener) {
     logger().info("ckpt: adopted {} replica(s) kept by an earlier run", kept.size());
   }
   replicas_.emplace(std::move(*store));
+  if (!cfg_.persist_dir.empty()) {
+    auto dir = ckpt::PersistDir::open(ckpt::PersistConfig{
+        .dir = cfg_.persist_dir + "/" + path_component(self_), .job = cfg_.job, .keep_per_rank = cfg_.persist_keep});
+    if (!dir) return fail("checkpoint directory: " + dir.error().message);
+    logger().info("ckpt: persisting local versions to {} ({} held there from earlier runs)", dir->job_dir(),
+                  dir->list().size());
+    load_persisted(*dir);
+    persister_ = std::make_unique<CheckpointPersister>(std::move(*dir), cfg_.store);
+    persister_->start();
+  }
   listener.add_takeover_channel(wire::Hello::CKPT_STREAM, kMaxCkptRequestBytes,
                                 [this](const StreamPeer& peer, std::span<const std::byte> bytes, int fd) {
                                   BlockingConn conn(fd);
@@ -103,7 +102,14 @@ void CheckpointService::stop() {
     inbound.swap(inbound_);
   }
   for (auto& in : inbound) in.thread.join();
+  if (persister_) persister_->stop();
 }
+
+void CheckpointService::flush_persisted() {
+  if (persister_) persister_->flush();
+}
+
+bool CheckpointService::persisting() const { return persister_ && persister_->busy(); }
 
 TransferLimits CheckpointService::limits(const std::atomic<bool>* cancel) const {
   return TransferLimits{.stall_timeout = cfg_.stall_timeout, .cancel = cancel ? cancel : &stopping_};
@@ -111,12 +117,7 @@ TransferLimits CheckpointService::limits(const std::atomic<bool>* cancel) const 
 
 void CheckpointService::on_view(const membership::View& view) {
   // The newest sealed local version of each rank, also those committed before this agent started.
-  std::map<uint32_t, uint64_t> local;
-  for (const auto& h : held()) {
-    if (h.replica || !h.version || h.version->id.job != cfg_.job) continue;
-    auto& step = local[h.version->id.rank];
-    step = std::max(step, h.version->id.step);
-  }
+  const auto local = newest_local_steps(held(), cfg_.job);
   std::lock_guard lock(mu_);
   view_ = view;
   for (const auto& [rank, step] : local) {
@@ -132,6 +133,7 @@ void CheckpointService::committed(uint32_t rank, uint64_t step) {
   pending_[rank] = newest_[rank];
   if (streaming_ && streaming_rank_ == rank && streaming_step_ < step) cancel_stream_ = true;
   wake_.notify_all();
+  if (persister_) persister_->committed(rank, step);
 }
 
 void CheckpointService::replicate_loop() {
@@ -267,6 +269,13 @@ void CheckpointService::serve_push_request(const StreamPeer& peer, const wire::C
   std::lock_guard lock(mu_);
   if (outcome) {
     ++counters_.received;
+    origins_[{rank, step}] = peer.hello.name;
+    // Only the replicas a rank can still have here are worth remembering.
+    auto first = origins_.lower_bound({rank, 0});
+    while (std::count_if(first, origins_.end(), [&](const auto& o) { return o.first.first == rank; }) >
+           static_cast<std::ptrdiff_t>(cfg_.keep_per_rank) + 1) {
+      first = origins_.erase(first);
+    }
     const double s = seconds_since(started);
     logger().info("ckpt: kept rank {} step {} from {} ({} bytes in {:.3f} s, {:.2f} GB/s)", rank, step,
                   peer.hello.name, outcome->total_bytes, s, gbps(outcome->total_bytes, s));
@@ -359,6 +368,13 @@ std::string CheckpointService::ls_json(bool verify) const {
     w.begin_object().key("segment").value(h.segment).key("kind").value(h.replica ? "replica" : "local");
     w.key("segment_bytes").value(h.segment_bytes);
     if (h.version) {
+      if (h.replica) {
+        std::lock_guard lock(mu_);
+        const auto o = origins_.find({h.version->id.rank, h.version->id.step});
+        w.key("from").value(o != origins_.end() ? o->second : std::string("(an earlier run of this agent)"));
+      } else {
+        w.key("from").value("(a trainer on this host)");
+      }
       w.key("sealed").value(true).key("job").value(h.version->id.job).key("rank").value(h.version->id.rank);
       w.key("step").value(h.version->id.step).key("world").value(h.version->id.world);
       w.key("bytes").value(h.version->total_bytes).key("buffers").value(static_cast<uint64_t>(h.version->buffers.size()));
@@ -382,7 +398,21 @@ std::string CheckpointService::ls_json(bool verify) const {
   w.key("push_superseded").value(c.push_superseded).key("received").value(c.received);
   w.key("receive_refused").value(c.receive_refused).key("fetches_served").value(c.fetches_served);
   w.key("evicted").value(c.evicted);
-  w.end_object().end_object();
+  w.end_object();
+  if (persister_) {
+    const auto& dir = persister_->dir();
+    w.key("persist_dir").value(dir.job_dir()).key("persisted").begin_array();
+    for (const auto& p : dir.list()) {
+      w.begin_object().key("rank").value(p.rank).key("step").value(p.step).key("world").value(p.world);
+      w.key("bytes").value(p.bytes).key("path").value(p.path).end_object();
+    }
+    w.end_array();
+    const auto pc = dir.counters();
+    w.key("persist_counters").begin_object().key("persisted").value(pc.persisted).key("bytes").value(pc.bytes);
+    w.key("refused").value(pc.refused).key("cancelled").value(pc.cancelled).key("failed").value(pc.failed);
+    w.key("removed").value(pc.removed).key("busy").value(persister_->busy()).end_object();
+  }
+  w.end_object();
   return w.str();
 }
 

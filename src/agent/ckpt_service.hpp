@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/ckpt_persister.hpp"
 #include "agent/ckpt_transfer.hpp"
 #include "agent/stream_listener.hpp"
 #include "ckpt_shm/held_scan.hpp"
@@ -33,6 +34,8 @@ struct CheckpointConfig {
   uint32_t max_transfers = 8;  // concurrent inbound transfers; more are refused (the sender retries later)
   uint32_t keep_per_rank = 2;  // replicas kept of each peer rank, newest steps
   std::chrono::milliseconds stall_timeout{10'000};
+  std::string persist_dir;     // also persist each local rank's newest version here; empty: not at all
+  uint32_t persist_keep = 2;   // steps kept per rank in persist_dir
 };
 
 struct CheckpointCounters {
@@ -54,10 +57,15 @@ class CheckpointService {
   CheckpointService(const CheckpointService&) = delete;
   CheckpointService& operator=(const CheckpointService&) = delete;
 
-  // Opens the replica store (adopting replicas from an earlier run) and serves CKPT_STREAM on `listener`.
+  // Opens the replica store (adopting replicas from an earlier run) and the persist directory when one is
+  // configured, and serves CKPT_STREAM on `listener`.
   Status start(StreamListener& listener);
   // Cancels transfers in flight and joins every thread.
   void stop();
+  // The agent is leaving: queue each local rank's newest version that persist_dir lacks (no-op without
+  // one). persisting() tells when that is done.
+  void flush_persisted();
+  bool persisting() const;
 
   // A committed view: its placement decides where local versions go. Re-offers the newest version of
   // each local rank, so a holder that replaced a failed one gets a copy. Any thread.
@@ -82,6 +90,10 @@ class CheckpointService {
   // Under store_mu_: frees replica memory so that `incoming` more bytes fit the budget.
   Status make_room(uint64_t incoming);
   void reap_finished();
+  // At start, with persist_dir: the newest persisted version of each rank that this host holds nothing
+  // as new of in memory is loaded (verified) into a replica segment, so that after every host lost its
+  // memory a restore finds it like any other holder's (ckpt_service_disk.cpp).
+  void load_persisted(const ckpt::PersistDir& dir);
   TransferLimits limits(const std::atomic<bool>* cancel) const;
 
   CheckpointConfig cfg_;
@@ -107,7 +119,9 @@ class CheckpointService {
     std::shared_ptr<std::atomic<bool>> done;
   };
   std::list<Inbound> inbound_;
+  std::map<std::pair<uint32_t, uint64_t>, std::string> origins_;  // (rank, step) -> member that pushed it here
   std::thread replicator_;
+  std::unique_ptr<CheckpointPersister> persister_;  // with persist_dir
 };
 
 }  // namespace shoal::agent

@@ -47,6 +47,13 @@ class SaveInProgress : public CheckpointSave {
     if (auto r = store_->write_buffer(index(name), bytes); !r) throw Error("checkpoint write: " + r.error().message);
   }
 
+  void write_from_device(std::string_view name, const void* device_bytes, void* cuda_stream) override {
+    if (done_) throw Error("the save of step " + std::to_string(step_) + " has ended");
+    if (auto r = store_->copy_from_device(index(name), device_bytes, cuda_stream); !r) {
+      throw Error("checkpoint device copy of '" + std::string(name) + "': " + r.error().message);
+    }
+  }
+
   void commit() override {
     if (done_) throw Error("the save of step " + std::to_string(step_) + " has ended");
     auto sealed = store_->commit();

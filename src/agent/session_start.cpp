@@ -60,6 +60,7 @@ std::unique_ptr<Session> Session::start(const SessionOptions& options) {
                                                : ckpt::store_for_host(cfg.ckpt.job, options.host);
   if (auto ok = ckpt::check_job_name(cfg.ckpt.store); !ok) throw bad("ckpt_store: " + ok.error().message);
   cfg.ckpt.replicas = options.ckpt_replicas;
+  cfg.ckpt.persist_dir = options.ckpt_dir;
   if (options.backend != "gloo" && options.backend != "nccl") {
     throw bad("backend must be gloo or nccl, not '" + options.backend + "'");
   }

@@ -1,11 +1,13 @@
 // RankStore: choosing slots, sizing segments, sealing, and reading back the newest complete version.
 #include "ckpt_shm/rank_store.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <utility>
 
 #include "base/log.hpp"
 #include "ckpt_shm/checksum.hpp"
+#include "ckpt_shm/device_copy.hpp"
 
 namespace shoal::ckpt {
 namespace {
@@ -158,7 +160,7 @@ Result<std::vector<WritableBuffer>> RankStore::begin_save(uint64_t step, std::sp
   if (auto b = begin_version(seg.bytes(), id, buffers, *plan); !b) return fail(b.error().message);
   last_sequence_ = sequence;
 
-  Save save{slot, step, sequence, {}, std::vector<std::optional<uint32_t>>(buffers.size())};
+  Save save{slot, step, sequence, {}, std::vector<std::optional<uint32_t>>(buffers.size()), {}};
   std::vector<WritableBuffer> out;
   out.reserve(buffers.size());
   for (size_t i = 0; i < buffers.size(); ++i) {
@@ -169,25 +171,55 @@ Result<std::vector<WritableBuffer>> RankStore::begin_save(uint64_t step, std::sp
   return out;
 }
 
-Status RankStore::write_buffer(size_t index, std::span<const std::byte> src) {
+Result<std::span<std::byte>> RankStore::save_buffer(size_t index, size_t size) const {
   if (!in_progress_) return fail("no save of " + rank_text(config_) + " is in progress to write a buffer into");
-  auto& save = *in_progress_;
+  const auto& save = *in_progress_;
   if (index >= save.buffers.size()) {
     return fail("buffer index " + std::to_string(index) + " out of range: the save of step " +
                 std::to_string(save.step) + " has " + std::to_string(save.buffers.size()) + " buffers");
   }
   const auto dst = save.buffers[index];
-  if (src.size() != dst.size()) {
+  if (size != dst.size()) {
     return fail("buffer " + std::to_string(index) + " of the save of step " + std::to_string(save.step) + " holds " +
-                std::to_string(dst.size()) + " bytes, got " + std::to_string(src.size()));
+                std::to_string(dst.size()) + " bytes, got " + std::to_string(size));
   }
-  save.checksums[index] = copy_with_checksum(dst, src);
+  return dst;
+}
+
+Status RankStore::write_buffer(size_t index, std::span<const std::byte> src) {
+  auto dst = save_buffer(index, src.size());
+  if (!dst) return fail(dst.error().message);
+  in_progress_->checksums[index] = copy_with_checksum(*dst, src);
+  return Ok{};
+}
+
+Status RankStore::copy_from_device(size_t index, const void* device_src, void* stream) {
+  // The size is the buffer's own: a device pointer carries none to check against.
+  const bool known = in_progress_ && index < in_progress_->buffers.size();
+  auto dst = save_buffer(index, known ? in_progress_->buffers[index].size() : 0);
+  if (!dst) return fail(dst.error().message);
+  if (!device::compiled()) return device::synchronize(stream);  // fails, saying the build has no CUDA
+  if (!device::is_device_pointer(device_src)) {
+    return fail("buffer " + std::to_string(index) + " of the save of step " + std::to_string(in_progress_->step) +
+                ": the source is not CUDA device memory (use write_buffer for host memory)");
+  }
+  auto& save = *in_progress_;
+  if (auto p = segments_[save.slot].pin_for_device(); !p) return p;
+  if (auto c = device::copy_to_host_async(*dst, device_src, stream); !c) return c;
+  save.checksums[index] = std::nullopt;  // commit checksums what the device wrote
+  if (std::find(save.streams.begin(), save.streams.end(), stream) == save.streams.end()) save.streams.push_back(stream);
   return Ok{};
 }
 
 Result<SealedVersion> RankStore::commit() {
   if (!in_progress_) return fail("no save of " + rank_text(config_) + " is in progress");
   const Save save = *std::exchange(in_progress_, std::nullopt);
+  for (void* stream : save.streams) {
+    if (auto w = device::synchronize(stream); !w) {
+      return fail("step " + std::to_string(save.step) + " of " + rank_text(config_) +
+                  " was not sealed: a device copy into it failed: " + w.error().message);
+    }
+  }
   if (auto s = seal_version(segments_[save.slot].bytes(), save.checksums); !s) {
     return fail("step " + std::to_string(save.step) + " of " + rank_text(config_) +
                 " was not sealed: " + s.error().message);
@@ -198,7 +230,12 @@ Result<SealedVersion> RankStore::commit() {
   return view_of(save.slot, DataCheck::skip);
 }
 
-void RankStore::abandon() { in_progress_.reset(); }
+void RankStore::abandon() {
+  if (!in_progress_) return;
+  // Device copies still in flight would land in the slot after a later save picked it again.
+  for (void* stream : in_progress_->streams) (void)device::synchronize(stream);
+  in_progress_.reset();
+}
 
 std::optional<SealedVersion> RankStore::newest_sealed() {
   for (uint32_t k = 0; k < config_.slots; ++k) {

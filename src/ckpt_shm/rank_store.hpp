@@ -84,6 +84,12 @@ class RankStore {
   // again. Do not write into that buffer's span afterwards, or the version seals with a checksum of
   // the old bytes. Fails when no save is in progress, the index is out of range or the sizes differ.
   Status write_buffer(size_t index, std::span<const std::byte> src);
+  // Starts copying device memory (a CUDA device pointer, exactly the buffer's size) into buffer `index`
+  // of the save in progress with cudaMemcpyAsync on `stream` (a cudaStream_t; nullptr: the default
+  // stream). The slot's segment is page-locked first, once per mapping, so the copy runs at pinned
+  // speed. commit() waits for every stream used here, then checksums those buffers. Fails where the
+  // build has no CUDA runtime, the pointer is not device memory, or the copy cannot start.
+  Status copy_from_device(size_t index, const void* device_src, void* stream);
   // Checksums the buffers not written by write_buffer and seals the version; it becomes the newest
   // sealed one.
   Result<SealedVersion> commit();
@@ -113,6 +119,7 @@ class RankStore {
     uint64_t sequence;
     std::vector<std::span<std::byte>> buffers;       // inside the slot's segment, in table order
     std::vector<std::optional<uint32_t>> checksums;  // taken by write_buffer; nullopt: commit computes it
+    std::vector<void*> streams;                      // CUDA streams with copies into this save
   };
   struct Verified {
     uint64_t sequence;  // the sealed version this store knows to be intact (it committed or read it)
@@ -125,6 +132,8 @@ class RankStore {
   // this store has already verified that very version).
   std::optional<uint32_t> newest_slot(uint64_t* max_sequence);
   Result<SealedVersion> view_of(uint32_t slot, DataCheck check);
+  // The buffer `index` of the save in progress, checked against a source of `size` bytes.
+  Result<std::span<std::byte>> save_buffer(size_t index, size_t size) const;
   void warn_once(LayoutCause cause, const std::string& detail);
 
   RankStoreConfig config_;

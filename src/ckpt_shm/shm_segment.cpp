@@ -12,6 +12,8 @@
 #include <cstring>
 #include <utility>
 
+#include "ckpt_shm/device_copy.hpp"
+
 namespace shoal::ckpt {
 namespace {
 
@@ -72,7 +74,8 @@ ShmSegment::ShmSegment(ShmSegment&& other) noexcept
     : name_(std::move(other.name_)),
       fd_(std::exchange(other.fd_, -1)),
       data_(std::exchange(other.data_, nullptr)),
-      size_(std::exchange(other.size_, 0)) {}
+      size_(std::exchange(other.size_, 0)),
+      pinned_(std::exchange(other.pinned_, false)) {}
 
 ShmSegment& ShmSegment::operator=(ShmSegment&& other) noexcept {
   if (this != &other) {
@@ -81,11 +84,18 @@ ShmSegment& ShmSegment::operator=(ShmSegment&& other) noexcept {
     fd_ = std::exchange(other.fd_, -1);
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
+    pinned_ = std::exchange(other.pinned_, false);
   }
   return *this;
 }
 
+void ShmSegment::unpin() {
+  if (pinned_) device::unpin(data_);
+  pinned_ = false;
+}
+
 void ShmSegment::close() {
+  unpin();
   if (data_ != nullptr) ::munmap(data_, size_);
   if (fd_ >= 0) ::close(fd_);
   data_ = nullptr;
@@ -99,6 +109,7 @@ Status ShmSegment::map(size_t bytes) {
   // cheaper than one page fault per 4 KiB later, in the middle of a save or a transfer.
   void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd_, 0);
   if (p == MAP_FAILED) return fail(errno_text("mmap", name_, errno));
+  unpin();
   if (data_ != nullptr) ::munmap(data_, size_);
   data_ = static_cast<std::byte*>(p);
   size_ = bytes;
@@ -169,5 +180,13 @@ Status ShmSegment::grow(size_t bytes) {
 }
 
 Status ShmSegment::refresh() { return grow(0); }
+
+Status ShmSegment::pin_for_device() {
+  if (data_ == nullptr) return fail("shared memory segment is not mapped");
+  if (pinned_) return Ok{};
+  if (auto r = device::pin(data_, size_); !r) return fail("page-locking " + name_ + ": " + r.error().message);
+  pinned_ = true;
+  return Ok{};
+}
 
 }  // namespace shoal::ckpt

@@ -55,6 +55,10 @@ class ShmSegment {
   // segment costs nothing, a new one costs about a second per 1.5 GB in page faults). Replaces an
   // object of that name. POSIX has no shm_rename; on Linux the objects are files in /dev/shm.
   Status rename_to(const std::string& new_name);
+  // Page-locks the mapping for CUDA copies (device_copy.hpp: pin); undone before it is unmapped or
+  // remapped (a grow), after which the next call pins the new mapping. Ok at once when pinned already.
+  Status pin_for_device();
+  bool pinned_for_device() const { return pinned_; }
 
   bool valid() const { return data_ != nullptr; }
   // The object's descriptor (for sendfile: bytes go to a socket without passing through a mapping).
@@ -67,12 +71,14 @@ class ShmSegment {
  private:
   ShmSegment(std::string name, int fd);
   Status map(size_t bytes);
+  void unpin();
   void close();
 
   std::string name_;
   int fd_ = -1;
   std::byte* data_ = nullptr;
   size_t size_ = 0;
+  bool pinned_ = false;  // data_ is registered with the CUDA runtime
 };
 
 }  // namespace shoal::ckpt

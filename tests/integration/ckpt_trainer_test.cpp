@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
@@ -22,6 +23,8 @@ using shoal::test::reached_world;
 // Removes every shared-memory segment of the job, also when the test fails.
 struct JobSegments {
   std::string job = "ckpt-it-" + std::to_string(::getpid());
+  JobSegments() = default;
+  explicit JobSegments(std::string name) : job(std::move(name)) {}
   ~JobSegments() {
     std::error_code ec;
     for (const auto& e : std::filesystem::directory_iterator("/dev/shm", ec)) {
@@ -86,5 +89,54 @@ TEST_CASE("a host killed with SIGKILL: the host that replaces it restores that r
     REQUIRE(!c[n].steps.empty());
     CHECK(c[n].steps.back().step == static_cast<uint64_t>(steps - 1));
     for (const auto& s : c[n].steps) CHECK_MESSAGE(s.ok, n << " step " << s.step << " failed its check");
+  }
+}
+
+TEST_CASE("every host killed and its memory lost: restarted with --ckpt-dir, the job resumes from disk") {
+  JobSegments segments;
+  shoal::test::TempDir disk;
+  TrainerCluster c;
+  const int steps = 300;
+  const auto args = [&](const std::string& host) {
+    return std::vector<std::string>{"--ckpt-every", "10", "--min-hosts", "2", "--job",     segments.job,
+                                    "--host",       host, "--ckpt-dir",  disk.path()};
+  };
+  const auto persisted = [&](const std::string& host, uint32_t rank) {
+    std::error_code ec;
+    uint64_t newest = 0;
+    for (const auto& e : std::filesystem::directory_iterator(disk.path() + "/" + host + "/" + segments.job, ec)) {
+      const std::string f = e.path().filename().string();
+      const std::string prefix = "r" + std::to_string(rank) + ".s";
+      if (f.starts_with(prefix) && f.ends_with(".shoalckpt")) {
+        newest = std::max<uint64_t>(newest, std::stoull(f.substr(prefix.size())));
+      }
+    }
+    return newest;
+  };
+  std::string seed = c.start("t0", "", steps, args("t0")).addr;
+  c.start("t1", seed, steps, args("t1"));
+  REQUIRE_MESSAGE(c.until([&] { return persisted("t0", 0) >= 29 && persisted("t1", 1) >= 29; }, 60s),
+                  "no step 29 of both ranks reached the disk; t0's log:\n" << c.log("t0"));
+  c["t0"].process->send_signal(SIGKILL);
+  c["t1"].process->send_signal(SIGKILL);
+  c["t0"].process->wait_exit(10s);
+  c["t1"].process->wait_exit(10s);
+  const uint64_t on_disk = std::min(persisted("t0", 0), persisted("t1", 1));
+  {
+    JobSegments reboot{segments.job};  // every host's /dev/shm is empty after a reboot
+  }
+
+  seed = c.start("t0", "", steps, args("t0")).addr;
+  c.start("t1", seed, steps, args("t1"));
+  c.finish(120s);
+  for (const char* n : {"t0", "t1"}) {
+    INFO(n << "'s log:\n" << c.log(n));
+    const StepRecord* r = first_restore(c[n], 0);
+    REQUIRE_MESSAGE(r, n << " never restored after the restart");
+    CHECK(r->state_ok);
+    CHECK(r->restore_source == "local");  // loaded from disk into this host's memory by its agent
+    CHECK(*r->restored_step >= on_disk);
+    CHECK(c[n].exit_code == std::optional<int>(0));
+    CHECK(c[n].steps.back().step == static_cast<uint64_t>(steps - 1));
   }
 }

@@ -1,0 +1,601 @@
+// PersistDir: writing versions to files (tmp, fsync, rename), the manifest, and recovering the list of
+// files at open.
+#include "ckpt_shm/persist_dir.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+#include "base/log.hpp"
+#include "ckpt_shm/checksum.hpp"
+#include "ckpt_shm/shm_segment.hpp"
+#include "ckpt_shm/version_layout.hpp"
+
+namespace shoal::ckpt {
+namespace {
+
+namespace fs = std::filesystem;
+using Key = std::pair<uint32_t, uint64_t>;  // (rank, step)
+using Entries = std::map<Key, PersistedVersion>;
+
+constexpr std::string_view kManifest = "MANIFEST";
+constexpr std::string_view kManifestHeader = "shoal-ckpt-manifest 1";
+constexpr std::string_view kSuffix = ".shoalckpt";
+constexpr std::string_view kTmpSuffix = ".tmp";
+
+spdlog::logger& logger() { return log::get(log::Component::ckpt); }
+
+std::string version_text(uint32_t rank, uint64_t step) {
+  return "step " + std::to_string(step) + " of rank " + std::to_string(rank);
+}
+
+// "cannot <action> <path>: <reason>", the reason said plainly where a person can act on it. A negative
+// `err`: the file ended before the bytes expected (see read_all).
+std::string io_error(std::string_view action, const std::string& path, int err) {
+  const std::string reason = std::error_code(err, std::generic_category()).message();
+  std::string text = "cannot " + std::string(action) + " " + path + ": ";
+  if (err < 0) return text + "the file ends early";
+  if (err == ENOSPC) return text + "the disk is full (" + reason + ")";
+  if (err == EDQUOT) return text + "the disk quota is used up (" + reason + ")";
+  return text + reason;
+}
+
+// A file descriptor, closed when it goes out of scope.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+
+  bool valid() const { return fd_ >= 0; }
+  int get() const { return fd_; }
+  // Closes now: 0, or the errno of a close that failed (EINTR closes too on Linux).
+  int close() {
+    const int r = ::close(std::exchange(fd_, -1));
+    return r == 0 || errno == EINTR ? 0 : errno;
+  }
+
+ private:
+  int fd_;
+};
+
+// Writes all of `bytes`, through short writes and EINTR: 0 or an errno.
+int write_all(int fd, std::span<const std::byte> bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno;
+    if (n == 0) return EIO;
+    bytes = bytes.subspan(static_cast<size_t>(n));
+  }
+  return 0;
+}
+
+// Fills `out` from `offset`: 0, an errno, or -1 when the file ends first.
+int read_all(int fd, std::span<std::byte> out, uint64_t offset) {
+  while (!out.empty()) {
+    const ssize_t n = ::pread(fd, out.data(), out.size(), static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno;
+    if (n == 0) return -1;
+    out = out.subspan(static_cast<size_t>(n));
+    offset += static_cast<uint64_t>(n);
+  }
+  return 0;
+}
+
+// Makes the directory's entries (a rename, a new file) durable: 0 or an errno.
+int fsync_dir(const std::string& dir) {
+  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid()) return errno;
+  if (::fsync(fd.get()) != 0) return errno;
+  return fd.close();
+}
+
+template <class T>
+std::optional<T> parse_number(std::string_view text) {
+  T value{};
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+std::string file_name(uint32_t rank, uint64_t step) {
+  return "r" + std::to_string(rank) + ".s" + std::to_string(step) + std::string(kSuffix);
+}
+
+// (rank, step) of a file named exactly as file_name spells it (no leading zeros, no sign).
+std::optional<Key> parse_file_name(std::string_view file) {
+  if (!file.starts_with('r') || !file.ends_with(kSuffix)) return std::nullopt;
+  const std::string_view middle = file.substr(1, file.size() - 1 - kSuffix.size());
+  const size_t dot = middle.find(".s");
+  if (dot == std::string_view::npos) return std::nullopt;
+  const auto rank = parse_number<uint32_t>(middle.substr(0, dot));
+  const auto step = parse_number<uint64_t>(middle.substr(dot + 2));
+  if (!rank || !step || file_name(*rank, *step) != file) return std::nullopt;
+  return Key{*rank, *step};
+}
+
+// The entries of `dir` whose names end with `suffix`, sorted.
+Result<std::vector<fs::path>> list_files(const std::string& dir, std::string_view suffix) {
+  std::error_code ec;
+  std::vector<fs::path> files;
+  for (fs::directory_iterator it(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    if (it->path().filename().string().ends_with(suffix)) files.push_back(it->path());
+  }
+  if (ec) return fail("cannot list " + dir + ": " + ec.message());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// Removes the "*.tmp" files a crash mid-write left behind; fails when one cannot be removed.
+Status remove_leftovers(const std::string& dir) {
+  auto leftovers = list_files(dir, kTmpSuffix);
+  if (!leftovers) return fail(leftovers.error().message);
+  for (const auto& path : *leftovers) {
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return fail(io_error("remove", path.string(), errno));
+    logger().info("removed {}, left by a write that did not finish", path.string());
+  }
+  return Ok{};
+}
+
+// "cause: detail", for a message.
+std::string layout_text(const LayoutError& e) { return std::string(name(e.cause)) + ": " + e.detail; }
+
+// The first `limit` bytes of the file at `path`, or all of it when it is shorter.
+Result<std::vector<std::byte>> read_file(const std::string& path, uint64_t limit) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return fail(io_error("open", path, errno));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return fail(io_error("stat", path, errno));
+  std::vector<std::byte> bytes(static_cast<size_t>(std::min(limit, static_cast<uint64_t>(st.st_size))));
+  if (int err = read_all(fd.get(), bytes, 0); err != 0) return fail(io_error("read", path, err));
+  return bytes;
+}
+
+// The version in the file at `path`, validated from its prefix alone: a sealed version of (job, rank,
+// step) whose size is the file's.
+Result<PersistedVersion> validate_file(const std::string& path, const std::string& job, Key key) {
+  auto header = read_file(path, kHeaderBytes);
+  if (!header) return fail(header.error().message);
+  auto length = prefix_bytes(*header);
+  if (!length) return fail(path + " is not a valid version (" + layout_text(length.error()) + ")");
+  auto prefix = read_file(path, *length);
+  if (!prefix) return fail(prefix.error().message);
+  auto info = decode_prefix(*prefix);
+  if (!info) return fail(path + " is not a valid version (" + layout_text(info.error()) + ")");
+  std::error_code ec;
+  const uint64_t size = fs::file_size(path, ec);
+  if (info->id.job != job || info->id.rank != key.first || info->id.step != key.second || ec ||
+      size != info->total_bytes) {
+    return fail(path + " holds " + version_text(info->id.rank, info->id.step) + " of job " + info->id.job + " (" +
+                std::to_string(info->total_bytes) + " bytes), not what its name and size say");
+  }
+  return PersistedVersion{key.first, key.second, info->id.sequence, info->id.world, info->total_bytes, path};
+}
+
+// Adds to `entries` every valid *.shoalckpt file of `dir` it does not hold yet; files that fail
+// validation are logged and left alone.
+Status scan_files(const std::string& dir, const std::string& job, Entries& entries) {
+  auto files = list_files(dir, kSuffix);
+  if (!files) return fail(files.error().message);
+  for (const auto& path : *files) {
+    const auto key = parse_file_name(path.filename().string());
+    if (!key) {
+      logger().warn("ignoring {}: not named r<rank>.s<step>{}", path.string(), kSuffix);
+      continue;
+    }
+    if (entries.contains(*key)) continue;
+    auto found = validate_file(path.string(), job, *key);
+    if (!found) {
+      logger().warn("ignoring a checkpoint file that does not validate: {}", found.error().message);
+      continue;
+    }
+    entries.emplace(*key, std::move(*found));
+  }
+  return Ok{};
+}
+
+// The manifest's entries, each checked against its file's existence and size (not its contents).
+Result<Entries> read_manifest(const std::string& dir) {
+  const std::string path = (fs::path(dir) / kManifest).string();
+  std::ifstream in(path);
+  if (!in) return fail(path + " cannot be read");
+  std::string line;
+  if (!std::getline(in, line) || line != kManifestHeader) return fail(path + " does not start with its header");
+  Entries entries;
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    std::array<std::string, 7> f;  // rank step sequence world bytes filename, and a seventh one too many
+    for (auto& word : f) words >> word;
+    const auto rank = parse_number<uint32_t>(f[0]);
+    const auto step = parse_number<uint64_t>(f[1]);
+    const auto sequence = parse_number<uint64_t>(f[2]);
+    const auto world = parse_number<uint32_t>(f[3]);
+    const auto bytes = parse_number<uint64_t>(f[4]);
+    if (!rank || !step || !sequence || !world || !bytes || f[5] != file_name(*rank, *step) || !f[6].empty() ||
+        entries.contains({*rank, *step})) {
+      return fail(path + " has a line that does not parse: '" + line + "'");
+    }
+    const std::string file = (fs::path(dir) / f[5]).string();
+    std::error_code ec;
+    const uint64_t size = fs::file_size(file, ec);
+    if (ec || size != *bytes) return fail(path + " lists " + file + ", which is missing or of another size");
+    entries.emplace(Key{*rank, *step}, PersistedVersion{*rank, *step, *sequence, *world, *bytes, file});
+  }
+  return entries;
+}
+
+// Replaces the manifest atomically: MANIFEST.tmp, fsync, rename, fsync of the directory.
+Status write_manifest(const std::string& dir, const Entries& entries) {
+  std::string text = std::string(kManifestHeader) + "\n";
+  for (const auto& [key, e] : entries) {
+    text += std::to_string(e.rank) + " " + std::to_string(e.step) + " " + std::to_string(e.sequence) + " " +
+            std::to_string(e.world) + " " + std::to_string(e.bytes) + " " + file_name(e.rank, e.step) + "\n";
+  }
+  const std::string path = (fs::path(dir) / kManifest).string();
+  const std::string tmp = path + std::string(kTmpSuffix);
+  Fd fd(::open(tmp.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0640));
+  if (!fd.valid()) return fail(io_error("create", tmp, errno));
+  int err = write_all(fd.get(), std::as_bytes(std::span(text)));
+  if (err == 0 && ::fsync(fd.get()) != 0) err = errno;
+  if (err == 0) err = fd.close();
+  if (err == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
+  if (err != 0) {
+    ::unlink(tmp.c_str());
+    return fail(io_error("write", path, err));
+  }
+  if (err = fsync_dir(dir); err != 0) return fail(io_error("sync the directory", dir, err));
+  return Ok{};
+}
+
+// The list at open: the manifest's, completed by files it does not list (a crash between a rename and
+// the manifest's update); or, when the manifest is missing or inconsistent, every valid file.
+Result<Entries> recover_entries(const std::string& dir, const std::string& job) {
+  std::error_code ec;
+  Entries entries;
+  if (fs::exists(fs::path(dir) / kManifest, ec)) {
+    auto listed = read_manifest(dir);
+    if (listed) {
+      entries = std::move(*listed);
+    } else {
+      logger().warn("job {}: {}; rebuilding the list from the checkpoint files", job, listed.error().message);
+    }
+  }
+  const size_t listed_count = entries.size();
+  if (auto scanned = scan_files(dir, job, entries); !scanned) return fail(scanned.error().message);
+  if (entries.size() > listed_count) {
+    logger().info("job {}: listed {} checkpoint file(s) of {} that the manifest did not", job,
+                  entries.size() - listed_count, dir);
+  }
+  return entries;
+}
+
+// A version's prefix [0, data_offset) as copied out of the source and validated on the copy.
+struct Snapshot {
+  std::vector<std::byte> prefix;
+  VersionInfo info;
+};
+
+std::string not_a_version(const LayoutError& e) {
+  return "the bytes are not a sealed checkpoint version (" + layout_text(e) + ")";
+}
+
+Result<Snapshot> snapshot_prefix(std::span<const std::byte> version) {
+  auto length = prefix_bytes(version);  // reads a copy of the header
+  if (!length) return fail(not_a_version(length.error()));
+  Snapshot s;
+  s.prefix.assign(version.begin(), version.begin() + static_cast<std::ptrdiff_t>(std::min(*length, version.size())));
+  auto info = decode_prefix(s.prefix);
+  if (!info) return fail(not_a_version(info.error()));
+  // The header may have been rewritten between the two reads: only the copy counts.
+  if (info->data_offset != s.prefix.size()) return fail(std::string("the version was overwritten while being read"));
+  if (info->total_bytes > version.size()) {
+    return fail(not_a_version({LayoutCause::truncated, "the version needs " + std::to_string(info->total_bytes) +
+                                                           " bytes, got " + std::to_string(version.size())}));
+  }
+  s.info = std::move(*info);
+  return s;
+}
+
+// Feeds the part of each buffer that lies in the piece [at, at + piece.size()) to its checksum.
+// `first` is the first buffer that may still get bytes (buffers are in offset order).
+void feed_checksums(const std::vector<BufferInfo>& buffers, std::vector<BufferChecksum>& sums, size_t& first,
+                    uint64_t at, std::span<const std::byte> piece) {
+  const uint64_t end = at + piece.size();
+  while (first < buffers.size() && buffers[first].offset + buffers[first].size <= at) ++first;
+  for (size_t i = first; i < buffers.size() && buffers[i].offset < end; ++i) {
+    const uint64_t lo = std::max(buffers[i].offset, at);
+    const uint64_t hi = std::min(buffers[i].offset + buffers[i].size, end);
+    if (lo < hi) sums[i].update(piece.subspan(lo - at, hi - lo));
+  }
+}
+
+// What is persisted, for an error about `rank`.
+std::string describe(const Entries& entries, uint32_t rank) {
+  std::string steps;
+  for (auto it = entries.lower_bound({rank, 0}); it != entries.end() && it->first.first == rank; ++it) {
+    steps += (steps.empty() ? "" : ", ") + std::to_string(it->first.second);
+  }
+  if (!steps.empty()) return "rank " + std::to_string(rank) + " has step(s) " + steps;
+  return "rank " + std::to_string(rank) + " has none (" + std::to_string(entries.size()) +
+         " version(s) of other ranks)";
+}
+
+bool raised(const std::atomic<bool>* cancel) { return cancel != nullptr && cancel->load(std::memory_order_relaxed); }
+
+using Counter = uint64_t PersistCounters::*;
+// Why writing a version's temporary file stopped: the counter it counts under, and a sentence.
+struct WriteError {
+  Counter counter;
+  std::string message;
+};
+
+Unexpected<WriteError> stop(Counter c, std::string message) { return fail(WriteError{c, std::move(message)}); }
+
+// Writes the version to `tmp`: the validated prefix, then the buffers copied from the source through
+// a bounce buffer and checksummed on the copy; compares the checksums with the table, then fsyncs.
+Result<Ok, WriteError> write_version_file(std::span<const std::byte> version, const Snapshot& s, const std::string& tmp,
+                                          const std::atomic<bool>* cancel) {
+  const std::string cancelled = "persisting " + version_text(s.info.id.rank, s.info.id.step) + " was cancelled";
+  Fd fd(::open(tmp.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0640));
+  if (!fd.valid()) return stop(&PersistCounters::failed, io_error("create", tmp, errno));
+  for (size_t at = 0; at < s.prefix.size(); at += PersistDir::kPieceBytes) {
+    if (raised(cancel)) return stop(&PersistCounters::cancelled, cancelled);
+    const auto piece = std::span(s.prefix).subspan(at, std::min(PersistDir::kPieceBytes, s.prefix.size() - at));
+    if (int err = write_all(fd.get(), piece); err != 0)
+      return stop(&PersistCounters::failed, io_error("write", tmp, err));
+  }
+
+  const uint64_t total = s.info.total_bytes;
+  const auto bounce_bytes = static_cast<size_t>(std::min<uint64_t>(PersistDir::kPieceBytes, total - s.prefix.size()));
+  auto bounce = std::make_unique_for_overwrite<std::byte[]>(bounce_bytes);
+  std::vector<BufferChecksum> sums(s.info.buffers.size());
+  size_t first = 0;
+  for (uint64_t at = s.prefix.size(); at < total;) {
+    if (raised(cancel)) return stop(&PersistCounters::cancelled, cancelled);
+    const auto piece = std::span(bounce.get(), static_cast<size_t>(std::min<uint64_t>(bounce_bytes, total - at)));
+    std::memcpy(piece.data(), version.data() + at, piece.size());
+    feed_checksums(s.info.buffers, sums, first, at, piece);
+    if (int err = write_all(fd.get(), piece); err != 0)
+      return stop(&PersistCounters::failed, io_error("write", tmp, err));
+    // Starts writeback of this piece now, so the disk works while the next piece is copied and the
+    // closing fsync has little left to flush. Advisory: an error here shows again at fsync.
+    (void)::sync_file_range(fd.get(), static_cast<off_t>(at), static_cast<off_t>(piece.size()), SYNC_FILE_RANGE_WRITE);
+    at += piece.size();
+  }
+  for (size_t i = 0; i < sums.size(); ++i) {
+    if (sums[i].finish() != s.info.buffers[i].checksum) {
+      return stop(&PersistCounters::refused,
+                  version_text(s.info.id.rank, s.info.id.step) + " was overwritten while being persisted (buffer '" +
+                      s.info.buffers[i].name + "' no longer matches its checksum); nothing was written");
+    }
+  }
+  if (raised(cancel)) return stop(&PersistCounters::cancelled, cancelled);
+  if (::fsync(fd.get()) != 0) return stop(&PersistCounters::failed, io_error("sync", tmp, errno));
+  if (int err = fd.close(); err != 0) return stop(&PersistCounters::failed, io_error("close", tmp, err));
+  return Ok{};
+}
+
+}  // namespace
+
+struct PersistDir::State {
+  std::mutex write_mutex;    // serializes persist(): one temporary file and manifest update at a time
+  mutable std::mutex mutex;  // guards what follows
+  Entries entries;
+  PersistCounters counters;
+};
+
+PersistDir::PersistDir(PersistConfig config, std::string job_dir)
+    : config_(std::move(config)), job_dir_(std::move(job_dir)), state_(std::make_unique<State>()) {}
+PersistDir::~PersistDir() = default;
+PersistDir::PersistDir(PersistDir&& other) noexcept = default;
+PersistDir& PersistDir::operator=(PersistDir&& other) noexcept = default;
+
+Result<PersistDir> PersistDir::open(PersistConfig config) {
+  if (config.dir.empty()) return fail(std::string("the checkpoint directory must be named (it is empty)"));
+  if (auto ok = check_job_name(config.job); !ok) return fail(ok.error().message);
+  if (config.keep_per_rank < 1) return fail(std::string("a checkpoint directory must keep at least 1 step per rank"));
+  const std::string job_dir = (fs::path(config.dir) / config.job).string();
+  std::error_code ec;
+  fs::create_directories(job_dir, ec);
+  if (ec) return fail("cannot create the checkpoint directory " + job_dir + ": " + ec.message());
+  if (!fs::is_directory(job_dir, ec)) return fail("cannot use " + job_dir + " for checkpoints: not a directory");
+  if (auto removed = remove_leftovers(job_dir); !removed) {
+    return fail("cannot use the checkpoint directory " + job_dir + ": " + removed.error().message);
+  }
+  auto entries = recover_entries(job_dir, config.job);
+  if (!entries) return fail("cannot use the checkpoint directory " + job_dir + ": " + entries.error().message);
+  // Written at every open: a directory we cannot write fails here rather than at the first persist.
+  if (auto written = write_manifest(job_dir, *entries); !written) {
+    return fail("cannot use the checkpoint directory " + job_dir + ": " + written.error().message);
+  }
+  logger().debug("job {}: {} persisted version(s) in {}", config.job, entries->size(), job_dir);
+  PersistDir out(std::move(config), job_dir);
+  out.state_->entries = std::move(*entries);
+  return out;
+}
+
+std::string PersistDir::path_of(uint32_t rank, uint64_t step) const {
+  return (fs::path(job_dir_) / file_name(rank, step)).string();
+}
+
+Unexpected<Failure> PersistDir::count_failure(uint64_t PersistCounters::*kind, std::string message) {
+  std::lock_guard lock(state_->mutex);
+  ++(state_->counters.*kind);
+  return fail(std::move(message));
+}
+
+Result<std::optional<PersistedVersion>> PersistDir::check_new(const VersionIdentity& id) {
+  const std::string what = version_text(id.rank, id.step);
+  if (id.job != config_.job) {
+    return count_failure(&PersistCounters::refused, "cannot persist " + what + ": it belongs to job " + id.job +
+                                                        ", this directory holds job " + config_.job);
+  }
+  std::unique_lock lock(state_->mutex);
+  const auto& entries = state_->entries;
+  if (auto it = entries.find({id.rank, id.step}); it != entries.end() && it->second.sequence == id.sequence) {
+    return std::optional(it->second);
+  }
+  // A step older than keep_per_rank persisted ones would be removed as soon as it is written.
+  const auto newer = static_cast<uint64_t>(
+      std::distance(entries.upper_bound({id.rank, id.step}), entries.upper_bound({id.rank, ~0ull})));
+  lock.unlock();
+  if (newer >= config_.keep_per_rank) {
+    return count_failure(&PersistCounters::refused, "cannot persist " + what + ": " + std::to_string(newer) +
+                                                        " newer steps of the rank are persisted, and only " +
+                                                        std::to_string(config_.keep_per_rank) + " are kept");
+  }
+  return std::optional<PersistedVersion>();
+}
+
+void PersistDir::record(const PersistedVersion& entry) {
+  std::vector<PersistedVersion> dropped;
+  Entries after;
+  {
+    std::lock_guard lock(state_->mutex);
+    auto& entries = state_->entries;
+    entries.insert_or_assign(Key{entry.rank, entry.step}, entry);
+    auto first = entries.lower_bound({entry.rank, 0});
+    auto count = static_cast<uint64_t>(std::distance(first, entries.upper_bound({entry.rank, ~0ull})));
+    for (; count > config_.keep_per_rank; --count) {
+      dropped.push_back(first->second);
+      first = entries.erase(first);
+    }
+    ++state_->counters.persisted;
+    state_->counters.bytes += entry.bytes;
+    after = entries;
+  }
+  // The manifest forgets the old files before they go: it never lists a file that is missing.
+  if (auto m = write_manifest(job_dir_, after); !m) {
+    logger().warn("job {}: {} (the next open rebuilds it from the files)", config_.job, m.error().message);
+  }
+  for (const auto& old : dropped) {
+    if (::unlink(old.path.c_str()) != 0 && errno != ENOENT) {
+      logger().warn("job {}: {}", config_.job, io_error("remove the old checkpoint", old.path, errno));
+      continue;
+    }
+    std::lock_guard lock(state_->mutex);
+    ++state_->counters.removed;
+  }
+}
+
+Result<PersistedVersion> PersistDir::persist(std::span<const std::byte> version, const std::atomic<bool>* cancel) {
+  std::lock_guard write_lock(state_->write_mutex);
+  const auto start = std::chrono::steady_clock::now();
+  auto snapshot = snapshot_prefix(version);
+  if (!snapshot) return count_failure(&PersistCounters::refused, "cannot persist: " + snapshot.error().message);
+  const VersionIdentity& id = snapshot->info.id;
+  const std::string what = version_text(id.rank, id.step);
+  auto existing = check_new(id);
+  if (!existing) return fail(existing.error().message);
+  if (existing->has_value()) return **existing;  // persisted already: nothing to write
+  if (raised(cancel)) return count_failure(&PersistCounters::cancelled, "persisting " + what + " was cancelled");
+
+  const std::string final_path = path_of(id.rank, id.step);
+  const std::string tmp = final_path + std::string(kTmpSuffix);
+  if (auto written = write_version_file(version, *snapshot, tmp, cancel); !written) {
+    ::unlink(tmp.c_str());
+    return count_failure(written.error().counter, written.error().message);
+  }
+  if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    return count_failure(&PersistCounters::failed, io_error("rename into place", final_path, err));
+  }
+  if (int err = fsync_dir(job_dir_); err != 0) {
+    // Complete, but its name may not survive a crash: not persisted, and whatever it replaced is gone.
+    ::unlink(final_path.c_str());
+    std::lock_guard lock(state_->mutex);
+    state_->entries.erase({id.rank, id.step});
+    ++state_->counters.failed;
+    return fail(io_error("sync the directory", job_dir_, err));
+  }
+  const PersistedVersion entry{id.rank, id.step, id.sequence, id.world, snapshot->info.total_bytes, final_path};
+  record(entry);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  logger().info("job {}: persisted {}: {} bytes in {:.3f} s ({:.2f} GB/s) to {}", config_.job, what, entry.bytes,
+                seconds, seconds > 0 ? static_cast<double>(entry.bytes) / seconds / 1e9 : 0.0, final_path);
+  return entry;
+}
+
+std::vector<PersistedVersion> PersistDir::list() const {
+  std::lock_guard lock(state_->mutex);
+  std::vector<PersistedVersion> out;
+  out.reserve(state_->entries.size());
+  for (const auto& [key, e] : state_->entries) out.push_back(e);
+  return out;
+}
+
+std::optional<PersistedVersion> PersistDir::newest(uint32_t rank) const {
+  std::lock_guard lock(state_->mutex);
+  const auto& entries = state_->entries;
+  auto it = entries.upper_bound({rank, ~0ull});
+  if (it == entries.begin() || std::prev(it)->first.first != rank) return std::nullopt;
+  return std::prev(it)->second;
+}
+
+Result<std::vector<std::byte>> PersistDir::load(uint32_t rank, uint64_t step) const {
+  std::vector<std::byte> bytes;
+  auto info = load_into(rank, step, [&](uint64_t size) -> Result<std::span<std::byte>> {
+    bytes.resize(static_cast<size_t>(size));
+    return std::span<std::byte>(bytes);
+  });
+  if (!info) return fail(info.error().message);
+  return bytes;
+}
+
+Result<VersionInfo> PersistDir::load_into(uint32_t rank, uint64_t step, const Placement& place) const {
+  const std::string what = version_text(rank, step);
+  std::optional<PersistedVersion> entry;
+  {
+    std::lock_guard lock(state_->mutex);
+    const auto& entries = state_->entries;
+    if (auto it = entries.find({rank, step}); it != entries.end()) {
+      entry = it->second;
+    } else {
+      return fail(what + " is not persisted in " + job_dir_ + ": " + describe(entries, rank));
+    }
+  }
+  Fd fd(::open(entry->path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return fail(io_error("open", entry->path, errno));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return fail(io_error("stat", entry->path, errno));
+  const auto size = static_cast<uint64_t>(st.st_size);
+  auto dst = place(size);
+  if (!dst) return fail(dst.error().message);
+  if (dst->size() < size) return fail("no room to load " + entry->path);
+  const auto bytes = dst->first(static_cast<size_t>(size));
+  if (int err = read_all(fd.get(), bytes, 0); err != 0) return fail(io_error("read", entry->path, err));
+  auto info = decode_version(bytes, DataCheck::verify);
+  if (!info) return fail(entry->path + " (" + what + ") is corrupted on disk: " + layout_text(info.error()));
+  if (info->id.job != config_.job || info->id.rank != rank || info->id.step != step || info->total_bytes != size) {
+    return fail(entry->path + " no longer holds " + what + " of job " + config_.job);
+  }
+  return std::move(*info);
+}
+
+PersistCounters PersistDir::counters() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->counters;
+}
+
+}  // namespace shoal::ckpt
