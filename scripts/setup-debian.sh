@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   g++ git meson ninja-build pkg-config cmake
   libboost-dev libprotobuf-dev protobuf-compiler libspdlog-dev libfmt-dev doctest-dev
-  libgloo-dev libsystemd-dev
+  libgloo-dev libsystemd-dev systemd
   iproute2 nftables procps
 )
 

@@ -107,6 +107,12 @@ Agent::Agent(AgentConfig cfg) : cfg_(std::move(cfg)), leave_timer_(io_), join_ti
                         });
   control_handlers_.add("ckpt-committed", "a local trainer sealed a version: ckpt-committed RANK STEP",
                         [this](std::span<const std::string> args) { return committed_reply(args); });
+  control_handlers_.add("status", "one screen for operators: this host, the view, members by state, the last view "
+                        "changes, checkpoints and replication lag",
+                        [this](std::span<const std::string> args) {
+                          if (!args.empty()) return control_handlers_.error_reply("status takes no arguments");
+                          return status_reply();
+                        });
   control_handlers_.add("stats", "the gossip core's counters and local health", [this](std::span<const std::string>) {
     if (!runtime_) return control_handlers_.error_reply("the agent has not started");
     return stats_json(runtime_->swim(), listener_->rejected());
@@ -256,8 +262,12 @@ Status Agent::start() {
     rendezvous_->on_committed(v.epoch());
     session_feed_->on_view(v);
     checkpoints_->on_view(v);
+    history_.on_view(v);
   });
-  runtime_->add_observer([this](const gossip::MemberEvent& e) { session_feed_->on_member(e); });
+  runtime_->add_observer([this](const gossip::MemberEvent& e) {
+    history_.on_member(e);
+    session_feed_->on_member(e);
+  });
   for (auto& o : pending_view_observers_) membership_->add_view_observer(std::move(o));
   pending_view_observers_.clear();
   runtime_->add_observer([this](const gossip::MemberEvent&) { membership_->gossip_changed(); });

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "agent/ckpt_service.hpp"
+#include "agent/view_history.hpp"
 #include "agent/control_handlers.hpp"
 #include "agent/host_port.hpp"
 #include "envelope.pb.h"
@@ -108,6 +109,7 @@ class Agent {
   std::string view_reply() const;
   std::string force_reply(std::span<const std::string> args);
   std::string committed_reply(std::span<const std::string> args);
+  std::string status_reply() const;  // agent_status.cpp
 
   AgentConfig cfg_;
   asio::io_context io_;
@@ -126,6 +128,7 @@ class Agent {
   std::unique_ptr<CheckpointService> checkpoints_;  // what connected trainers follow (control socket)
   std::vector<std::function<void(const membership::View&)>> pending_view_observers_;
   std::unique_ptr<ControlServer> control_server_;
+  ViewHistory history_;  // the last committed views, for `shoal status`
   std::vector<std::function<void(const gossip::MemberEvent&)>> pending_observers_;
   asio::steady_timer leave_timer_;
   asio::steady_timer join_timer_;

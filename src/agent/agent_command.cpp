@@ -7,11 +7,15 @@
 #include <iostream>
 
 #include "agent/agent.hpp"
-#include "ckpt_shm/shm_segment.hpp"
+#include "agent/agent_notify.hpp"
 #include "agent/cli.hpp"
+#include "agent/config_file.hpp"
 #include "agent/control_path.hpp"
 #include "agent/flags.hpp"
 #include "agent/member_name.hpp"
+#include "agent/slurm_env.hpp"
+#include "base/log.hpp"
+#include "ckpt_shm/shm_segment.hpp"
 
 namespace shoal::agent {
 namespace {
@@ -42,10 +46,32 @@ Result<uint64_t> parse_byte_size(const std::string& text) {
   return v << shift;
 }
 
+// SIGHUP: the config file's log-level applies again (unless `shoal --log-level` was given).
+void reload_config(const std::optional<std::string>& path, AgentNotifications& systemd) {
+  systemd.reloading();
+  std::string what = "nothing to reload without --config";
+  if (path) {
+    auto file = read_config_file(*path);
+    if (!file) {
+      what = "reload failed: " + file.error().message;
+    } else if (!file->log_level || log_level_given()) {
+      what = "log level unchanged";
+    } else if (auto spec = log::parse_spec(*file->log_level); !spec) {
+      what = "reload failed: " + *path + ": log-level: " + spec.error().message;
+    } else {
+      log::setup(*spec);
+      what = "log level " + *file->log_level;
+    }
+  }
+  log::get(log::Component::agent).info("SIGHUP: {}", what);
+  systemd.reloaded(what);
+}
+
 }  // namespace
 
-int agent_command(std::span<const std::string> args) {
-  std::optional<std::string> name, bind, seeds, cluster, control, join_timeout, advertise;
+int agent_command(std::span<const std::string> command_line) {
+  std::optional<std::string> name, bind, seeds, cluster, control, join_timeout, advertise, config;
+  bool no_slurm = false;
   std::optional<int64_t> slots, min_hosts, max_hosts;
   std::optional<std::string> hold_down, quorum_policy, job, ckpt_store, ckpt_budget, host;
   std::optional<std::string> ckpt_dir;
@@ -57,7 +83,14 @@ int agent_command(std::span<const std::string> args) {
                 "session-wait, ckpt-committed) for `shoal members`, `shoal view` and `shoal ckpt ls`. Once bound,\n"
                 "prints one line:\n"
                 "  shoal agent NAME listening on ADDR control PATH\n"
-                "SIGTERM or SIGINT leaves the cluster gracefully and exits 0; a second signal exits at once.\n"
+                "SIGTERM or SIGINT leaves the cluster gracefully and exits 0; a second signal exits at once;\n"
+                "SIGHUP re-reads --config's log-level.\n"
+                "Under Slurm (`srun --ntasks-per-node=1 shoal agent`) no flag is needed: the name comes from\n"
+                "SLURMD_NODENAME, the peers from SLURM_STEP_NODELIST (at port 7946, also the default --bind),\n"
+                "the cluster id and job from SLURM_JOB_ID, --slots from SLURM_GPUS_ON_NODE or\n"
+                "CUDA_VISIBLE_DEVICES, --min-hosts from the step's node count; flags override them. Under\n"
+                "systemd (Type=notify) it sends READY=1 once in a committed view, STATUS=, WATCHDOG=1 and\n"
+                "STOPPING=1 (see packaging/shoal-agent.service).\n"
                 "Exit status: 0 after a graceful stop, 1 on a runtime failure (port in use, control socket\n"
                 "held by a live agent, join timeout), 2 on a usage error.");
   flags.add_string("name", "NAME", "member name, unique in the cluster and stable across restarts (required)", &name);
@@ -132,17 +165,50 @@ int agent_command(std::span<const std::string> args) {
                    "segment names on this host, /dev/shm/shoal.NAME.* (default: the job, or JOB-HOST with --host)",
                    &ckpt_store);
 
-  auto parsed = flags.parse(args);
+  flags.add_string("config", "PATH",
+                   "read flags from PATH: `key = value` lines with the long flag names (min-hosts = 4), `#` "
+                   "comments, and `log-level`; flags on the command line override it; SIGHUP re-reads its "
+                   "log-level (see packaging/shoal-agent.conf.example)",
+                   &config);
+  flags.add_bool("no-slurm", "ignore Slurm's environment (SLURM_JOB_ID, node lists, SLURMD_NODENAME, GPUs)",
+                 &no_slurm);
+
   const auto usage_error = [](const std::string& message) {
     std::cerr << "shoal agent: " << message << " (see `shoal agent --help`)\n";
     return kExitUsage;
   };
+  // The config file's flags go first, so that the command line's override them.
+  std::vector<std::string> args;
+  const auto config_path = config_path_in(command_line);
+  if (config_path) {
+    auto file = read_config_file(*config_path);
+    if (!file) return usage_error(file.error().message);
+    if (file->log_level && !log_level_given()) {
+      auto spec = log::parse_spec(*file->log_level);
+      if (!spec) return usage_error(*config_path + ": log-level: " + spec.error().message);
+      log::setup(*spec);
+    }
+    args = std::move(file->args);
+  }
+  args.insert(args.end(), command_line.begin(), command_line.end());
+  auto parsed = flags.parse(args);
   if (!parsed) return usage_error(parsed.error().message);
   if (parsed->help) {
     std::cout << flags.help();
     return kExitOk;
   }
   if (!parsed->positional.empty()) return usage_error("unexpected argument '" + parsed->positional.front() + "'");
+  auto slurm = no_slurm ? Result<SlurmDefaults>(SlurmDefaults{}) : slurm_defaults(process_environment());
+  if (!slurm) return usage_error("Slurm environment: " + slurm.error().message + " (or run with --no-slurm)");
+  if (slurm->under_slurm) {
+    for (const auto& note : slurm->notes) log::get(log::Component::agent).info("under Slurm: {}", note);
+    if (!name && !slurm->name.empty()) name = slurm->name;
+    if (!bind) bind = "0.0.0.0:" + std::to_string(kSlurmPort);
+    if (!cluster) cluster = slurm->cluster;
+    if (!job) job = slurm->job;
+    if (!slots && slurm->slots) slots = *slurm->slots;
+    if (!min_hosts && slurm->min_hosts) min_hosts = *slurm->min_hosts;
+  }
   if (!name) return usage_error("--name is required");
   if (!bind) return usage_error("--bind is required");
 
@@ -156,6 +222,12 @@ int agent_command(std::span<const std::string> args) {
     auto list = parse_host_port_list(*seeds);
     if (!list) return usage_error("--seeds: " + list.error().message);
     cfg.seeds = *list;
+  } else if (slurm->under_slurm) {
+    // Every other node of the step, at this agent's port: all agents of a step bind the same one.
+    cfg.seeds = slurm_seeds(*slurm, cfg.name, cfg.bind.port);
+    if (!cfg.seeds.empty() && cfg.bind.port == 0) {
+      return usage_error("under Slurm the seeds are the other nodes at this agent's port: --bind needs a fixed port");
+    }
   }
   cfg.gossip.cluster_id = cluster ? *cluster : "default";
   if (cfg.gossip.cluster_id.empty()) return usage_error("--cluster must not be empty");
@@ -215,18 +287,24 @@ int agent_command(std::span<const std::string> args) {
 
   std::signal(SIGPIPE, SIG_IGN);
   Agent agent(std::move(cfg));
+  AgentNotifications systemd(agent, SystemdNotifier::from_environment());
+  systemd.attach();
   // Installed before start(), so a signal that arrives early still means a graceful stop.
-  boost::asio::signal_set signals(agent.io(), SIGINT, SIGTERM);
-  int signals_seen = 0;
+  boost::asio::signal_set signals(agent.io(), SIGINT, SIGTERM, SIGHUP);
+  int stops_seen = 0;
   std::function<void()> wait_signal = [&] {
-    signals.async_wait([&](boost::system::error_code ec, int) {
+    signals.async_wait([&](boost::system::error_code ec, int signal) {
       if (ec) return;
-      if (++signals_seen == 1) {
+      if (signal == SIGHUP) {
+        reload_config(config_path, systemd);
+      } else if (++stops_seen == 1) {
+        systemd.stopping();
         agent.stop();
-        wait_signal();
       } else {
         agent.stop_now();
+        return;
       }
+      wait_signal();
     });
   };
   wait_signal();
@@ -234,6 +312,7 @@ int agent_command(std::span<const std::string> args) {
     std::cerr << "shoal agent: " << started.error().message << "\n";
     return kExitFailure;
   }
+  systemd.started();
 
   std::cout << "shoal agent " << agent.swim().self().name << " listening on " << agent.addr() << " control "
             << agent.control_path() << std::endl;

@@ -176,12 +176,14 @@ void CheckpointService::replicate(uint32_t rank, uint64_t step) {
     return;
   }
   const auto bytes = std::span<const std::byte>(version->segment.bytes()).first(version->info.total_bytes);
+  size_t held_by = 0;
   for (const auto& holder : mine->holders) {
     const auto* member = view->find(holder);
     if (member == nullptr) continue;
     const auto started = Clock::now();
     auto outcome = push_version(TransferPeer{member->addr, hello_()}, bytes, version->info, limits(&cancel_stream_));
     std::lock_guard lock(mu_);
+    if (outcome) ++held_by;
     if (outcome && *outcome == PushOutcome::stored) {
       ++counters_.pushed;
       const double s = seconds_since(started);
@@ -199,6 +201,21 @@ void CheckpointService::replicate(uint32_t rank, uint64_t step) {
                     outcome.error().message);
     }
   }
+  if (held_by == mine->holders.size()) {
+    std::lock_guard lock(mu_);
+    auto& done = replicated_[rank];
+    done = std::max(done, step);
+  }
+}
+
+std::vector<ReplicationLag> CheckpointService::replication_lag() const {
+  std::lock_guard lock(mu_);
+  std::vector<ReplicationLag> out;
+  for (const auto& [rank, step] : newest_) {
+    const auto r = replicated_.find(rank);
+    out.push_back({rank, step, r == replicated_.end() ? std::nullopt : std::optional<uint64_t>(r->second)});
+  }
+  return out;
 }
 
 void CheckpointService::reap_finished() {

@@ -49,6 +49,14 @@ struct CheckpointCounters {
   uint64_t evicted = 0;          // replicas dropped for the budget
 };
 
+// How far replication trails a local rank's saves: the newest step committed here and the newest that
+// reached every peer it was sent to (nullopt: none yet).
+struct ReplicationLag {
+  uint32_t rank = 0;
+  uint64_t committed = 0;
+  std::optional<uint64_t> replicated;
+};
+
 class CheckpointService {
  public:
   // `hello` makes the CKPT_STREAM hello of this member (valid once the agent has started).
@@ -77,6 +85,7 @@ class CheckpointService {
   // What this host holds, read from /dev/shm.
   std::vector<ckpt::HeldSegment> held() const;
   CheckpointCounters counters() const;
+  std::vector<ReplicationLag> replication_lag() const;
   // The `ckpt-ls` control reply; `verify` also checks every sealed version's data checksums.
   std::string ls_json(bool verify = false) const;
 
@@ -109,6 +118,7 @@ class CheckpointService {
   std::optional<membership::View> view_;
   std::map<uint32_t, uint64_t> pending_;     // rank -> newest committed step not yet replicated
   std::map<uint32_t, uint64_t> newest_;      // rank -> newest committed step seen
+  std::map<uint32_t, uint64_t> replicated_;  // rank -> newest step every chosen peer holds
   uint32_t streaming_rank_ = 0;
   uint64_t streaming_step_ = 0;
   bool streaming_ = false;

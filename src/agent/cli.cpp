@@ -57,6 +57,7 @@ const std::vector<Subcommand>& subcommands() {
   static const std::vector<Subcommand> table = {
       {"agent", "run one member of a cluster (gossip, committed views, control socket)", agent_command},
       {"members", "print a running agent's member list", members_command},
+      {"status", "one screen about a running agent: view, members, last changes, checkpoints", status_command},
       {"view", "print a running agent's committed view and ranks; `view force` overrides a stall", view_command},
       {"ckpt", "list the checkpoint versions a running agent's host holds (`ckpt ls`)", ckpt_command},
       {"demo", "run the local multi-host demo", demo_command},
@@ -65,6 +66,12 @@ const std::vector<Subcommand>& subcommands() {
   };
   return table;
 }
+
+namespace {
+bool g_log_level_given = false;
+}  // namespace
+
+bool log_level_given() { return g_log_level_given; }
 
 int run_cli(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -88,6 +95,7 @@ int run_cli(int argc, char** argv) {
     }
     break;
   }
+  g_log_level_given = log_flag.has_value();
   auto spec = log::spec_from(log_flag ? std::optional<std::string_view>(*log_flag) : std::nullopt);
   if (!spec) {
     std::cerr << "shoal: " << spec.error().message << "\n";

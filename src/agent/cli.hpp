@@ -22,6 +22,8 @@ struct Subcommand {
 const std::vector<Subcommand>& subcommands();
 
 int run_cli(int argc, char** argv);
+// Whether `shoal --log-level` was given: a subcommand's own source of levels (a config file) yields to it.
+bool log_level_given();
 
 // Subcommands (one file each).
 int demo_command(std::span<const std::string> args);
@@ -29,5 +31,6 @@ int agent_command(std::span<const std::string> args);
 int members_command(std::span<const std::string> args);
 int view_command(std::span<const std::string> args);
 int ckpt_command(std::span<const std::string> args);
+int status_command(std::span<const std::string> args);
 
 }  // namespace shoal::agent
