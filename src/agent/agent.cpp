@@ -16,6 +16,7 @@
 #include "agent/json_writer.hpp"
 #include "agent/membership_runtime.hpp"
 #include "agent/members_report.hpp"
+#include "agent/metrics_server.hpp"
 #include "agent/port_binding.hpp"
 #include "agent/rendezvous_service.hpp"
 #include "agent/session_feed.hpp"
@@ -236,6 +237,13 @@ Status Agent::start() {
       return fail(opened.error().message);
     }
   }
+  if (cfg_.metrics) {
+    metrics_ = std::make_unique<MetricsServer>(io_, [this] { return metrics_text(); });
+    if (auto opened = metrics_->open(*cfg_.metrics); !opened) {
+      metrics_.reset();
+      return fail(opened.error().message);
+    }
+  }
 
   generation_ = new_generation();
   std::random_device entropy;
@@ -357,6 +365,7 @@ void Agent::finish(Status outcome) {
   join_timer_.cancel();
   leave_timer_.cancel();
   if (control_server_) control_server_->close();
+  if (metrics_) metrics_->close();
   if (listener_) listener_->close();
   if (membership_) membership_->close();
   if (runtime_) runtime_->close();

@@ -49,6 +49,8 @@ struct AgentConfig {
   membership::Config membership;
   // In-memory checkpoints: job, segment names, replicas, budget. An empty job means the cluster id.
   CheckpointConfig ckpt;
+  // Where to serve Prometheus metrics (/metrics); nullopt: nowhere.
+  std::optional<HostPort> metrics;
 };
 
 class GossipRuntime;
@@ -57,6 +59,7 @@ class StreamListener;
 class ControlServer;
 class RendezvousService;
 class SessionFeed;
+class MetricsServer;
 
 class Agent {
  public:
@@ -78,6 +81,7 @@ class Agent {
   // Valid after start().
   const std::string& addr() const { return addr_; }  // "ip:port" others reach us at
   uint16_t port() const { return port_; }
+  uint16_t metrics_port() const;  // 0 without --metrics
   uint64_t generation() const { return generation_; }
   const std::string& control_path() const { return cfg_.control_path; }
   const gossip::Swim& swim() const;
@@ -110,6 +114,7 @@ class Agent {
   std::string force_reply(std::span<const std::string> args);
   std::string committed_reply(std::span<const std::string> args);
   std::string status_reply() const;  // agent_status.cpp
+  std::string metrics_text() const;  // agent_metrics.cpp
 
   AgentConfig cfg_;
   asio::io_context io_;
@@ -129,6 +134,7 @@ class Agent {
   std::vector<std::function<void(const membership::View&)>> pending_view_observers_;
   std::unique_ptr<ControlServer> control_server_;
   ViewHistory history_;  // the last committed views, for `shoal status`
+  std::unique_ptr<MetricsServer> metrics_;
   std::vector<std::function<void(const gossip::MemberEvent&)>> pending_observers_;
   asio::steady_timer leave_timer_;
   asio::steady_timer join_timer_;

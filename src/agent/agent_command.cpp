@@ -46,6 +46,12 @@ Result<uint64_t> parse_byte_size(const std::string& text) {
   return v << shift;
 }
 
+// The host part of --metrics, for the start line.
+std::string cfg_metrics_host(const std::optional<std::string>& metrics) {
+  auto hp = metrics ? parse_host_port(*metrics, PortZero::allowed) : Result<HostPort>(fail(std::string("none")));
+  return hp ? hp->host : std::string();
+}
+
 // SIGHUP: the config file's log-level applies again (unless `shoal --log-level` was given).
 void reload_config(const std::optional<std::string>& path, AgentNotifications& systemd) {
   systemd.reloading();
@@ -70,7 +76,7 @@ void reload_config(const std::optional<std::string>& path, AgentNotifications& s
 }  // namespace
 
 int agent_command(std::span<const std::string> command_line) {
-  std::optional<std::string> name, bind, seeds, cluster, control, join_timeout, advertise, config;
+  std::optional<std::string> name, bind, seeds, cluster, control, join_timeout, advertise, config, metrics;
   bool no_slurm = false;
   std::optional<int64_t> slots, min_hosts, max_hosts;
   std::optional<std::string> hold_down, quorum_policy, job, ckpt_store, ckpt_budget, host;
@@ -82,7 +88,7 @@ int agent_command(std::span<const std::string> command_line) {
                 "socket (requests: members, view, view-force, stats, ckpt-ls, and the trainers' session-info,\n"
                 "session-wait, ckpt-committed) for `shoal members`, `shoal view` and `shoal ckpt ls`. Once bound,\n"
                 "prints one line:\n"
-                "  shoal agent NAME listening on ADDR control PATH\n"
+                "  shoal agent NAME listening on ADDR control PATH [metrics HOST:PORT]\n"
                 "SIGTERM or SIGINT leaves the cluster gracefully and exits 0; a second signal exits at once;\n"
                 "SIGHUP re-reads --config's log-level.\n"
                 "Under Slurm (`srun --ntasks-per-node=1 shoal agent`) no flag is needed: the name comes from\n"
@@ -170,6 +176,11 @@ int agent_command(std::span<const std::string> command_line) {
                    "comments, and `log-level`; flags on the command line override it; SIGHUP re-reads its "
                    "log-level (see packaging/shoal-agent.conf.example)",
                    &config);
+  flags.add_string("metrics", "HOST:PORT",
+                   "serve Prometheus metrics at http://HOST:PORT/metrics (members by state, view epoch, view-change "
+                   "durations, probe round trips, traffic, refused input, checkpoints and replication lag; "
+                   "default: none)",
+                   &metrics);
   flags.add_bool("no-slurm", "ignore Slurm's environment (SLURM_JOB_ID, node lists, SLURMD_NODENAME, GPUs)",
                  &no_slurm);
 
@@ -282,6 +293,11 @@ int agent_command(std::span<const std::string> command_line) {
   }
   cfg.ckpt.persist_keep = static_cast<uint32_t>(ckpt_dir_keep.value_or(2));
   cfg.persist_exit_wait = std::chrono::seconds(ckpt_exit_wait.value_or(60));
+  if (metrics) {
+    auto hp = parse_host_port(*metrics, PortZero::allowed);
+    if (!hp) return usage_error("--metrics: " + hp.error().message);
+    cfg.metrics = *hp;
+  }
   cfg.control_path = control ? *control : default_control_path(cfg.name, probe_control_dirs());
   if (cfg.control_path.empty()) return usage_error("--control must not be empty");
 
@@ -315,7 +331,9 @@ int agent_command(std::span<const std::string> command_line) {
   systemd.started();
 
   std::cout << "shoal agent " << agent.swim().self().name << " listening on " << agent.addr() << " control "
-            << agent.control_path() << std::endl;
+            << agent.control_path();
+  if (agent.metrics_port() != 0) std::cout << " metrics " << cfg_metrics_host(metrics) << ":" << agent.metrics_port();
+  std::cout << std::endl;
 
   const Status outcome = agent.run();
   if (!outcome) {

@@ -129,6 +129,7 @@ void CheckpointService::on_view(const membership::View& view) {
 
 void CheckpointService::committed(uint32_t rank, uint64_t step) {
   std::lock_guard lock(mu_);
+  ++counters_.committed;
   newest_[rank] = std::max(newest_[rank], step);
   pending_[rank] = newest_[rank];
   if (streaming_ && streaming_rank_ == rank && streaming_step_ < step) cancel_stream_ = true;
@@ -186,6 +187,7 @@ void CheckpointService::replicate(uint32_t rank, uint64_t step) {
     if (outcome) ++held_by;
     if (outcome && *outcome == PushOutcome::stored) {
       ++counters_.pushed;
+      counters_.pushed_bytes += version->info.total_bytes;
       const double s = seconds_since(started);
       logger().info("ckpt: rank {} step {} replicated to {} ({} bytes in {:.3f} s, {:.2f} GB/s)", rank, step, holder,
                     version->info.total_bytes, s, gbps(version->info.total_bytes, s));

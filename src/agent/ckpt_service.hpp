@@ -39,7 +39,9 @@ struct CheckpointConfig {
 };
 
 struct CheckpointCounters {
+  uint64_t committed = 0;        // versions local ranks sealed (as the agent was told)
   uint64_t pushed = 0;           // replicas stored at a peer
+  uint64_t pushed_bytes = 0;     // their bytes
   uint64_t push_skipped = 0;     // the peer already held it
   uint64_t push_failed = 0;
   uint64_t push_superseded = 0;  // cancelled in flight by a newer version of the same rank

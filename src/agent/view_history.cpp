@@ -30,6 +30,11 @@ void ViewHistory::on_view(const membership::View& view) {
   if (pending_since_) {
     c.trigger = pending_trigger_;
     c.seconds = std::chrono::duration<double>(Clock::now() - *pending_since_).count();
+    size_t i = 0;
+    while (i < kBoundsSeconds.size() && *c.seconds > kBoundsSeconds[i]) ++i;
+    ++durations_.buckets[i];
+    durations_.sum += *c.seconds;
+    ++durations_.count;
   }
   c.committed_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   changes_.push_back(std::move(c));

@@ -4,6 +4,7 @@
 // agent's loop; not thread-safe.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -35,12 +36,23 @@ class ViewHistory {
   // Newest last.
   std::vector<ViewChange> changes() const { return {changes_.begin(), changes_.end()}; }
 
+  // Every timed change since start, as a histogram of seconds: buckets[i] counts those of at most
+  // kBoundsSeconds[i] (not cumulative), the last one those above every bound.
+  static constexpr std::array<double, 9> kBoundsSeconds = {0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 120};
+  struct Histogram {
+    std::array<uint64_t, kBoundsSeconds.size() + 1> buckets{};
+    double sum = 0;
+    uint64_t count = 0;
+  };
+  const Histogram& durations() const { return durations_; }
+
  private:
   using Clock = std::chrono::steady_clock;
   std::optional<membership::View> last_;
   std::optional<Clock::time_point> pending_since_;
   std::string pending_trigger_;
   std::deque<ViewChange> changes_;
+  Histogram durations_;
 };
 
 }  // namespace shoal::agent

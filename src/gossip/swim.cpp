@@ -2,10 +2,20 @@
 // duties of on_tick, and the recovery from a pause of this process.
 #include "gossip/swim.hpp"
 
+#include <algorithm>
+
 #include "base/log.hpp"
 #include "gossip/swim_core.hpp"
 
 namespace shoal::gossip {
+
+void Stats::record_probe_rtt(Time rtt) {
+  const auto us = static_cast<uint64_t>(std::max<int64_t>(rtt.count(), 0));
+  size_t i = 0;
+  while (i < kProbeRttBoundsUs.size() && us > kProbeRttBoundsUs[i]) ++i;
+  ++probe_rtt_buckets[i];
+  probe_rtt_sum_us += us;
+}
 
 // ---- the facade ----------------------------------------------------------------------------
 

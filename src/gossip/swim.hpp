@@ -2,6 +2,7 @@
 // dissemination and push-pull anti-entropy, as a sans-IO state machine (inputs in, Effects out).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -129,6 +130,14 @@ struct Stats {
   uint64_t push_pulls_started = 0, push_pulls_completed = 0, push_pulls_failed = 0;
   uint64_t push_pull_full_exchanges = 0;  // exchanges where the digests differed
   uint64_t stalls_detected = 0;           // ticks that came far too late
+
+  // Probe round trips, from a probe's ping to the ack that completed it (by any path), as a
+  // histogram: probe_rtt_buckets[i] counts those of at most kProbeRttBoundsUs[i] microseconds (not
+  // cumulative), the last one those above every bound.
+  static constexpr std::array<uint64_t, 8> kProbeRttBoundsUs = {100, 250, 500, 1000, 2500, 10000, 50000, 250000};
+  std::array<uint64_t, kProbeRttBoundsUs.size() + 1> probe_rtt_buckets{};
+  uint64_t probe_rtt_sum_us = 0;
+  void record_probe_rtt(Time rtt);
 };
 
 // Checks that a configuration can run (intervals and timeouts positive, the nack before the

@@ -69,6 +69,7 @@ class SwimCore {
     bool indirect_sent = false;
     std::vector<std::string> helpers;
     uint32_t nacks = 0;
+    Time started{0};  // the direct ping's send time: the round trip's start
     TimerKey direct_timer{}, end_timer{};
   };
   // ---- a ping sent for another member's probe (we are its helper) ----

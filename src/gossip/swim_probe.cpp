@@ -74,6 +74,7 @@ void SwimCore::start_probe(const Member& target, bool regular) {
   p.generation = target.id.generation;
   p.addr = target.id.addr;
   p.regular = regular;
+  p.started = now_;
   const Time direct = health_.scale(ms(cfg_.probe_timeout_ms));
   const Time indirect = health_.scale(ms(cfg_.indirect_timeout_ms));
   p.direct_timer = add_timer(now_ + direct, TimerAction{TimerKind::probe_direct, seq, {}});
@@ -136,6 +137,7 @@ void SwimCore::finish_probe(uint32_t seq, bool acked) {
   }
   if (acked) {
     ++stats_.acks_received;
+    stats_.record_probe_rtt(now_ - p.started);
     return;
   }
   const Member* m = table_.find(p.target);

@@ -69,7 +69,7 @@ uint16_t free_port() {
 
 // `shoal --log-level info agent FLAGS`; without the global flag when `log_level_flag` is false.
 std::unique_ptr<ChildProcess> start_agent(const std::vector<std::string>& flags, const std::string& log,
-                                          bool log_level_flag = true) {
+                                          bool log_level_flag = true, std::string* start_line = nullptr) {
   std::vector<std::string> argv = {SHOAL_BINARY, "--log-level", "info", "agent"};
   if (!log_level_flag) argv.erase(argv.begin() + 1, argv.begin() + 3);
   argv.insert(argv.end(), flags.begin(), flags.end());
@@ -78,6 +78,7 @@ std::unique_ptr<ChildProcess> start_agent(const std::vector<std::string>& flags,
   INFO("log:\n" << read_file(log));
   REQUIRE(line.has_value());
   REQUIRE(contains(*line, " listening on "));
+  if (start_line) *start_line = *line;
   return p;
 }
 
@@ -259,4 +260,67 @@ TEST_CASE("the example config file of packaging/ is accepted flag for flag") {
   INFO("stderr: " << r.err);
   CHECK(r.exit_code == 1);
   CHECK_FALSE(contains(r.err, "see `shoal agent --help`"));
+}
+
+namespace {
+
+// One HTTP/1.1 request over a plain socket: the status line and the body.
+std::pair<std::string, std::string> http(uint16_t port, const std::string& method, const std::string& target) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(port);
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0);
+  const std::string request = method + " " + target + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+  REQUIRE(::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size()));
+  std::string reply;
+  char buf[8192];
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) reply.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  const auto head_end = reply.find("\r\n\r\n");
+  return {reply.substr(0, reply.find("\r\n")), head_end == std::string::npos ? "" : reply.substr(head_end + 4)};
+}
+
+uint16_t metrics_port_of(const std::string& start_line) {
+  const auto at = start_line.find(" metrics ");
+  REQUIRE(at != std::string::npos);
+  return static_cast<uint16_t>(std::stoi(start_line.substr(start_line.rfind(':') + 1)));
+}
+
+}  // namespace
+
+TEST_CASE("--metrics serves the Prometheus text format over real HTTP, and refuses other paths and methods") {
+  TempDir dir;
+  std::string line_a, line_b;
+  auto a = start_agent({"--name", "ma", "--bind", "127.0.0.1:0", "--control", dir.path() + "/ma.sock", "--metrics",
+                        "127.0.0.1:0"},
+                       dir.path() + "/ma.log", true, &line_a);
+  const auto seed = line_a.substr(line_a.find(" listening on ") + 14, line_a.find(" control ") - line_a.find(" listening on ") - 14);
+  auto b = start_agent({"--name", "mb", "--bind", "127.0.0.1:0", "--control", dir.path() + "/mb.sock", "--seeds", seed},
+                       dir.path() + "/mb.log", true, &line_b);
+  const uint16_t port = metrics_port_of(line_a);
+  INFO("log:\n" << read_file(dir.path() + "/ma.log"));
+  REQUIRE(eventually(
+      [&] {
+        const auto body = http(port, "GET", "/metrics").second;
+        return contains(body, "shoal_view_members 2\n") && !contains(body, "shoal_probe_rtt_seconds_count 0\n");
+      },
+      20s));
+  const auto [status, body] = http(port, "GET", "/metrics");
+  CHECK(status == "HTTP/1.1 200 OK");
+  CHECK(contains(body, "# TYPE shoal_members gauge\nshoal_members{state=\"alive\"} 2\n"));
+  CHECK(contains(body, "# TYPE shoal_view_change_seconds histogram\n"));
+  CHECK(contains(body, "shoal_view_change_seconds_count "));
+  CHECK_FALSE(contains(body, "shoal_view_change_seconds_count 0\n"));  // the first view at least, timed
+  CHECK(contains(body, "shoal_rejected_total{cause="));
+  CHECK(contains(body, "shoal_ckpt_held_bytes{kind=\"replica\"} 0\n"));
+  CHECK(http(port, "GET", "/other").first == "HTTP/1.1 404 Not Found");
+  CHECK(http(port, "POST", "/metrics").first == "HTTP/1.1 405 Method Not Allowed");
+
+  // The port is now taken: a second agent asking for it fails at start, naming it.
+  const auto taken = run_command({SHOAL_BINARY, "agent", "--name", "mc", "--bind", "127.0.0.1:0", "--control",
+                                  dir.path() + "/mc.sock", "--metrics", "127.0.0.1:" + std::to_string(port)});
+  CHECK(taken.exit_code == 1);
+  CHECK(contains(taken.err, "--metrics 127.0.0.1:" + std::to_string(port)));
 }
