@@ -183,3 +183,48 @@ TEST_CASE("after the host's memory is lost, a restarted agent loads the newest p
   const auto bytes = seg->bytes().first(version.size());
   CHECK(std::equal(bytes.begin(), bytes.end(), version.begin()));
 }
+
+TEST_CASE("scancel: SIGTERM to every host at once, each persists its newest version and exits 0") {
+  shoal::ckpt::test::ShmTestJob job("scancel");
+  AgentCluster cluster;
+  const std::string dir = cluster.dir() + "/ckpt";
+  const std::vector<std::string> hosts = {"h1", "h2", "h3"};
+  std::vector<std::string> stores;
+  struct Cleanup {
+    std::vector<std::string>& stores;
+    ~Cleanup() {
+      for (const auto& s : stores) {
+        (void)shoal::ckpt::RankStore::remove_segments(s, 0);
+        (void)shoal::ckpt::ReplicaStore::remove_all(s);
+      }
+    }
+  } cleanup{stores};
+  std::string seed;
+  for (const auto& h : hosts) {
+    stores.push_back(shoal::ckpt::store_for_host(job.name(), h));
+    const auto& a = cluster.start(h, seed.empty() ? std::vector<std::string>{} : std::vector<std::string>{seed},
+                                  {"--job", job.name(), "--host", h, "--ckpt-dir", dir, "--min-hosts", "3"});
+    if (seed.empty()) seed = a.addr;
+  }
+  REQUIRE(AgentCluster::eventually(
+      [&] {
+        auto v = cluster.request("h1", "view");
+        return v && v->find("members") && v->find("members")->items().size() == 3;
+      },
+      20s));
+  // Each host's rank 0 of its own store: a version saved, the agent never told.
+  std::vector<std::vector<std::byte>> versions;
+  for (const auto& s : stores) versions.push_back(save(job.name(), s, 12));
+  for (const auto& h : hosts) cluster[h].process->send_signal(SIGTERM);
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    INFO(hosts[i] << "'s log:\n" << cluster.log_tail(hosts[i], 40));
+    const auto code = cluster[hosts[i]].process->wait_exit(30s);
+    REQUIRE(code.has_value());
+    CHECK(*code == 0);
+    auto pd = shoal::ckpt::PersistDir::open({.dir = dir + "/" + hosts[i], .job = job.name()});
+    REQUIRE(pd);
+    auto loaded = pd->load(0, 12);
+    REQUIRE_MESSAGE(loaded, loaded.error().message);
+    CHECK(*loaded == versions[i]);
+  }
+}
