@@ -6,8 +6,9 @@ set -euo pipefail
 packages=(
   g++ git meson ninja-build pkg-config cmake
   libboost-dev libprotobuf-dev protobuf-compiler libspdlog-dev libfmt-dev doctest-dev
-  libgloo-dev libsystemd-dev systemd
+  libgloo-dev libsystemd-dev systemd libsodium-dev
   iproute2 nftables procps
+  python3-torch slurm-wlm munge
 )
 
 missing=()

@@ -43,6 +43,8 @@ struct SessionOptions {
   uint32_t ckpt_replicas = 1;          // embedded: peers that keep a copy of each checkpoint version
   std::string ckpt_dir;                // embedded: also persist each saved version to this directory, in the
                                        // background (empty: memory only); leave() waits for it, up to 60 s
+  std::string key_file;                // embedded: the cluster key file (see `shoal keygen`); empty: an open
+                                       // cluster. connect(): taken from the agent
   std::string backend = "gloo";        // "gloo": CPU buffers over TCP; "nccl": GPU buffers (builds with NCCL)
   int cuda_device = -1;                // nccl: the device of this rank; -1: the local rank
   std::chrono::milliseconds view_timeout{120'000};        // communicator(): longest wait for a view
@@ -70,7 +72,9 @@ class Session {
   static std::unique_ptr<Session> start(const SessionOptions& options);
   // Follows the `shoal agent` whose control socket is options.control_path, driving its GPU slot
   // options.slot (one trainer process per slot). Only control_path, slot, backend, cuda_device and the
-  // timeouts are used. Throws shoal::Error when no agent answers there.
+  // timeouts are used. With an empty control_path, SHOAL_CONTROL and SHOAL_SLOT from the environment
+  // (set by `shoal agent --workers connect -- COMMAND`) give both. Throws shoal::Error when no agent
+  // answers there.
   static std::unique_ptr<Session> connect(const SessionOptions& options);
 
   virtual ~Session() = default;

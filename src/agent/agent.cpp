@@ -1,6 +1,7 @@
 // Agent: start-up (port, control socket, seeds), the join watch, and the graceful stop.
 #include "agent/agent.hpp"
 
+#include <algorithm>
 #include <charconv>
 
 #include <unistd.h>
@@ -85,7 +86,7 @@ Agent::Agent(AgentConfig cfg) : cfg_(std::move(cfg)), leave_timer_(io_), join_ti
   session_feed_ = std::make_unique<SessionFeed>(io_, control_handlers_, [this] {
     return SessionInfo{cfg_.name, generation_, addr_, cfg_.gossip.cluster_id, cfg_.meta.slots,
                        checkpoints_ ? checkpoints_->config().job : std::string(),
-                       checkpoints_ ? checkpoints_->config().store : std::string()};
+                       checkpoints_ ? checkpoints_->config().store : std::string(), cfg_.key_file};
   });
   control_handlers_.add("members", "this member's view of the cluster and the inputs it refused",
                         [this](std::span<const std::string> args) {
@@ -128,8 +129,18 @@ StreamListener& Agent::streams() { return *listener_; }
 
 CheckpointService& Agent::checkpoints() { return *checkpoints_; }
 
-std::vector<std::byte> Agent::hello(wire::Hello::Channel channel) const {
-  return encode_hello(wire::make_envelope(cfg_.gossip.cluster_id, cfg_.name, generation_, addr_), channel);
+OutgoingHello Agent::hello(wire::Hello::Channel channel) const {
+  return OutgoingHello(encode_hello(wire::make_envelope(cfg_.gossip.cluster_id, cfg_.name, generation_, addr_), channel),
+                       seal_);
+}
+
+Status Agent::reload_keys() {
+  if (!seal_) return fail(std::string("the agent has not started"));
+  auto keys = load_cluster_keys(cfg_.key_file);
+  if (!keys) return fail(keys.error().message);
+  if (auto ok = seal_->set_keys(std::move(*keys)); !ok) return ok;
+  if (seal_->keyed()) logger().info("cluster key reloaded from {}: key ids {} (the first seals)", cfg_.key_file, seal_->key_ids());
+  return Ok{};
 }
 
 void Agent::add_member_observer(std::function<void(const gossip::MemberEvent&)> observer) {
@@ -202,6 +213,17 @@ Status Agent::start() {
     if (::gethostname(host, sizeof(host) - 1) == 0) cfg_.meta.host = host;
   }
 
+  auto keys = load_cluster_keys(cfg_.key_file);
+  if (!keys) return fail("--key-file: " + keys.error().message);
+  seal_ = std::make_shared<ClusterSeal>(std::move(*keys));
+  if (seal_->keyed()) {
+    logger().info("cluster key from {}: key ids {} (the first seals); unsealed packets and connections are refused",
+                  cfg_.key_file, seal_->key_ids());
+  } else if (cfg_.warn_open_cluster) {
+    logger().warn("the cluster is open: no --key-file, so any host that reaches this port can join, read the member "
+                  "list and checkpoints, and send views (see `shoal keygen`)");
+  }
+
   origin_ = std::chrono::steady_clock::now();
   next_join_warn_ = origin_ + cfg_.join_warn_interval;
   auto bind_ip = resolve_host(io_, cfg_.bind.host);
@@ -251,12 +273,13 @@ Status Agent::start() {
   gossip::Swim swim(cfg_.gossip, gossip::Identity{cfg_.name, generation_, addr_}, cfg_.meta, rng_seed);
 
   listener_ = std::make_unique<StreamListener>(std::move(bound->tcp), cfg_.gossip.cluster_id, StreamListener::Limits{});
-  runtime_ = std::make_unique<GossipRuntime>(io_, std::move(bound->udp), std::move(swim), origin_, *listener_);
+  listener_->set_seal(seal_);
+  runtime_ = std::make_unique<GossipRuntime>(io_, std::move(bound->udp), std::move(swim), origin_, *listener_, seal_);
   for (auto& o : pending_observers_) runtime_->add_observer(std::move(o));
   pending_observers_.clear();
   membership_ = std::make_unique<MembershipRuntime>(
       io_, membership::ViewKeeper(cfg_.membership, gossip::Identity{cfg_.name, generation_, addr_}, rng_seed ^ 0x5eed),
-      runtime_->swim(), origin_, *listener_, cfg_.gossip.cluster_id);
+      runtime_->swim(), origin_, *listener_, cfg_.gossip.cluster_id, seal_);
   rendezvous_ = std::make_unique<RendezvousService>(io_, *listener_, origin_);
   if (cfg_.ckpt.job.empty()) cfg_.ckpt.job = cfg_.gossip.cluster_id;
   checkpoints_ = std::make_unique<CheckpointService>(cfg_.ckpt, cfg_.name,
@@ -342,7 +365,9 @@ void Agent::linger(std::chrono::steady_clock::time_point since) {
     const auto waited = std::chrono::steady_clock::now() - since;
     if (waited < cfg_.leave_grace) return linger(since);
     const auto& view = membership_->keeper().view();
-    const bool in_view = view.find(cfg_.name) != nullptr && view.size() > 1;
+    // Lingering serves the others' next view; once all of them have left too (the end of a job,
+    // scancel) there is nobody to serve.
+    const bool in_view = view.find(cfg_.name) != nullptr && view.size() > 1 && !view_peers_gone();
     if (in_view && waited < cfg_.leave_linger_max) return linger(since);
     // The checkpoint directory gets the newest versions before the process goes (SIGTERM is the last
     // word a scheduler says before SIGKILL).
@@ -357,6 +382,20 @@ void Agent::linger(std::chrono::steady_clock::time_point since) {
     }
     finish(Ok{});
   });
+}
+
+bool Agent::view_peers_gone() const {
+  const auto members = runtime_->swim().members();
+  for (const auto& vm : membership_->keeper().view().members()) {
+    if (vm.name == cfg_.name) continue;
+    const auto it = std::find_if(members.begin(), members.end(), [&](const gossip::Member& m) {
+      return m.id.name == vm.name && m.id.generation == vm.generation;
+    });
+    if (it != members.end() && (it->state == gossip::State::alive || it->state == gossip::State::suspect)) {
+      return false;
+    }
+  }
+  return true;
 }
 
 void Agent::finish(Status outcome) {

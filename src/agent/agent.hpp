@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "agent/ckpt_service.hpp"
+#include "agent/cluster_seal.hpp"
+#include "agent/stream_hello.hpp"
 #include "agent/view_history.hpp"
 #include "agent/control_handlers.hpp"
 #include "agent/host_port.hpp"
@@ -49,6 +51,9 @@ struct AgentConfig {
   membership::Config membership;
   // In-memory checkpoints: job, segment names, replicas, budget. An empty job means the cluster id.
   CheckpointConfig ckpt;
+  // The cluster key file (wire/cluster_key.hpp); empty: an open cluster, which start() warns about.
+  std::string key_file;
+  bool warn_open_cluster = true;  // false for the in-process demo, whose cluster lives on loopback only
   // Where to serve Prometheus metrics (/metrics); nullopt: nowhere.
   std::optional<HostPort> metrics;
 };
@@ -84,6 +89,7 @@ class Agent {
   uint16_t metrics_port() const;  // 0 without --metrics
   uint64_t generation() const { return generation_; }
   const std::string& control_path() const { return cfg_.control_path; }
+  const std::string& key_file() const { return cfg_.key_file; }
   const gossip::Swim& swim() const;
 
   // Every member event, after the runtime has logged it (the membership layer subscribes here).
@@ -102,11 +108,14 @@ class Agent {
   CheckpointService& checkpoints();
   // The hello that opens a connection from this member on `channel` (for in-process clients such as the
   // rendezvous store of an embedded trainer). After start().
-  std::vector<std::byte> hello(wire::Hello::Channel channel) const;
+  OutgoingHello hello(wire::Hello::Channel channel) const;
+  // SIGHUP: reads the key file again (a rotation step). Fails, keeping the old keys, when it cannot.
+  Status reload_keys();
 
  private:
   void begin_leave();
   void linger(std::chrono::steady_clock::time_point since);
+  bool view_peers_gone() const;  // every other member of the committed view has left or died
   void finish(Status outcome);
   void watch_join();
   std::string members_reply() const;
@@ -125,6 +134,7 @@ class Agent {
   uint64_t generation_ = 0;
   std::vector<std::string> seed_addrs_;
   ControlHandlers control_handlers_;
+  std::shared_ptr<ClusterSeal> seal_;
   std::unique_ptr<StreamListener> listener_;
   std::unique_ptr<GossipRuntime> runtime_;
   std::unique_ptr<MembershipRuntime> membership_;

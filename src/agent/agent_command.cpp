@@ -12,8 +12,10 @@
 #include "agent/config_file.hpp"
 #include "agent/control_path.hpp"
 #include "agent/flags.hpp"
+#include "agent/launch_flags.hpp"
 #include "agent/member_name.hpp"
 #include "agent/slurm_env.hpp"
+#include "agent/worker_launcher.hpp"
 #include "base/log.hpp"
 #include "ckpt_shm/shm_segment.hpp"
 
@@ -46,16 +48,11 @@ Result<uint64_t> parse_byte_size(const std::string& text) {
   return v << shift;
 }
 
-// The host part of --metrics, for the start line.
-std::string cfg_metrics_host(const std::optional<std::string>& metrics) {
-  auto hp = metrics ? parse_host_port(*metrics, PortZero::allowed) : Result<HostPort>(fail(std::string("none")));
-  return hp ? hp->host : std::string();
-}
-
-// SIGHUP: the config file's log-level applies again (unless `shoal --log-level` was given).
-void reload_config(const std::optional<std::string>& path, AgentNotifications& systemd) {
+// SIGHUP: the config file's log-level applies again (unless `shoal --log-level` was given), and the
+// cluster key file is read again (a rotation step).
+void reload_config(const std::optional<std::string>& path, Agent& agent, AgentNotifications& systemd) {
   systemd.reloading();
-  std::string what = "nothing to reload without --config";
+  std::string what = "no --config to reload";
   if (path) {
     auto file = read_config_file(*path);
     if (!file) {
@@ -69,6 +66,10 @@ void reload_config(const std::optional<std::string>& path, AgentNotifications& s
       what = "log level " + *file->log_level;
     }
   }
+  if (!agent.key_file().empty()) {
+    const Status keys = agent.reload_keys();
+    what += keys ? "; cluster key reloaded" : "; cluster key NOT reloaded (" + keys.error().message + ")";
+  }
   log::get(log::Component::agent).info("SIGHUP: {}", what);
   systemd.reloaded(what);
 }
@@ -80,9 +81,10 @@ int agent_command(std::span<const std::string> command_line) {
   bool no_slurm = false;
   std::optional<int64_t> slots, min_hosts, max_hosts;
   std::optional<std::string> hold_down, quorum_policy, job, ckpt_store, ckpt_budget, host;
-  std::optional<std::string> ckpt_dir;
+  std::optional<std::string> ckpt_dir, key_file;
   std::optional<int64_t> ckpt_replicas, ckpt_dir_keep, ckpt_exit_wait;
-  FlagSet flags("shoal agent --name NAME --bind HOST:PORT [--seeds HOST:PORT,...] [--cluster ID] [--control PATH]",
+  FlagSet flags("shoal agent --name NAME --bind HOST:PORT [--seeds HOST:PORT,...] [--cluster ID] [--control PATH]\n"
+                "       [-- COMMAND ARGS...]",
                 "Run one member of a shoal cluster: SWIM gossip over UDP and TCP on one port, committed views\n"
                 "agreed with the other members, in-memory checkpoints replicated to peer hosts, and a control\n"
                 "socket (requests: members, view, view-force, stats, ckpt-ls, and the trainers' session-info,\n"
@@ -90,7 +92,14 @@ int agent_command(std::span<const std::string> command_line) {
                 "prints one line:\n"
                 "  shoal agent NAME listening on ADDR control PATH [metrics HOST:PORT]\n"
                 "SIGTERM or SIGINT leaves the cluster gracefully and exits 0; a second signal exits at once;\n"
-                "SIGHUP re-reads --config's log-level.\n"
+                "SIGHUP re-reads --config's log-level and --key-file.\n"
+                "With `-- COMMAND ARGS...` the agent also runs one worker per slot with torchrun's environment for\n"
+                "the committed view (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, ROLE_RANK,\n"
+                "ROLE_WORLD_SIZE, ROLE_NAME, MASTER_ADDR, MASTER_PORT, TORCHELASTIC_RESTART_COUNT (the view's epoch\n"
+                "- 1: the same on every host), TORCHELASTIC_MAX_RESTARTS, TORCHELASTIC_RUN_ID, CUDA_VISIBLE_DEVICES),\n"
+                "prefixes their output lines with [rank N], restarts them at every view change (--workers restart)\n"
+                "or lets them rebuild in place (--workers connect), and leaves with exit 0 once they all exit 0,\n"
+                "or exit 1 after --max-restarts failures of their own. SIGTERM stops the workers, then leaves.\n"
                 "Under Slurm (`srun --ntasks-per-node=1 shoal agent`) no flag is needed: the name comes from\n"
                 "SLURMD_NODENAME, the peers from SLURM_STEP_NODELIST (at port 7946, also the default --bind),\n"
                 "the cluster id and job from SLURM_JOB_ID, --slots from SLURM_GPUS_ON_NODE or\n"
@@ -176,11 +185,21 @@ int agent_command(std::span<const std::string> command_line) {
                    "comments, and `log-level`; flags on the command line override it; SIGHUP re-reads its "
                    "log-level (see packaging/shoal-agent.conf.example)",
                    &config);
+  flags.add_string("key-file", "PATH",
+                   "the cluster key (`shoal keygen > PATH; chmod 600 PATH`, the same file on every host): every UDP "
+                   "packet is sealed with it (XChaCha20-Poly1305) and every TCP connection opens with a sealed "
+                   "hello; hosts without it are refused and never appear in a member list. Up to 4 keys, one per "
+                   "line; the first seals, all open, so a key rotates without downtime: add the new key second "
+                   "everywhere, SIGHUP; move it first, SIGHUP; remove the old, SIGHUP. Clocks must agree within 60 "
+                   "s (replay window). Default: an open cluster (warned at start)",
+                   &key_file);
   flags.add_string("metrics", "HOST:PORT",
                    "serve Prometheus metrics at http://HOST:PORT/metrics (members by state, view epoch, view-change "
                    "durations, probe round trips, traffic, refused input, checkpoints and replication lag; "
                    "default: none)",
                    &metrics);
+  LaunchFlags launch_flags;
+  launch_flags.add_to(flags);
   flags.add_bool("no-slurm", "ignore Slurm's environment (SLURM_JOB_ID, node lists, SLURMD_NODENAME, GPUs)",
                  &no_slurm);
 
@@ -293,6 +312,10 @@ int agent_command(std::span<const std::string> command_line) {
   }
   cfg.ckpt.persist_keep = static_cast<uint32_t>(ckpt_dir_keep.value_or(2));
   cfg.persist_exit_wait = std::chrono::seconds(ckpt_exit_wait.value_or(60));
+  if (key_file) {
+    if (key_file->empty()) return usage_error("--key-file must not be empty");
+    cfg.key_file = *key_file;
+  }
   if (metrics) {
     auto hp = parse_host_port(*metrics, PortZero::allowed);
     if (!hp) return usage_error("--metrics: " + hp.error().message);
@@ -300,11 +323,27 @@ int agent_command(std::span<const std::string> command_line) {
   }
   cfg.control_path = control ? *control : default_control_path(cfg.name, probe_control_dirs());
   if (cfg.control_path.empty()) return usage_error("--control must not be empty");
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  auto launch = launch_flags.config(parsed->after_dash, cfg.ckpt.job,
+                                    visible != nullptr && *visible != '\0' ? std::optional<std::string>(visible)
+                                                                           : std::nullopt);
+  if (!launch) return usage_error(launch.error().message);
+  const std::string metrics_host = cfg.metrics ? cfg.metrics->host : std::string();
 
   std::signal(SIGPIPE, SIG_IGN);
   Agent agent(std::move(cfg));
   AgentNotifications systemd(agent, SystemdNotifier::from_environment());
   systemd.attach();
+  int exit_status = kExitOk;
+  std::unique_ptr<WorkerLauncher> launcher;
+  if (*launch) {
+    launcher = std::make_unique<WorkerLauncher>(agent, std::move(**launch), [&](int status) {
+      exit_status = status;
+      systemd.stopping();
+      agent.stop();
+    });
+    launcher->attach();
+  }
   // Installed before start(), so a signal that arrives early still means a graceful stop.
   boost::asio::signal_set signals(agent.io(), SIGINT, SIGTERM, SIGHUP);
   int stops_seen = 0;
@@ -312,10 +351,14 @@ int agent_command(std::span<const std::string> command_line) {
     signals.async_wait([&](boost::system::error_code ec, int signal) {
       if (ec) return;
       if (signal == SIGHUP) {
-        reload_config(config_path, systemd);
+        reload_config(config_path, agent, systemd);
       } else if (++stops_seen == 1) {
         systemd.stopping();
-        agent.stop();
+        if (launcher) {
+          launcher->shutdown();  // the workers first; it calls agent.stop() once they are gone
+        } else {
+          agent.stop();
+        }
       } else {
         agent.stop_now();
         return;
@@ -332,7 +375,7 @@ int agent_command(std::span<const std::string> command_line) {
 
   std::cout << "shoal agent " << agent.swim().self().name << " listening on " << agent.addr() << " control "
             << agent.control_path();
-  if (agent.metrics_port() != 0) std::cout << " metrics " << cfg_metrics_host(metrics) << ":" << agent.metrics_port();
+  if (agent.metrics_port() != 0) std::cout << " metrics " << metrics_host << ":" << agent.metrics_port();
   std::cout << std::endl;
 
   const Status outcome = agent.run();
@@ -340,7 +383,7 @@ int agent_command(std::span<const std::string> command_line) {
     std::cerr << "shoal agent: " << outcome.error().message << "\n";
     return kExitFailure;
   }
-  return kExitOk;
+  return exit_status;
 }
 
 }  // namespace shoal::agent

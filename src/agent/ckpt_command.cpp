@@ -84,19 +84,8 @@ int ls_command(std::span<const std::string> args) {
   flags.add_string("name", "NAME", "the agent's member name (its socket is looked up in the default places)", &name);
   flags.add_bool("json", "print the agent's JSON document", &json);
   flags.add_bool("verify", "verify the data checksums of every sealed version", &verify);
-  auto parsed = flags.parse(args);
-  if (!parsed) {
-    std::cerr << "shoal ckpt ls: " << parsed.error().message << " (see `shoal ckpt ls --help`)\n";
-    return kExitUsage;
-  }
-  if (parsed->help) {
-    std::cout << flags.help();
-    return kExitOk;
-  }
-  if (!parsed->positional.empty()) {
-    std::cerr << "shoal ckpt ls: unexpected argument '" << parsed->positional.front() << "'\n";
-    return kExitUsage;
-  }
+  int exit_code = kExitOk;
+  if (!parse_subcommand(flags, args, "shoal ckpt ls", &exit_code)) return exit_code;
   return ask_agent("shoal ckpt ls", control, name, verify ? "ckpt-ls verify" : "ckpt-ls",
                    [json, verify](const JsonValue& doc, const std::string& raw) {
                      if (json) {

@@ -36,7 +36,7 @@ std::string path_component(const std::string& name) {
 }  // namespace
 
 CheckpointService::CheckpointService(CheckpointConfig config, std::string self_name,
-                                     std::function<std::vector<std::byte>()> hello)
+                                     std::function<OutgoingHello()> hello)
     : cfg_(std::move(config)), self_(std::move(self_name)), hello_(std::move(hello)) {
   if (cfg_.store.empty()) cfg_.store = cfg_.job;
 }

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/stream_hello.hpp"
 #include "agent/ckpt_persister.hpp"
 #include "agent/ckpt_transfer.hpp"
 #include "agent/stream_listener.hpp"
@@ -62,7 +63,7 @@ struct ReplicationLag {
 class CheckpointService {
  public:
   // `hello` makes the CKPT_STREAM hello of this member (valid once the agent has started).
-  CheckpointService(CheckpointConfig config, std::string self_name, std::function<std::vector<std::byte>()> hello);
+  CheckpointService(CheckpointConfig config, std::string self_name, std::function<OutgoingHello()> hello);
   ~CheckpointService();
   CheckpointService(const CheckpointService&) = delete;
   CheckpointService& operator=(const CheckpointService&) = delete;
@@ -109,7 +110,7 @@ class CheckpointService {
 
   CheckpointConfig cfg_;
   std::string self_;
-  std::function<std::vector<std::byte>()> hello_;
+  std::function<OutgoingHello()> hello_;
   std::atomic<bool> stopping_{false};
 
   mutable std::mutex store_mu_;  // the replica store

@@ -87,7 +87,7 @@ Result<BlockingConn> open(const TransferPeer& peer, const wire::CkptRequest& req
   auto conn = BlockingConn::connect(peer.addr, stall_deadline(limits));
   if (!conn) return conn;
   conn->set_cancel(limits.cancel);
-  if (auto r = conn->write_frame(static_cast<uint8_t>(FrameType::hello), peer.hello, stall_deadline(limits)); !r) {
+  if (auto r = conn->write_frame(static_cast<uint8_t>(FrameType::hello), peer.hello.for_connection(), stall_deadline(limits)); !r) {
     return fail(r.error().message);
   }
   if (auto r = conn->write_frame(static_cast<uint8_t>(FrameType::request), encode(request), stall_deadline(limits));

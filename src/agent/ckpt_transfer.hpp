@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/stream_hello.hpp"
 #include "agent/blocking_conn.hpp"
 #include "base/result.hpp"
 #include "ckpt.pb.h"
@@ -25,7 +26,7 @@ inline constexpr size_t kMaxCkptRequestBytes = 4096;
 
 struct TransferPeer {
   std::string addr;            // "ip:port" of the agent serving the host
-  std::vector<std::byte> hello;  // the CKPT_STREAM hello payload naming the caller (stream_hello.hpp)
+  OutgoingHello hello;         // the CKPT_STREAM hello naming the caller
 };
 
 struct TransferLimits {

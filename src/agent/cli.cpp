@@ -13,18 +13,36 @@ namespace {
 
 int version_command(std::span<const std::string> args) {
   FlagSet flags("shoal version", "Print the version, the git revision and the backends compiled in.");
-  auto parsed = flags.parse(args);
-  if (!parsed) {
-    std::cerr << "shoal version: " << parsed.error().message << "\n";
-    return kExitUsage;
-  }
-  if (parsed->help) {
-    std::cout << flags.help();
-    return kExitOk;
-  }
+  int exit_code = kExitOk;
+  if (!parse_subcommand(flags, args, "shoal version", &exit_code)) return exit_code;
   std::cout << version_text();
   return kExitOk;
 }
+
+}  // namespace
+
+std::optional<ParsedArgs> parse_subcommand(const FlagSet& flags, std::span<const std::string> args,
+                                           std::string_view prog, int* exit_code, bool allow_positional) {
+  auto parsed = flags.parse(args);
+  if (!parsed) {
+    std::cerr << prog << ": " << parsed.error().message << " (see `" << prog << " --help`)\n";
+    *exit_code = kExitUsage;
+    return std::nullopt;
+  }
+  if (parsed->help) {
+    std::cout << flags.help();
+    *exit_code = kExitOk;
+    return std::nullopt;
+  }
+  if (!allow_positional && !parsed->positional.empty()) {
+    std::cerr << prog << ": unexpected argument '" << parsed->positional.front() << "'\n";
+    *exit_code = kExitUsage;
+    return std::nullopt;
+  }
+  return std::move(*parsed);
+}
+
+namespace {
 
 std::string top_help() {
   std::string out =
@@ -60,6 +78,7 @@ const std::vector<Subcommand>& subcommands() {
       {"status", "one screen about a running agent: view, members, last changes, checkpoints", status_command},
       {"view", "print a running agent's committed view and ranks; `view force` overrides a stall", view_command},
       {"ckpt", "list the checkpoint versions a running agent's host holds (`ckpt ls`)", ckpt_command},
+      {"keygen", "print a new cluster key for --key-file", keygen_command},
       {"demo", "run the local multi-host demo", demo_command},
       {"version", "print version, git revision and backends", version_command},
       {"help", "print this help", help_command},

@@ -1,9 +1,13 @@
 // The shoal command line: global flags, the subcommand table and dispatch.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "agent/flags.hpp"
 
 namespace shoal::agent {
 
@@ -17,6 +21,12 @@ struct Subcommand {
   std::string summary;
   int (*run)(std::span<const std::string> args);
 };
+
+// A subcommand's opening: parses `args`; a usage error prints "PROG: message (see `PROG --help`)", --help
+// prints the help, and positional arguments are refused unless allowed. Returns nullopt when the
+// subcommand is done and should return *exit_code (kExitUsage, or kExitOk after --help).
+std::optional<ParsedArgs> parse_subcommand(const FlagSet& flags, std::span<const std::string> args,
+                                           std::string_view prog, int* exit_code, bool allow_positional = false);
 
 // Every subcommand the binary offers, in the order `shoal --help` lists them.
 const std::vector<Subcommand>& subcommands();
@@ -32,5 +42,6 @@ int members_command(std::span<const std::string> args);
 int view_command(std::span<const std::string> args);
 int ckpt_command(std::span<const std::string> args);
 int status_command(std::span<const std::string> args);
+int keygen_command(std::span<const std::string> args);
 
 }  // namespace shoal::agent

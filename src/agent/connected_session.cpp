@@ -75,16 +75,26 @@ Status ConnectedSession::begin() {
   const auto ip = parse_ip_port(agent_addr_);
   if (!ip) return fail("the agent's address '" + agent_addr_ + "' is not numeric");
   id.bind_ip = ip->ip.to_string();
-  id.rendezvous_hello = encode_hello(
-      wire::make_envelope(text_of(*doc, "cluster"), id.name + "/" + std::to_string(id.slot), id.generation, agent_addr_),
-      wire::Hello::RENDEZVOUS);
+  // A keyed cluster: this trainer seals its own hellos with the agent's key file (the same host, and
+  // normally the same user; a trainer that may not read it gets this error rather than refusals).
+  const std::string key_file = doc->find("key_file") ? text_of(*doc, "key_file") : std::string();
+  auto keys = load_cluster_keys(key_file);
+  if (!keys) return fail("the agent's cluster key: " + keys.error().message);
+  auto seal = std::make_shared<ClusterSeal>(std::move(*keys));
+  id.rendezvous_hello = OutgoingHello(
+      encode_hello(wire::make_envelope(text_of(*doc, "cluster"), id.name + "/" + std::to_string(id.slot),
+                                       id.generation, agent_addr_),
+                   wire::Hello::RENDEZVOUS),
+      seal);
   id.checkpoints.job = text_of(*doc, "job");
   id.checkpoints.store = text_of(*doc, "store");
   id.checkpoints.holder = id.name;
   id.checkpoints.agent_addr = agent_addr_;
-  id.checkpoints.ckpt_hello = encode_hello(
-      wire::make_envelope(text_of(*doc, "cluster"), id.name + "/" + std::to_string(id.slot), id.generation, agent_addr_),
-      wire::Hello::CKPT_STREAM);
+  id.checkpoints.ckpt_hello = OutgoingHello(
+      encode_hello(wire::make_envelope(text_of(*doc, "cluster"), id.name + "/" + std::to_string(id.slot),
+                                       id.generation, agent_addr_),
+                   wire::Hello::CKPT_STREAM),
+      seal);
   id.checkpoints.exchange_timeout = opt_.rendezvous_timeout;
   id.checkpoints.committed = [path = opt_.control_path](uint32_t rank, uint64_t step) {
     auto r = control_request(path, "ckpt-committed " + std::to_string(rank) + " " + std::to_string(step));

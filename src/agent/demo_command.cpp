@@ -79,6 +79,7 @@ Result<std::unique_ptr<Host>> start_host(const std::string& name, const std::vec
   cfg.bind = HostPort{"127.0.0.1", 0};
   cfg.seeds = seeds;
   cfg.gossip.cluster_id = "shoal-demo";
+  cfg.warn_open_cluster = false;
   cfg.meta.slots = 2;
   cfg.meta.host = name;
   cfg.membership.min_hosts = std::max<uint32_t>(2, n / 2);
@@ -117,15 +118,8 @@ int demo_command(std::span<const std::string> args) {
                 "commit the next view, and the crashed host restarts and rejoins. Prints a timeline with the\n"
                 "measured durations and a summary. Exit status 0 when every step happened in time.");
   flags.add_int("hosts", "N", "how many hosts (default: 4)", &hosts_flag, 3, 16);
-  auto parsed = flags.parse(args);
-  if (!parsed) {
-    std::cerr << "shoal demo: " << parsed.error().message << "\n";
-    return kExitUsage;
-  }
-  if (parsed->help) {
-    std::cout << flags.help();
-    return kExitOk;
-  }
+  int exit_code = kExitOk;
+  if (!parse_subcommand(flags, args, "shoal demo", &exit_code)) return exit_code;
   const auto n = static_cast<uint32_t>(hosts_flag.value_or(4));
   std::cout << version_text() << "\n";
   // The timeline says what happened; the agents' own logs would drown it.

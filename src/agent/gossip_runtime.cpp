@@ -14,13 +14,16 @@ spdlog::logger& logger() { return log::get(log::Component::agent); }
 }  // namespace
 
 GossipRuntime::GossipRuntime(asio::io_context& io, asio::ip::udp::socket socket, gossip::Swim swim,
-                             Clock::time_point origin, StreamListener& listener)
-    : io_(io), socket_(std::move(socket)), swim_(std::move(swim)), origin_(origin),
+                             Clock::time_point origin, StreamListener& listener, std::shared_ptr<ClusterSeal> seal)
+    : io_(io), socket_(std::move(socket)), swim_(std::move(swim)), origin_(origin), listener_(listener),
+      seal_(seal ? std::move(seal) : std::make_shared<ClusterSeal>(std::nullopt)),
       client_(io),
       timer_(io, origin, [this] { on_wake(); }) {
   const auto& self = swim_.self();
-  hello_ = encode_hello(wire::make_envelope(swim_.config().cluster_id, self.name, self.generation, self.addr),
-                        wire::Hello::PUSH_PULL);
+  hello_ = OutgoingHello(encode_hello(wire::make_envelope(swim_.config().cluster_id, self.name, self.generation,
+                                                         self.addr),
+                                      wire::Hello::PUSH_PULL),
+                         seal_);
   const auto handler = [this](const StreamPeer& peer, std::span<const std::byte> request) {
     return answer_stream(peer, request);
   };
@@ -55,10 +58,16 @@ void GossipRuntime::receive_next() {
   socket_.async_receive_from(asio::buffer(rx_buf_), rx_from_, [this](boost::system::error_code ec, size_t n) {
     if (ec == asio::error::operation_aborted || closed_) return;
     if (!ec) {
-      gossip::Effects fx;
-      swim_.on_packet(ip_port_text(rx_from_.address(), rx_from_.port()), std::span<const std::byte>(rx_buf_.data(), n),
-                      now(), fx);
-      perform(fx);
+      const std::string from = ip_port_text(rx_from_.address(), rx_from_.port());
+      // The cluster key first: nothing unsealed (or replayed) reaches the core.
+      auto opened = seal_->open_packet(std::span<const std::byte>(rx_buf_.data(), n));
+      if (!opened) {
+        listener_.count_rejected(opened.error().cause, "udp " + from, opened.error().detail);
+      } else {
+        gossip::Effects fx;
+        swim_.on_packet(from, std::span<const std::byte>(*opened), now(), fx);
+        perform(fx);
+      }
     } else {
       // ICMP errors of earlier sends can surface here; the socket itself is fine.
       logger().debug("udp receive: {}", ec.message());
@@ -96,7 +105,7 @@ void GossipRuntime::send_packet(gossip::SendPacket& p) {
     warn_limited("bad address " + p.to, "gossip: cannot send to '" + p.to + "': not a numeric ip:port");
     return;
   }
-  auto bytes = std::make_shared<std::vector<std::byte>>(std::move(p.bytes));
+  auto bytes = std::make_shared<std::vector<std::byte>>(seal_->seal_packet(p.bytes));
   socket_.async_send_to(asio::buffer(*bytes), asio::ip::udp::endpoint(to->ip, to->port),
                         [bytes, to = p.to](boost::system::error_code ec, size_t) {
                           if (ec && ec != asio::error::operation_aborted)

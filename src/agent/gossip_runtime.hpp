@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/stream_hello.hpp"
 #include "agent/stream_client.hpp"
 #include "agent/stream_listener.hpp"
 #include "agent/wake_timer.hpp"
@@ -27,9 +28,10 @@ class GossipRuntime {
   using Clock = std::chrono::steady_clock;
   using EventObserver = std::function<void(const gossip::MemberEvent&)>;
 
-  // `origin` is time zero for the core. The listener gets the gossip channels (push-pull, probe).
+  // `origin` is time zero for the core. The listener gets the gossip channels (push-pull, probe), and
+  // counts the datagrams `seal` refuses (null: an open cluster).
   GossipRuntime(asio::io_context& io, asio::ip::udp::socket socket, gossip::Swim swim, Clock::time_point origin,
-                StreamListener& listener);
+                StreamListener& listener, std::shared_ptr<ClusterSeal> seal = nullptr);
   GossipRuntime(const GossipRuntime&) = delete;
   GossipRuntime& operator=(const GossipRuntime&) = delete;
 
@@ -59,11 +61,13 @@ class GossipRuntime {
   asio::ip::udp::socket socket_;
   gossip::Swim swim_;
   Clock::time_point origin_;
+  StreamListener& listener_;
+  std::shared_ptr<ClusterSeal> seal_;
   StreamClient client_;
   WakeTimer timer_;
   std::array<std::byte, 65536> rx_buf_{};
   asio::ip::udp::endpoint rx_from_;
-  std::vector<std::byte> hello_;  // our hello for gossip requests
+  OutgoingHello hello_;  // our hello for gossip requests
   std::vector<EventObserver> observers_;
   WarnLimiter warn_{std::chrono::seconds(10)};
   bool closed_ = false;

@@ -22,19 +22,8 @@ int members_command(std::span<const std::string> args) {
   flags.add_string("control", "PATH", "the agent's control socket", &control);
   flags.add_string("name", "NAME", "the agent's member name (its socket is looked up in the default places)", &name);
   flags.add_bool("json", "print the agent's JSON document: {\"self\", \"members\": [...], \"rejected\": {...}}", &json);
-  auto parsed = flags.parse(args);
-  if (!parsed) {
-    std::cerr << "shoal members: " << parsed.error().message << " (see `shoal members --help`)\n";
-    return kExitUsage;
-  }
-  if (parsed->help) {
-    std::cout << flags.help();
-    return kExitOk;
-  }
-  if (!parsed->positional.empty()) {
-    std::cerr << "shoal members: unexpected argument '" << parsed->positional.front() << "'\n";
-    return kExitUsage;
-  }
+  int exit_code = kExitOk;
+  if (!parse_subcommand(flags, args, "shoal members", &exit_code)) return exit_code;
   if (control && name) {
     std::cerr << "shoal members: give --control or --name, not both\n";
     return kExitUsage;

@@ -17,12 +17,14 @@ spdlog::logger& logger() { return log::get(log::Component::agent); }
 
 MembershipRuntime::MembershipRuntime(asio::io_context& io, membership::ViewKeeper keeper, const gossip::Swim& swim,
                                      Clock::time_point origin, StreamListener& listener,
-                                     const std::string& cluster_id)
+                                     const std::string& cluster_id, std::shared_ptr<ClusterSeal> seal)
     : io_(io), keeper_(std::move(keeper)), swim_(swim), origin_(origin),
       client_(io),
       timer_(io, origin, [this] { on_wake(); }) {
   const auto& self = keeper_.self();
-  hello_ = encode_hello(wire::make_envelope(cluster_id, self.name, self.generation, self.addr), wire::Hello::VIEW);
+  hello_ = OutgoingHello(
+      encode_hello(wire::make_envelope(cluster_id, self.name, self.generation, self.addr), wire::Hello::VIEW),
+      std::move(seal));
   listener.add_request_channel(wire::Hello::VIEW, membership::kMaxViewFrameBytes,
                                [this](const StreamPeer&, std::span<const std::byte> request) {
                                  if (closed_) return std::vector<std::byte>{};

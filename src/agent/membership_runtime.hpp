@@ -10,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include "agent/stream_hello.hpp"
 #include "agent/stream_client.hpp"
 #include "agent/stream_listener.hpp"
 #include "agent/wake_timer.hpp"
@@ -26,7 +27,8 @@ class MembershipRuntime {
   using ViewObserver = std::function<void(const membership::View&)>;
 
   MembershipRuntime(asio::io_context& io, membership::ViewKeeper keeper, const gossip::Swim& swim,
-                    Clock::time_point origin, StreamListener& listener, const std::string& cluster_id);
+                    Clock::time_point origin, StreamListener& listener, const std::string& cluster_id,
+                    std::shared_ptr<ClusterSeal> seal = nullptr);
   MembershipRuntime(const MembershipRuntime&) = delete;
   MembershipRuntime& operator=(const MembershipRuntime&) = delete;
 
@@ -50,7 +52,7 @@ class MembershipRuntime {
   Clock::time_point origin_;
   StreamClient client_;
   WakeTimer timer_;
-  std::vector<std::byte> hello_;
+  OutgoingHello hello_;
   std::vector<ViewObserver> observers_;
   bool update_posted_ = false;
   bool closed_ = false;

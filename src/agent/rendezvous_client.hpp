@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/stream_hello.hpp"
 #include "comm_wrap/rendezvous_store.hpp"
 #include "rendezvous.pb.h"
 
@@ -22,7 +23,7 @@ class NetworkRendezvousStore : public comm::RendezvousStore {
   struct Options {
     std::string store_addr;          // "ip:port" of the agent serving the epoch
     uint64_t epoch = 0;
-    std::vector<std::byte> hello;    // the RENDEZVOUS hello payload (stream_hello.hpp) naming the caller
+    OutgoingHello hello;             // the RENDEZVOUS hello naming the caller
     std::function<bool()> superseded;  // polled while waiting; may be empty
     std::chrono::milliseconds set_timeout{10'000};
     std::chrono::milliseconds retry_pause{50};  // between attempts while the store host refuses connections

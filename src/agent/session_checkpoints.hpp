@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/stream_hello.hpp"
 #include "ckpt_shm/rank_store.hpp"
 #include "comm_wrap/rendezvous_store.hpp"
 #include "shoal/checkpoint.hpp"
@@ -24,7 +25,7 @@ struct CheckpointContext {
   std::string store;                 // this host's segment names
   std::string holder;                // this host's member name
   std::string agent_addr;            // "ip:port" of this host's agent
-  std::vector<std::byte> ckpt_hello;  // opens CKPT_STREAM connections as this member
+  OutgoingHello ckpt_hello;          // opens CKPT_STREAM connections as this member
   std::function<void(uint32_t rank, uint64_t step)> committed;  // tells the agent
   std::chrono::milliseconds exchange_timeout{30'000};
 };

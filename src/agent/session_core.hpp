@@ -8,6 +8,7 @@
 #include <mutex>
 #include <optional>
 
+#include "agent/stream_hello.hpp"
 #include "agent/rendezvous_client.hpp"
 #include "agent/session_checkpoints.hpp"
 #include "membership/view.hpp"
@@ -21,7 +22,7 @@ struct SessionIdentity {
   uint64_t generation = 0;
   uint32_t slot = 0;                         // which of the member's ranks this session drives
   std::string bind_ip;                       // where collectives listen: the agent's advertised IP
-  std::vector<std::byte> rendezvous_hello;   // opens RENDEZVOUS connections as this member
+  OutgoingHello rendezvous_hello;            // opens RENDEZVOUS connections as this member
   CheckpointContext checkpoints;             // job, store, agent address, CKPT_STREAM hello, commit notice
 };
 

@@ -44,6 +44,7 @@ SessionFeed::SessionFeed(boost::asio::io_context& io, ControlHandlers& handlers,
     w.key("slots").value(uint64_t{i.slots});
     w.key("job").value(i.job);
     w.key("store").value(i.store);
+    w.key("key_file").value(i.key_file);
     w.end_object();
     return w.str();
   });

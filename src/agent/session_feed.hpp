@@ -29,6 +29,7 @@ struct SessionInfo {
   uint32_t slots = 0;
   std::string job;    // checkpoints: the job name
   std::string store;  // checkpoints: this host's segment names
+  std::string key_file;  // the cluster key file (empty: an open cluster); connected trainers seal with it
 };
 
 class SessionFeed {

@@ -1,6 +1,8 @@
 // Session::start: SessionOptions, checked, into an AgentConfig; then the embedded session.
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include "ckpt_shm/shm_segment.hpp"
 #include "agent/connected_session.hpp"
 #include "agent/control_path.hpp"
@@ -61,6 +63,7 @@ std::unique_ptr<Session> Session::start(const SessionOptions& options) {
   if (auto ok = ckpt::check_job_name(cfg.ckpt.store); !ok) throw bad("ckpt_store: " + ok.error().message);
   cfg.ckpt.replicas = options.ckpt_replicas;
   cfg.ckpt.persist_dir = options.ckpt_dir;
+  cfg.key_file = options.key_file;
   if (options.backend != "gloo" && options.backend != "nccl") {
     throw bad("backend must be gloo or nccl, not '" + options.backend + "'");
   }
@@ -70,9 +73,24 @@ std::unique_ptr<Session> Session::start(const SessionOptions& options) {
   return session;
 }
 
-std::unique_ptr<Session> Session::connect(const SessionOptions& options) {
+std::unique_ptr<Session> Session::connect(const SessionOptions& given) {
+  SessionOptions options = given;
   setup_logging(options);
-  if (options.control_path.empty()) throw bad("connect needs the agent's control socket (control_path)");
+  if (options.control_path.empty()) {
+    // A worker that `shoal agent --workers connect -- COMMAND` started: the agent says where it is.
+    const char* control = std::getenv("SHOAL_CONTROL");
+    const char* slot = std::getenv("SHOAL_SLOT");
+    if (control == nullptr || *control == '\0') {
+      throw bad("connect needs the agent's control socket (control_path, or SHOAL_CONTROL in the environment)");
+    }
+    options.control_path = control;
+    if (slot != nullptr) {
+      char* end = nullptr;
+      const unsigned long v = std::strtoul(slot, &end, 10);
+      if (*slot == '\0' || *end != '\0' || v > 1024) throw bad(std::string("SHOAL_SLOT is not a slot: '") + slot + "'");
+      options.slot = static_cast<uint32_t>(v);
+    }
+  }
   if (options.backend != "gloo" && options.backend != "nccl") {
     throw bad("backend must be gloo or nccl, not '" + options.backend + "'");
   }

@@ -113,19 +113,8 @@ int status_command(std::span<const std::string> args) {
   flags.add_string("control", "PATH", "the agent's control socket", &control);
   flags.add_string("name", "NAME", "the agent's member name (its socket is looked up in the default places)", &name);
   flags.add_bool("json", "print the agent's JSON document", &json);
-  auto parsed = flags.parse(args);
-  if (!parsed) {
-    std::cerr << "shoal status: " << parsed.error().message << " (see `shoal status --help`)\n";
-    return kExitUsage;
-  }
-  if (parsed->help) {
-    std::cout << flags.help();
-    return kExitOk;
-  }
-  if (!parsed->positional.empty()) {
-    std::cerr << "shoal status: unexpected argument '" << parsed->positional.front() << "'\n";
-    return kExitUsage;
-  }
+  int exit_code = kExitOk;
+  if (!parse_subcommand(flags, args, "shoal status", &exit_code)) return exit_code;
   return ask_agent("shoal status", control, name, "status", [json](const JsonValue& doc, const std::string& raw) {
     if (json) {
       std::cout << raw << (raw.empty() || raw.back() != '\n' ? "\n" : "");

@@ -79,7 +79,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
 StreamClient::StreamClient(asio::io_context& io, size_t max_in_flight)
     : io_(io), max_in_flight_(max_in_flight), in_flight_(std::make_shared<size_t>(0)) {}
 
-void StreamClient::request(const std::string& to, std::vector<std::byte> hello, std::vector<std::byte> request,
+void StreamClient::request(const std::string& to, const OutgoingHello& hello, std::vector<std::byte> request,
                            Clock::time_point deadline, size_t max_response_bytes, Done done) {
   const auto target = parse_ip_port(to);
   if (!target || *in_flight_ >= max_in_flight_) {
@@ -88,7 +88,7 @@ void StreamClient::request(const std::string& to, std::vector<std::byte> hello, 
     return;
   }
   auto ex = std::make_shared<Exchange>(io_, in_flight_, std::move(done));
-  ex->start(*target, std::move(hello), request, deadline, max_response_bytes);
+  ex->start(*target, hello.for_connection(), request, deadline, max_response_bytes);
 }
 
 }  // namespace shoal::agent

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "agent/stream_hello.hpp"
+
 namespace shoal::agent {
 
 namespace asio = boost::asio;
@@ -23,9 +25,9 @@ class StreamClient {
 
   explicit StreamClient(asio::io_context& io, size_t max_in_flight = 128);
 
-  // `to` is numeric "ip:port". `hello` is the hello frame's payload (see stream_hello.hpp). `done`
+  // `to` is numeric "ip:port". `hello` opens the connection (sealed for it when the cluster has a key). `done`
   // runs on the io_context, never from inside this call.
-  void request(const std::string& to, std::vector<std::byte> hello, std::vector<std::byte> request,
+  void request(const std::string& to, const OutgoingHello& hello, std::vector<std::byte> request,
                Clock::time_point deadline, size_t max_response_bytes, Done done);
 
   size_t in_flight() const { return *in_flight_; }

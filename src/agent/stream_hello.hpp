@@ -5,10 +5,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "agent/cluster_seal.hpp"
 #include "base/result.hpp"
 #include "envelope.pb.h"
 #include "wire/reject.hpp"
@@ -16,6 +18,18 @@
 namespace shoal::agent {
 
 enum class FrameType : uint8_t { hello = 1, request = 2, response = 3 };
+
+// A hello ready to open connections: its payload, and the cluster seal. A sealed hello is good for one
+// connection only (listeners refuse replays), so every connection gets a freshly sealed copy.
+struct OutgoingHello {
+  OutgoingHello() = default;
+  OutgoingHello(std::vector<std::byte> hello_payload, std::shared_ptr<ClusterSeal> cluster_seal = nullptr)  // NOLINT
+      : payload(std::move(hello_payload)), seal(std::move(cluster_seal)) {}
+  std::vector<std::byte> for_connection() const { return seal ? seal->seal_hello(payload) : payload; }
+
+  std::vector<std::byte> payload;
+  std::shared_ptr<ClusterSeal> seal;  // null: an open cluster
+};
 
 // A hello is small; anything bigger is refused before it is buffered.
 inline constexpr size_t kMaxHelloBytes = 1024;

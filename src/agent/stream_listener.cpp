@@ -25,6 +25,7 @@ struct StreamListener::Shared {
   std::string cluster_id;
   Limits limits;
   std::map<int, Channel> channels;
+  std::shared_ptr<ClusterSeal> seal;  // null: an open cluster
   wire::RejectCounters rejected;
   WarnLimiter warn{std::chrono::seconds(10)};
   size_t active = 0;
@@ -33,7 +34,7 @@ struct StreamListener::Shared {
     rejected.add(cause);
     if (auto held = warn.admit(wire::name(cause), WarnLimiter::Clock::now())) {
       log::get(log::Component::agent)
-          .warn("tcp: refused input from {} ({}: {}){}", remote, wire::name(cause), detail,
+          .warn("refused input from {} ({}: {}){}", remote, wire::name(cause), detail,
                 *held ? fmt::format("; {} more of this kind since the last report", *held) : std::string());
     }
   }
@@ -60,7 +61,7 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
       if (ec || self->done_) return;
       self->fail(wire::RejectCause::truncated, "no complete exchange within the time limit");
     });
-    async_read_frame(socket_, kMaxHelloBytes,
+    async_read_frame(socket_, kMaxHelloBytes + wire::kSealOverheadBytes,
                      [self](Result<wire::Frame, FrameReadError> r) { self->on_hello(std::move(r)); });
   }
 
@@ -70,7 +71,15 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
     if (r->type != static_cast<uint8_t>(FrameType::hello)) {
       return fail(wire::RejectCause::malformed, "first frame has type " + std::to_string(r->type) + ", not hello");
     }
-    auto hello = decode_hello(r->payload, shared_->cluster_id);
+    std::vector<std::byte> opened;
+    std::span<const std::byte> payload = r->payload;
+    if (shared_->seal) {
+      auto o = shared_->seal->open_hello(payload);
+      if (!o) return fail(o.error().cause, "hello: " + o.error().detail);
+      opened = std::move(*o);
+      payload = opened;
+    }
+    auto hello = decode_hello(payload, shared_->cluster_id);
     if (!hello) return fail(hello.error().cause, "hello: " + hello.error().detail);
     const auto it = shared_->channels.find(hello->channel);
     if (it == shared_->channels.end()) {
@@ -212,6 +221,12 @@ void StreamListener::add_takeover_channel(wire::Hello::Channel channel, size_t m
 }
 
 const wire::RejectCounters& StreamListener::rejected() const { return shared_->rejected; }
+
+void StreamListener::set_seal(std::shared_ptr<ClusterSeal> seal) { shared_->seal = std::move(seal); }
+
+void StreamListener::count_rejected(wire::RejectCause cause, const std::string& remote, const std::string& detail) {
+  shared_->reject(cause, remote, detail);
+}
 
 void StreamListener::start() { accept_next(); }
 

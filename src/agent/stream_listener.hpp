@@ -62,11 +62,18 @@ class StreamListener {
   // Registers a channel whose connections the handler takes over after the request frame.
   void add_takeover_channel(wire::Hello::Channel channel, size_t max_request_bytes, TakeoverHandler handler);
 
+  // The cluster key: hellos must open under it before anything else of a connection is read. Before
+  // start(); null (the default) is an open cluster, where sealed hellos are refused.
+  void set_seal(std::shared_ptr<ClusterSeal> seal);
+
   void start();
   void close();
 
-  // TCP-level refusals: bad hellos, oversized or truncated frames, unknown channels, timeouts.
+  // Refusals found by the agent's shell, not the gossip core: bad hellos, oversized or truncated frames,
+  // unknown channels, timeouts, and datagrams the cluster key refused (counted through count_rejected).
   const wire::RejectCounters& rejected() const;
+  // Counts and logs (rate limited per cause) one refused input from `remote`.
+  void count_rejected(wire::RejectCause cause, const std::string& remote, const std::string& detail);
 
   // State shared with live connections, which may outlive a close().
   struct Shared;

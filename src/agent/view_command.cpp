@@ -25,15 +25,8 @@ int force_command(std::span<const std::string> args) {
   flags.add_string("control", "PATH", "the agent's control socket", &control);
   flags.add_string("name", "NAME", "the agent's member name", &name);
   flags.add_bool("yes", "confirm that the lost members are down (required)", &yes);
-  auto parsed = flags.parse(args);
-  if (!parsed) {
-    std::cerr << "shoal view force: " << parsed.error().message << "\n";
-    return kExitUsage;
-  }
-  if (parsed->help) {
-    std::cout << flags.help();
-    return kExitOk;
-  }
+  int exit_code = kExitOk;
+  if (!parse_subcommand(flags, args, "shoal view force", &exit_code)) return exit_code;
   if (!yes) {
     std::cerr << "shoal view force: refusing without --yes (read `shoal view force --help` for the risk)\n";
     return kExitUsage;
@@ -63,19 +56,8 @@ int view_command(std::span<const std::string> args) {
   flags.add_string("control", "PATH", "the agent's control socket", &control);
   flags.add_string("name", "NAME", "the agent's member name (its socket is looked up in the default places)", &name);
   flags.add_bool("json", "print the agent's JSON document", &json);
-  auto parsed = flags.parse(args);
-  if (!parsed) {
-    std::cerr << "shoal view: " << parsed.error().message << " (see `shoal view --help`)\n";
-    return kExitUsage;
-  }
-  if (parsed->help) {
-    std::cout << flags.help();
-    return kExitOk;
-  }
-  if (!parsed->positional.empty()) {
-    std::cerr << "shoal view: unexpected argument '" << parsed->positional.front() << "'\n";
-    return kExitUsage;
-  }
+  int exit_code = kExitOk;
+  if (!parse_subcommand(flags, args, "shoal view", &exit_code)) return exit_code;
   return ask_agent("shoal view", control, name, "view", [json](const JsonValue& doc, const std::string& raw) {
     if (json) {
       std::cout << raw << (raw.empty() || raw.back() != '\n' ? "\n" : "");

@@ -1,5 +1,5 @@
-// PersistDir: writing versions to files (tmp, fsync, rename), the manifest, and recovering the list of
-// files at open.
+// PersistDir: persisting a version (checksummed on a bounce-buffer copy, written to a tmp file, fsynced,
+// renamed), listing and loading persisted versions. File format: persist_files; fd helpers: persist_io.
 #include "ckpt_shm/persist_dir.hpp"
 
 #include <fcntl.h>
@@ -7,22 +7,19 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
-#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <map>
 #include <mutex>
-#include <sstream>
 #include <string_view>
 #include <system_error>
 #include <utility>
 
 #include "base/log.hpp"
 #include "ckpt_shm/checksum.hpp"
+#include "ckpt_shm/persist_files.hpp"
+#include "ckpt_shm/persist_io.hpp"
 #include "ckpt_shm/shm_segment.hpp"
 #include "ckpt_shm/version_layout.hpp"
 
@@ -30,264 +27,8 @@ namespace shoal::ckpt {
 namespace {
 
 namespace fs = std::filesystem;
-using Key = std::pair<uint32_t, uint64_t>;  // (rank, step)
-using Entries = std::map<Key, PersistedVersion>;
-
-constexpr std::string_view kManifest = "MANIFEST";
-constexpr std::string_view kManifestHeader = "shoal-ckpt-manifest 1";
-constexpr std::string_view kSuffix = ".shoalckpt";
-constexpr std::string_view kTmpSuffix = ".tmp";
 
 spdlog::logger& logger() { return log::get(log::Component::ckpt); }
-
-std::string version_text(uint32_t rank, uint64_t step) {
-  return "step " + std::to_string(step) + " of rank " + std::to_string(rank);
-}
-
-// "cannot <action> <path>: <reason>", the reason said plainly where a person can act on it. A negative
-// `err`: the file ended before the bytes expected (see read_all).
-std::string io_error(std::string_view action, const std::string& path, int err) {
-  const std::string reason = std::error_code(err, std::generic_category()).message();
-  std::string text = "cannot " + std::string(action) + " " + path + ": ";
-  if (err < 0) return text + "the file ends early";
-  if (err == ENOSPC) return text + "the disk is full (" + reason + ")";
-  if (err == EDQUOT) return text + "the disk quota is used up (" + reason + ")";
-  return text + reason;
-}
-
-// A file descriptor, closed when it goes out of scope.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-
-  bool valid() const { return fd_ >= 0; }
-  int get() const { return fd_; }
-  // Closes now: 0, or the errno of a close that failed (EINTR closes too on Linux).
-  int close() {
-    const int r = ::close(std::exchange(fd_, -1));
-    return r == 0 || errno == EINTR ? 0 : errno;
-  }
-
- private:
-  int fd_;
-};
-
-// Writes all of `bytes`, through short writes and EINTR: 0 or an errno.
-int write_all(int fd, std::span<const std::byte> bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return errno;
-    if (n == 0) return EIO;
-    bytes = bytes.subspan(static_cast<size_t>(n));
-  }
-  return 0;
-}
-
-// Fills `out` from `offset`: 0, an errno, or -1 when the file ends first.
-int read_all(int fd, std::span<std::byte> out, uint64_t offset) {
-  while (!out.empty()) {
-    const ssize_t n = ::pread(fd, out.data(), out.size(), static_cast<off_t>(offset));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return errno;
-    if (n == 0) return -1;
-    out = out.subspan(static_cast<size_t>(n));
-    offset += static_cast<uint64_t>(n);
-  }
-  return 0;
-}
-
-// Makes the directory's entries (a rename, a new file) durable: 0 or an errno.
-int fsync_dir(const std::string& dir) {
-  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!fd.valid()) return errno;
-  if (::fsync(fd.get()) != 0) return errno;
-  return fd.close();
-}
-
-template <class T>
-std::optional<T> parse_number(std::string_view text) {
-  T value{};
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
-}
-
-std::string file_name(uint32_t rank, uint64_t step) {
-  return "r" + std::to_string(rank) + ".s" + std::to_string(step) + std::string(kSuffix);
-}
-
-// (rank, step) of a file named exactly as file_name spells it (no leading zeros, no sign).
-std::optional<Key> parse_file_name(std::string_view file) {
-  if (!file.starts_with('r') || !file.ends_with(kSuffix)) return std::nullopt;
-  const std::string_view middle = file.substr(1, file.size() - 1 - kSuffix.size());
-  const size_t dot = middle.find(".s");
-  if (dot == std::string_view::npos) return std::nullopt;
-  const auto rank = parse_number<uint32_t>(middle.substr(0, dot));
-  const auto step = parse_number<uint64_t>(middle.substr(dot + 2));
-  if (!rank || !step || file_name(*rank, *step) != file) return std::nullopt;
-  return Key{*rank, *step};
-}
-
-// The entries of `dir` whose names end with `suffix`, sorted.
-Result<std::vector<fs::path>> list_files(const std::string& dir, std::string_view suffix) {
-  std::error_code ec;
-  std::vector<fs::path> files;
-  for (fs::directory_iterator it(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
-    if (it->path().filename().string().ends_with(suffix)) files.push_back(it->path());
-  }
-  if (ec) return fail("cannot list " + dir + ": " + ec.message());
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
-// Removes the "*.tmp" files a crash mid-write left behind; fails when one cannot be removed.
-Status remove_leftovers(const std::string& dir) {
-  auto leftovers = list_files(dir, kTmpSuffix);
-  if (!leftovers) return fail(leftovers.error().message);
-  for (const auto& path : *leftovers) {
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return fail(io_error("remove", path.string(), errno));
-    logger().info("removed {}, left by a write that did not finish", path.string());
-  }
-  return Ok{};
-}
-
-// "cause: detail", for a message.
-std::string layout_text(const LayoutError& e) { return std::string(name(e.cause)) + ": " + e.detail; }
-
-// The first `limit` bytes of the file at `path`, or all of it when it is shorter.
-Result<std::vector<std::byte>> read_file(const std::string& path, uint64_t limit) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return fail(io_error("open", path, errno));
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return fail(io_error("stat", path, errno));
-  std::vector<std::byte> bytes(static_cast<size_t>(std::min(limit, static_cast<uint64_t>(st.st_size))));
-  if (int err = read_all(fd.get(), bytes, 0); err != 0) return fail(io_error("read", path, err));
-  return bytes;
-}
-
-// The version in the file at `path`, validated from its prefix alone: a sealed version of (job, rank,
-// step) whose size is the file's.
-Result<PersistedVersion> validate_file(const std::string& path, const std::string& job, Key key) {
-  auto header = read_file(path, kHeaderBytes);
-  if (!header) return fail(header.error().message);
-  auto length = prefix_bytes(*header);
-  if (!length) return fail(path + " is not a valid version (" + layout_text(length.error()) + ")");
-  auto prefix = read_file(path, *length);
-  if (!prefix) return fail(prefix.error().message);
-  auto info = decode_prefix(*prefix);
-  if (!info) return fail(path + " is not a valid version (" + layout_text(info.error()) + ")");
-  std::error_code ec;
-  const uint64_t size = fs::file_size(path, ec);
-  if (info->id.job != job || info->id.rank != key.first || info->id.step != key.second || ec ||
-      size != info->total_bytes) {
-    return fail(path + " holds " + version_text(info->id.rank, info->id.step) + " of job " + info->id.job + " (" +
-                std::to_string(info->total_bytes) + " bytes), not what its name and size say");
-  }
-  return PersistedVersion{key.first, key.second, info->id.sequence, info->id.world, info->total_bytes, path};
-}
-
-// Adds to `entries` every valid *.shoalckpt file of `dir` it does not hold yet; files that fail
-// validation are logged and left alone.
-Status scan_files(const std::string& dir, const std::string& job, Entries& entries) {
-  auto files = list_files(dir, kSuffix);
-  if (!files) return fail(files.error().message);
-  for (const auto& path : *files) {
-    const auto key = parse_file_name(path.filename().string());
-    if (!key) {
-      logger().warn("ignoring {}: not named r<rank>.s<step>{}", path.string(), kSuffix);
-      continue;
-    }
-    if (entries.contains(*key)) continue;
-    auto found = validate_file(path.string(), job, *key);
-    if (!found) {
-      logger().warn("ignoring a checkpoint file that does not validate: {}", found.error().message);
-      continue;
-    }
-    entries.emplace(*key, std::move(*found));
-  }
-  return Ok{};
-}
-
-// The manifest's entries, each checked against its file's existence and size (not its contents).
-Result<Entries> read_manifest(const std::string& dir) {
-  const std::string path = (fs::path(dir) / kManifest).string();
-  std::ifstream in(path);
-  if (!in) return fail(path + " cannot be read");
-  std::string line;
-  if (!std::getline(in, line) || line != kManifestHeader) return fail(path + " does not start with its header");
-  Entries entries;
-  while (std::getline(in, line)) {
-    std::istringstream words(line);
-    std::array<std::string, 7> f;  // rank step sequence world bytes filename, and a seventh one too many
-    for (auto& word : f) words >> word;
-    const auto rank = parse_number<uint32_t>(f[0]);
-    const auto step = parse_number<uint64_t>(f[1]);
-    const auto sequence = parse_number<uint64_t>(f[2]);
-    const auto world = parse_number<uint32_t>(f[3]);
-    const auto bytes = parse_number<uint64_t>(f[4]);
-    if (!rank || !step || !sequence || !world || !bytes || f[5] != file_name(*rank, *step) || !f[6].empty() ||
-        entries.contains({*rank, *step})) {
-      return fail(path + " has a line that does not parse: '" + line + "'");
-    }
-    const std::string file = (fs::path(dir) / f[5]).string();
-    std::error_code ec;
-    const uint64_t size = fs::file_size(file, ec);
-    if (ec || size != *bytes) return fail(path + " lists " + file + ", which is missing or of another size");
-    entries.emplace(Key{*rank, *step}, PersistedVersion{*rank, *step, *sequence, *world, *bytes, file});
-  }
-  return entries;
-}
-
-// Replaces the manifest atomically: MANIFEST.tmp, fsync, rename, fsync of the directory.
-Status write_manifest(const std::string& dir, const Entries& entries) {
-  std::string text = std::string(kManifestHeader) + "\n";
-  for (const auto& [key, e] : entries) {
-    text += std::to_string(e.rank) + " " + std::to_string(e.step) + " " + std::to_string(e.sequence) + " " +
-            std::to_string(e.world) + " " + std::to_string(e.bytes) + " " + file_name(e.rank, e.step) + "\n";
-  }
-  const std::string path = (fs::path(dir) / kManifest).string();
-  const std::string tmp = path + std::string(kTmpSuffix);
-  Fd fd(::open(tmp.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0640));
-  if (!fd.valid()) return fail(io_error("create", tmp, errno));
-  int err = write_all(fd.get(), std::as_bytes(std::span(text)));
-  if (err == 0 && ::fsync(fd.get()) != 0) err = errno;
-  if (err == 0) err = fd.close();
-  if (err == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
-  if (err != 0) {
-    ::unlink(tmp.c_str());
-    return fail(io_error("write", path, err));
-  }
-  if (err = fsync_dir(dir); err != 0) return fail(io_error("sync the directory", dir, err));
-  return Ok{};
-}
-
-// The list at open: the manifest's, completed by files it does not list (a crash between a rename and
-// the manifest's update); or, when the manifest is missing or inconsistent, every valid file.
-Result<Entries> recover_entries(const std::string& dir, const std::string& job) {
-  std::error_code ec;
-  Entries entries;
-  if (fs::exists(fs::path(dir) / kManifest, ec)) {
-    auto listed = read_manifest(dir);
-    if (listed) {
-      entries = std::move(*listed);
-    } else {
-      logger().warn("job {}: {}; rebuilding the list from the checkpoint files", job, listed.error().message);
-    }
-  }
-  const size_t listed_count = entries.size();
-  if (auto scanned = scan_files(dir, job, entries); !scanned) return fail(scanned.error().message);
-  if (entries.size() > listed_count) {
-    logger().info("job {}: listed {} checkpoint file(s) of {} that the manifest did not", job,
-                  entries.size() - listed_count, dir);
-  }
-  return entries;
-}
 
 // A version's prefix [0, data_offset) as copied out of the source and validated on the copy.
 struct Snapshot {

@@ -12,6 +12,9 @@ std::string_view name(RejectCause c) {
     case RejectCause::bad_version: return "bad_version";
     case RejectCause::wrong_cluster: return "wrong_cluster";
     case RejectCause::bad_auth: return "bad_auth";
+    case RejectCause::no_key: return "no_key";
+    case RejectCause::replayed: return "replayed";
+    case RejectCause::stale: return "stale";
     case RejectCause::count_: break;
   }
   return "unknown";

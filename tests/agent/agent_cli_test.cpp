@@ -2,7 +2,6 @@
 // failures (exit 1: port in use, control socket taken, join timeout), the control socket's
 // handling of stale files and garbage requests, and both output formats of `shoal members`.
 #include <doctest/doctest.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -12,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "../support/free_port.hpp"
 #include "agent/control_client.hpp"
 #include "agent/json_reader.hpp"
 #include "agent_fixture.hpp"
@@ -19,6 +19,8 @@
 using shoal::test::AgentCluster;
 using shoal::test::ChildProcess;
 using shoal::test::CommandResult;
+using shoal::test::free_loopback_port;
+using shoal::test::PortProtocol;
 using shoal::test::run_command;
 using shoal::test::TempDir;
 using namespace std::chrono_literals;
@@ -35,19 +37,6 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 bool exists(const std::string& path) {
   struct stat st {};
   return ::lstat(path.c_str(), &st) == 0;
-}
-
-// A TCP port on 127.0.0.1 that nothing listens on (bound, read, closed).
-uint16_t closed_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0);
-  socklen_t len = sizeof(sa);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-  ::close(fd);
-  return ntohs(sa.sin_port);
 }
 
 // Leaves a socket file behind as a crashed agent would: bound, then closed without unlink.
@@ -142,7 +131,7 @@ TEST_CASE("a stale control socket is replaced, a file that is not a socket is re
 
 TEST_CASE("with --join-timeout an agent whose seeds never answer exits 1 naming them") {
   TempDir dir;
-  const std::string seed = "127.0.0.1:" + std::to_string(closed_port());
+  const std::string seed = "127.0.0.1:" + std::to_string(free_loopback_port(PortProtocol::tcp));
   const auto r = run_shoal({"agent", "--name", "lonely", "--bind", "127.0.0.1:0", "--control", dir.path() + "/l.sock",
                             "--seeds", seed, "--join-timeout", "1.5"},
                            20s);
@@ -154,7 +143,7 @@ TEST_CASE("with --join-timeout an agent whose seeds never answer exits 1 naming 
 
 TEST_CASE("an agent with unreachable seeds keeps running and says so") {
   AgentCluster c;
-  const std::string seed = "127.0.0.1:" + std::to_string(closed_port());
+  const std::string seed = "127.0.0.1:" + std::to_string(free_loopback_port(PortProtocol::tcp));
   // A short warning interval is not a flag; the default (5 s) is what the test waits for.
   c.start("hopeful", {seed});
   const bool warned = AgentCluster::eventually(

@@ -20,11 +20,14 @@
 #include <sstream>
 #include <thread>
 
+#include "../support/free_port.hpp"
 #include "../support/process.hpp"
 #include "agent/control_client.hpp"
 #include "agent/json_reader.hpp"
 
 using shoal::test::ChildProcess;
+using shoal::test::free_loopback_port;
+using shoal::test::PortProtocol;
 using shoal::test::run_command;
 using shoal::test::TempDir;
 using namespace std::chrono_literals;
@@ -53,19 +56,6 @@ class ScopedEnv {
  private:
   std::vector<std::pair<std::string, std::string>> vars_;
 };
-
-// A TCP and UDP port free on 127.0.0.1 a moment ago.
-uint16_t free_port() {
-  const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0);
-  socklen_t len = sizeof(sa);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-  ::close(fd);
-  return ntohs(sa.sin_port);
-}
 
 // `shoal --log-level info agent FLAGS`; without the global flag when `log_level_flag` is false.
 std::unique_ptr<ChildProcess> start_agent(const std::vector<std::string>& flags, const std::string& log,
@@ -140,7 +130,7 @@ class NotifySocket {
 
 TEST_CASE("under Slurm two nodes form one view with names, cluster, slots and min hosts from the environment") {
   TempDir dir;
-  const uint16_t port = free_port();
+  const uint16_t port = free_loopback_port(PortProtocol::udp);
   std::vector<std::unique_ptr<ChildProcess>> agents;
   for (const char* node : {"127.0.0.1", "127.0.0.2"}) {
     ScopedEnv env({{"SLURM_JOB_ID", "4242"},

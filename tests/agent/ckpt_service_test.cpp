@@ -179,8 +179,8 @@ TEST_CASE("a garbage stream pushed on the checkpoint channel is refused and leav
   const auto deadline = std::chrono::steady_clock::now() + 5s;
   auto conn = BlockingConn::connect(p.b.agent->addr(), deadline);
   REQUIRE(conn);
-  REQUIRE(conn->write_frame(static_cast<uint8_t>(FrameType::hello), p.a.agent->hello(shoal::wire::Hello::CKPT_STREAM),
-                            deadline));
+  const auto hello = p.a.agent->hello(shoal::wire::Hello::CKPT_STREAM).for_connection();
+  REQUIRE(conn->write_frame(static_cast<uint8_t>(FrameType::hello), hello, deadline));
   shoal::wire::CkptRequest req;
   req.set_kind(shoal::wire::CkptRequest::PUSH);
   req.set_job(p.job.name());

@@ -5,6 +5,8 @@
 // build) it exits 77, which meson counts as a skip.
 #include <cstdio>
 
+#include "gpu_skip.hpp"
+
 #ifdef SHOAL_HAVE_NCCL
 #include <cuda_runtime_api.h>
 #include <unistd.h>
@@ -62,12 +64,7 @@ bool newest_is(RankStore& store, uint64_t step) {
 }  // namespace
 
 int main() {
-  int devices = 0;
-  const cudaError_t err = cudaGetDeviceCount(&devices);
-  if (err != cudaSuccess || devices == 0) {
-    std::printf("no GPU here (cudaGetDeviceCount: %s, %d devices): skipping\n", cudaGetErrorString(err), devices);
-    return 77;
-  }
+  if (shoal::test::visible_gpus() == 0) return shoal::test::kSkipped;
   const std::string job = "gpu-ckpt-" + std::to_string(::getpid());
   auto opened = RankStore::open(RankStoreConfig{job, 0, 2});
   if (!opened.ok()) {
@@ -129,8 +126,5 @@ int main() {
   return failures == 0 ? 0 : 1;
 }
 #else
-int main() {
-  std::printf("built without CUDA: skipping\n");
-  return 77;
-}
+int main() { return shoal::test::skip("built without CUDA"); }
 #endif

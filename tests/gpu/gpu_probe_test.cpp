@@ -2,6 +2,8 @@
 // answer; without a GPU (or without NCCL in this build) it exits 77, which meson counts as a skip.
 #include <cstdio>
 
+#include "gpu_skip.hpp"
+
 #ifdef SHOAL_HAVE_NCCL
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -9,12 +11,8 @@
 #include <vector>
 
 int main() {
-  int devices = 0;
-  const cudaError_t err = cudaGetDeviceCount(&devices);
-  if (err != cudaSuccess || devices == 0) {
-    std::printf("no GPU here (cudaGetDeviceCount: %s, %d devices): skipping\n", cudaGetErrorString(err), devices);
-    return 77;
-  }
+  const int devices = shoal::test::visible_gpus();
+  if (devices == 0) return shoal::test::kSkipped;
   ncclComm_t comm;
   int dev = 0;
   if (ncclCommInitAll(&comm, 1, &dev) != ncclSuccess) {
@@ -42,8 +40,5 @@ int main() {
   return 0;
 }
 #else
-int main() {
-  std::printf("built without NCCL: skipping\n");
-  return 77;
-}
+int main() { return shoal::test::skip("built without NCCL"); }
 #endif

@@ -4,6 +4,8 @@
 // build, it exits 77, which meson counts as a skip.
 #include <cstdio>
 
+#include "gpu_skip.hpp"
+
 #ifdef SHOAL_HAVE_NCCL
 #include <cuda_runtime_api.h>
 
@@ -86,12 +88,7 @@ void run() {
 }  // namespace
 
 int main() {
-  int devices = 0;
-  const cudaError_t err = cudaGetDeviceCount(&devices);
-  if (err != cudaSuccess || devices == 0) {
-    std::printf("no GPU here (cudaGetDeviceCount: %s, %d devices): skipping\n", cudaGetErrorString(err), devices);
-    return 77;
-  }
+  if (shoal::test::visible_gpus() == 0) return shoal::test::kSkipped;
   try {
     run();
   } catch (const std::exception& e) {
@@ -101,8 +98,5 @@ int main() {
   return failures == 0 ? 0 : 1;
 }
 #else
-int main() {
-  std::printf("built without NCCL: skipping\n");
-  return 77;
-}
+int main() { return shoal::test::skip("built without NCCL"); }
 #endif

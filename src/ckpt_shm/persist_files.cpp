@@ -1,0 +1,194 @@
+// persist_files: naming version files, writing and reading the MANIFEST, and rebuilding the list of
+// versions at open from the manifest and the files themselves.
+#include "ckpt_shm/persist_files.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+#include <vector>
+
+#include "base/log.hpp"
+#include "ckpt_shm/persist_io.hpp"
+#include "ckpt_shm/version_layout.hpp"
+
+namespace shoal::ckpt {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::string_view kManifest = "MANIFEST";
+constexpr std::string_view kManifestHeader = "shoal-ckpt-manifest 1";
+
+spdlog::logger& logger() { return log::get(log::Component::ckpt); }
+
+template <class T>
+std::optional<T> parse_number(std::string_view text) {
+  T value{};
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+// The entries of `dir` whose names end with `suffix`, sorted.
+Result<std::vector<fs::path>> list_files(const std::string& dir, std::string_view suffix) {
+  std::error_code ec;
+  std::vector<fs::path> files;
+  for (fs::directory_iterator it(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    if (it->path().filename().string().ends_with(suffix)) files.push_back(it->path());
+  }
+  if (ec) return fail("cannot list " + dir + ": " + ec.message());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// The version in the file at `path`, validated from its prefix alone: a sealed version of (job, rank,
+// step) whose size is the file's.
+Result<PersistedVersion> validate_file(const std::string& path, const std::string& job, Key key) {
+  auto header = read_file(path, kHeaderBytes);
+  if (!header) return fail(header.error().message);
+  auto length = prefix_bytes(*header);
+  if (!length) return fail(path + " is not a valid version (" + layout_text(length.error()) + ")");
+  auto prefix = read_file(path, *length);
+  if (!prefix) return fail(prefix.error().message);
+  auto info = decode_prefix(*prefix);
+  if (!info) return fail(path + " is not a valid version (" + layout_text(info.error()) + ")");
+  std::error_code ec;
+  const uint64_t size = fs::file_size(path, ec);
+  if (info->id.job != job || info->id.rank != key.first || info->id.step != key.second || ec ||
+      size != info->total_bytes) {
+    return fail(path + " holds " + version_text(info->id.rank, info->id.step) + " of job " + info->id.job + " (" +
+                std::to_string(info->total_bytes) + " bytes), not what its name and size say");
+  }
+  return PersistedVersion{key.first, key.second, info->id.sequence, info->id.world, info->total_bytes, path};
+}
+
+// Adds to `entries` every valid *.shoalckpt file of `dir` it does not hold yet; files that fail
+// validation are logged and left alone.
+Status scan_files(const std::string& dir, const std::string& job, Entries& entries) {
+  auto files = list_files(dir, kSuffix);
+  if (!files) return fail(files.error().message);
+  for (const auto& path : *files) {
+    const auto key = parse_file_name(path.filename().string());
+    if (!key) {
+      logger().warn("ignoring {}: not named r<rank>.s<step>{}", path.string(), kSuffix);
+      continue;
+    }
+    if (entries.contains(*key)) continue;
+    auto found = validate_file(path.string(), job, *key);
+    if (!found) {
+      logger().warn("ignoring a checkpoint file that does not validate: {}", found.error().message);
+      continue;
+    }
+    entries.emplace(*key, std::move(*found));
+  }
+  return Ok{};
+}
+
+// The manifest's entries, each checked against its file's existence and size (not its contents).
+Result<Entries> read_manifest(const std::string& dir) {
+  const std::string path = (fs::path(dir) / kManifest).string();
+  std::ifstream in(path);
+  if (!in) return fail(path + " cannot be read");
+  std::string line;
+  if (!std::getline(in, line) || line != kManifestHeader) return fail(path + " does not start with its header");
+  Entries entries;
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    std::array<std::string, 7> f;  // rank step sequence world bytes filename, and a seventh one too many
+    for (auto& word : f) words >> word;
+    const auto rank = parse_number<uint32_t>(f[0]);
+    const auto step = parse_number<uint64_t>(f[1]);
+    const auto sequence = parse_number<uint64_t>(f[2]);
+    const auto world = parse_number<uint32_t>(f[3]);
+    const auto bytes = parse_number<uint64_t>(f[4]);
+    if (!rank || !step || !sequence || !world || !bytes || f[5] != file_name(*rank, *step) || !f[6].empty() ||
+        entries.contains({*rank, *step})) {
+      return fail(path + " has a line that does not parse: '" + line + "'");
+    }
+    const std::string file = (fs::path(dir) / f[5]).string();
+    std::error_code ec;
+    const uint64_t size = fs::file_size(file, ec);
+    if (ec || size != *bytes) return fail(path + " lists " + file + ", which is missing or of another size");
+    entries.emplace(Key{*rank, *step}, PersistedVersion{*rank, *step, *sequence, *world, *bytes, file});
+  }
+  return entries;
+}
+
+}  // namespace
+
+std::string file_name(uint32_t rank, uint64_t step) {
+  return "r" + std::to_string(rank) + ".s" + std::to_string(step) + std::string(kSuffix);
+}
+
+std::optional<Key> parse_file_name(std::string_view file) {
+  if (!file.starts_with('r') || !file.ends_with(kSuffix)) return std::nullopt;
+  const std::string_view middle = file.substr(1, file.size() - 1 - kSuffix.size());
+  const size_t dot = middle.find(".s");
+  if (dot == std::string_view::npos) return std::nullopt;
+  const auto rank = parse_number<uint32_t>(middle.substr(0, dot));
+  const auto step = parse_number<uint64_t>(middle.substr(dot + 2));
+  if (!rank || !step || file_name(*rank, *step) != file) return std::nullopt;
+  return Key{*rank, *step};
+}
+
+Status remove_leftovers(const std::string& dir) {
+  auto leftovers = list_files(dir, kTmpSuffix);
+  if (!leftovers) return fail(leftovers.error().message);
+  for (const auto& path : *leftovers) {
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return fail(io_error("remove", path.string(), errno));
+    logger().info("removed {}, left by a write that did not finish", path.string());
+  }
+  return Ok{};
+}
+
+Status write_manifest(const std::string& dir, const Entries& entries) {
+  std::string text = std::string(kManifestHeader) + "\n";
+  for (const auto& [key, e] : entries) {
+    text += std::to_string(e.rank) + " " + std::to_string(e.step) + " " + std::to_string(e.sequence) + " " +
+            std::to_string(e.world) + " " + std::to_string(e.bytes) + " " + file_name(e.rank, e.step) + "\n";
+  }
+  const std::string path = (fs::path(dir) / kManifest).string();
+  const std::string tmp = path + std::string(kTmpSuffix);
+  Fd fd(::open(tmp.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0640));
+  if (!fd.valid()) return fail(io_error("create", tmp, errno));
+  int err = write_all(fd.get(), std::as_bytes(std::span(text)));
+  if (err == 0 && ::fsync(fd.get()) != 0) err = errno;
+  if (err == 0) err = fd.close();
+  if (err == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
+  if (err != 0) {
+    ::unlink(tmp.c_str());
+    return fail(io_error("write", path, err));
+  }
+  if (err = fsync_dir(dir); err != 0) return fail(io_error("sync the directory", dir, err));
+  return Ok{};
+}
+
+Result<Entries> recover_entries(const std::string& dir, const std::string& job) {
+  std::error_code ec;
+  Entries entries;
+  if (fs::exists(fs::path(dir) / kManifest, ec)) {
+    auto listed = read_manifest(dir);
+    if (listed) {
+      entries = std::move(*listed);
+    } else {
+      logger().warn("job {}: {}; rebuilding the list from the checkpoint files", job, listed.error().message);
+    }
+  }
+  const size_t listed_count = entries.size();
+  if (auto scanned = scan_files(dir, job, entries); !scanned) return fail(scanned.error().message);
+  if (entries.size() > listed_count) {
+    logger().info("job {}: listed {} checkpoint file(s) of {} that the manifest did not", job,
+                  entries.size() - listed_count, dir);
+  }
+  return entries;
+}
+
+}  // namespace shoal::ckpt

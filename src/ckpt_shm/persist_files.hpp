@@ -1,0 +1,40 @@
+// persist_files: the on-disk format of a PersistDir job directory: how version files are named, the
+// MANIFEST that lists them, and recovering that list at open. Internal to ckpt_shm.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "base/result.hpp"
+#include "ckpt_shm/persist_dir.hpp"
+
+namespace shoal::ckpt {
+
+using Key = std::pair<uint32_t, uint64_t>;  // (rank, step)
+using Entries = std::map<Key, PersistedVersion>;
+
+inline constexpr std::string_view kSuffix = ".shoalckpt";
+// Appended to a file's name while it is written; renamed away once it is complete and durable.
+inline constexpr std::string_view kTmpSuffix = ".tmp";
+
+// "r<rank>.s<step>.shoalckpt".
+std::string file_name(uint32_t rank, uint64_t step);
+
+// (rank, step) of a file named exactly as file_name spells it (no leading zeros, no sign).
+std::optional<Key> parse_file_name(std::string_view file);
+
+// Removes the "*.tmp" files a crash mid-write left behind; fails when one cannot be removed.
+Status remove_leftovers(const std::string& dir);
+
+// The list at open: the manifest's, completed by files it does not list (a crash between a rename and
+// the manifest's update); or, when the manifest is missing or inconsistent, every valid file.
+Result<Entries> recover_entries(const std::string& dir, const std::string& job);
+
+// Replaces the manifest atomically: MANIFEST.tmp, fsync, rename, fsync of the directory.
+Status write_manifest(const std::string& dir, const Entries& entries);
+
+}  // namespace shoal::ckpt

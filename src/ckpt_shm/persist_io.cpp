@@ -1,0 +1,68 @@
+// persist_io: PersistDir's whole-buffer writes and reads through short counts and EINTR, directory
+// fsync, and the wording of its I/O errors.
+#include "ckpt_shm/persist_io.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <system_error>
+
+namespace shoal::ckpt {
+
+std::string version_text(uint32_t rank, uint64_t step) {
+  return "step " + std::to_string(step) + " of rank " + std::to_string(rank);
+}
+
+std::string layout_text(const LayoutError& e) { return std::string(name(e.cause)) + ": " + e.detail; }
+
+std::string io_error(std::string_view action, const std::string& path, int err) {
+  const std::string reason = std::error_code(err, std::generic_category()).message();
+  std::string text = "cannot " + std::string(action) + " " + path + ": ";
+  if (err < 0) return text + "the file ends early";
+  if (err == ENOSPC) return text + "the disk is full (" + reason + ")";
+  if (err == EDQUOT) return text + "the disk quota is used up (" + reason + ")";
+  return text + reason;
+}
+
+int write_all(int fd, std::span<const std::byte> bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno;
+    if (n == 0) return EIO;
+    bytes = bytes.subspan(static_cast<size_t>(n));
+  }
+  return 0;
+}
+
+int read_all(int fd, std::span<std::byte> out, uint64_t offset) {
+  while (!out.empty()) {
+    const ssize_t n = ::pread(fd, out.data(), out.size(), static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno;
+    if (n == 0) return -1;
+    out = out.subspan(static_cast<size_t>(n));
+    offset += static_cast<uint64_t>(n);
+  }
+  return 0;
+}
+
+int fsync_dir(const std::string& dir) {
+  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid()) return errno;
+  if (::fsync(fd.get()) != 0) return errno;
+  return fd.close();
+}
+
+Result<std::vector<std::byte>> read_file(const std::string& path, uint64_t limit) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return fail(io_error("open", path, errno));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return fail(io_error("stat", path, errno));
+  std::vector<std::byte> bytes(static_cast<size_t>(std::min(limit, static_cast<uint64_t>(st.st_size))));
+  if (int err = read_all(fd.get(), bytes, 0); err != 0) return fail(io_error("read", path, err));
+  return bytes;
+}
+
+}  // namespace shoal::ckpt

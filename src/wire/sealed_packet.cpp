@@ -1,0 +1,158 @@
+// Sealing and opening packets with the cluster key (libsodium's XChaCha20-Poly1305 IETF AEAD).
+#include "wire/sealed_packet.hpp"
+
+#include <sodium.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace shoal::wire {
+namespace {
+
+constexpr unsigned char kMagic[4] = {'S', 'H', 'L', 'K'};
+// Offsets into the header.
+constexpr size_t kVersionAt = 4;
+constexpr size_t kKeyIdAt = 5;
+constexpr size_t kNonceAt = 9;  // sender id, then counter
+constexpr size_t kCounterAt = kNonceAt + sizeof(SenderId);
+constexpr size_t kSentAt = 33;
+static_assert(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES == sizeof(SenderId) + 8);
+static_assert(crypto_aead_xchacha20poly1305_ietf_ABYTES == kSealTagBytes);
+static_assert(crypto_aead_xchacha20poly1305_ietf_KEYBYTES == kClusterKeyBytes);
+static_assert(kSentAt == kCounterAt + 8 && kSealHeaderBytes == kSentAt + 8);
+
+uint64_t read_le(const unsigned char* p, size_t n) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < n; ++i) v |= uint64_t(p[i]) << (8 * i);
+  return v;
+}
+
+void write_le(unsigned char* p, uint64_t v, size_t n) {
+  for (size_t i = 0; i < n; ++i) p[i] = static_cast<unsigned char>(v >> (8 * i));
+}
+
+Unexpected<OpenError> refuse(OpenCause cause, std::string message) {
+  return Unexpected<OpenError>{OpenError{cause, std::move(message)}};
+}
+
+std::string hex_prefix(const SenderId& id) {
+  char out[9];
+  std::snprintf(out, sizeof out, "%02x%02x%02x%02x", id[0], id[1], id[2], id[3]);
+  return out;
+}
+
+}  // namespace
+
+std::string_view open_cause_name(OpenCause c) {
+  switch (c) {
+    case OpenCause::not_sealed:
+      return "not_sealed";
+    case OpenCause::truncated:
+      return "truncated";
+    case OpenCause::bad_version:
+      return "bad_version";
+    case OpenCause::unknown_key:
+      return "unknown_key";
+    case OpenCause::bad_tag:
+      return "bad_tag";
+    case OpenCause::stale:
+      return "stale";
+    case OpenCause::replayed:
+      return "replayed";
+    case OpenCause::count_:
+      break;
+  }
+  return "unknown";
+}
+
+bool looks_sealed(std::span<const std::byte> bytes) {
+  return bytes.size() >= sizeof kMagic && std::memcmp(bytes.data(), kMagic, sizeof kMagic) == 0;
+}
+
+Result<std::vector<std::byte>, OpenError> open_sealed(const KeyRing& keys, std::span<const std::byte> sealed,
+                                                      int64_t now_unix_ms, ReplayGuard& guard) {
+  const auto* p = reinterpret_cast<const unsigned char*>(sealed.data());
+  if (!looks_sealed(sealed)) {
+    // The first bytes of the magic and nothing more: a sealed packet cut short, not a stranger's.
+    if (sealed.size() < sizeof kMagic && (sealed.empty() || std::memcmp(p, kMagic, sealed.size()) == 0)) {
+      return refuse(OpenCause::truncated, std::to_string(sealed.size()) + " bytes, shorter than the magic");
+    }
+    return refuse(OpenCause::not_sealed, "no SHLK magic: the sender has no cluster key, or this is not shoal");
+  }
+  // The version before the length: another format may have another header.
+  if (sealed.size() <= kVersionAt) return refuse(OpenCause::truncated, "sealed packet ends after its magic");
+  if (p[kVersionAt] != kSealFormatVersion) {
+    return refuse(OpenCause::bad_version, "sealed format version " + std::to_string(p[kVersionAt]) +
+                                              ", this build reads " + std::to_string(kSealFormatVersion));
+  }
+  if (sealed.size() < kSealOverheadBytes) {
+    return refuse(OpenCause::truncated, "sealed packet of " + std::to_string(sealed.size()) +
+                                            " bytes, shorter than its " + std::to_string(kSealOverheadBytes) +
+                                            "-byte header and tag");
+  }
+  const auto key_id = static_cast<uint32_t>(read_le(p + kKeyIdAt, 4));
+  const ClusterKey* key = keys.find(key_id);
+  if (key == nullptr) {
+    char id[11];
+    std::snprintf(id, sizeof id, "0x%08x", key_id);
+    return refuse(OpenCause::unknown_key, std::string("key id ") + id + " is not in this host's key ring");
+  }
+
+  std::vector<std::byte> plain(sealed.size() - kSealOverheadBytes);
+  unsigned long long plain_len = 0;
+  if (crypto_aead_xchacha20poly1305_ietf_decrypt(reinterpret_cast<unsigned char*>(plain.data()), &plain_len, nullptr,
+                                                 p + kSealHeaderBytes, sealed.size() - kSealHeaderBytes, p,
+                                                 kSealHeaderBytes, p + kNonceAt, key->bytes.data()) != 0) {
+    return refuse(OpenCause::bad_tag, "authentication failed: tampered, or sealed under another key with the same id");
+  }
+
+  // Authentic from here on: the guard may trust the sender id, counter and timestamp.
+  SenderId sender;
+  std::memcpy(sender.data(), p + kNonceAt, sender.size());
+  const uint64_t counter = read_le(p + kCounterAt, 8);
+  const auto sent_ms = static_cast<int64_t>(read_le(p + kSentAt, 8));
+  switch (guard.check_and_record(sender, counter, sent_ms, now_unix_ms)) {
+    case ReplayVerdict::fresh:
+      return plain;
+    case ReplayVerdict::replayed:
+      return refuse(OpenCause::replayed,
+                    "counter " + std::to_string(counter) + " of sender " + hex_prefix(sender) + " already seen");
+    case ReplayVerdict::stale:
+      break;
+  }
+  if (guard.outside_time_window(sent_ms, now_unix_ms)) {
+    return refuse(OpenCause::stale, "sent " + std::to_string(now_unix_ms - sent_ms) +
+                                        " ms before this host's clock; the window is " +
+                                        std::to_string(guard.window_ms()) + " ms (are the clocks in sync?)");
+  }
+  return refuse(OpenCause::stale, "counter " + std::to_string(counter) + " of sender " + hex_prefix(sender) +
+                                      " is too far behind, or the sender was forgotten");
+}
+
+PacketSealer::PacketSealer(KeyRing keys) : keys_(std::move(keys)) {
+  if (auto ok = init_sodium(); !ok) {
+    std::fprintf(stderr, "shoal: %s\n", ok.error().message.c_str());
+    std::abort();  // without randomness the sender id, and so every nonce, could repeat
+  }
+  randombytes_buf(sender_.data(), sender_.size());
+}
+
+std::vector<std::byte> PacketSealer::seal(std::span<const std::byte> plaintext, int64_t now_unix_ms) {
+  const ClusterKey& key = keys_.sending();
+  std::vector<std::byte> out(kSealOverheadBytes + plaintext.size());
+  auto* p = reinterpret_cast<unsigned char*>(out.data());
+  std::memcpy(p, kMagic, sizeof kMagic);
+  p[kVersionAt] = kSealFormatVersion;
+  write_le(p + kKeyIdAt, key.id, 4);
+  std::memcpy(p + kNonceAt, sender_.data(), sender_.size());
+  write_le(p + kCounterAt, ++counter_, 8);  // never reused: 2^64 packets will not be sent
+  write_le(p + kSentAt, static_cast<uint64_t>(now_unix_ms), 8);
+  unsigned long long sealed_len = 0;
+  crypto_aead_xchacha20poly1305_ietf_encrypt(p + kSealHeaderBytes, &sealed_len,
+                                             reinterpret_cast<const unsigned char*>(plaintext.data()), plaintext.size(),
+                                             p, kSealHeaderBytes, nullptr, p + kNonceAt, key.bytes.data());
+  return out;
+}
+
+}  // namespace shoal::wire
