@@ -3,7 +3,10 @@
 // killed with SIGKILL) costs the others one rebuild in the same processes.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+
 #include <chrono>
+#include <fstream>
 #include <string>
 
 #include "trainer_cluster.hpp"
@@ -45,4 +48,28 @@ TEST_CASE("a trainer asking for a slot its agent does not have is refused with a
   auto r = shoal::test::run_command({TRAINER_BINARY, "--control", c.socket_of("a"), "--slot", "3", "--steps", "1"});
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("slot 3 does not exist") != std::string::npos);
+}
+
+TEST_CASE("connected trainers of a keyed cluster seal their own connections with their agent's key file") {
+  TrainerCluster c;
+  shoal::test::TempDir keys;
+  const std::string key_file = keys.path() + "/cluster.key";
+  {
+    auto r = shoal::test::run_command({SHOAL_BINARY, "keygen"});
+    REQUIRE(r.exit_code == 0);
+    std::ofstream(key_file) << r.out;
+    ::chmod(key_file.c_str(), 0600);
+  }
+  const int steps = 40;
+  const std::string seed = c.start_agent("a", "", 1, {"--key-file", key_file});
+  c.start_agent("b", seed, 1, {"--key-file", key_file});
+  c.start_connected("a0", "a", 0, steps);
+  c.start_connected("b0", "b", 0, steps);
+  // Rendezvous and collectives need the trainers' own sealed hellos to pass the agents' listeners.
+  REQUIRE_MESSAGE(c.until([&] { return shoal::test::reached_world(c["a0"], 2) && shoal::test::reached_world(c["b0"], 2); },
+                          30s),
+                  "the keyed trainers never trained together; a0's log:\n" << c.log("a0"));
+  c.finish(60s);
+  CHECK(c["a0"].exit_code == 0);
+  CHECK(c["b0"].exit_code == 0);
 }

@@ -42,7 +42,8 @@ Trainer& TrainerCluster::start_connected(const std::string& name, const std::str
                        "--steps", std::to_string(steps), "--step-ms", "40"});
 }
 
-std::string TrainerCluster::start_agent(const std::string& name, const std::string& seed, int slots) {
+std::string TrainerCluster::start_agent(const std::string& name, const std::string& seed, int slots,
+                                        const std::vector<std::string>& extra) {
   std::vector<std::string> argv = {SHOAL_BINARY, "agent", "--name", name, "--bind", "127.0.0.1:0", "--slots",
                                    std::to_string(slots), "--cluster", "trainer-test", "--control",
                                    dir_.path() + "/" + name + ".sock"};
@@ -50,6 +51,7 @@ std::string TrainerCluster::start_agent(const std::string& name, const std::stri
     argv.push_back("--seeds");
     argv.push_back(seed);
   }
+  argv.insert(argv.end(), extra.begin(), extra.end());
   auto p = std::make_unique<ChildProcess>(argv, dir_.path() + "/" + name + ".log");
   const auto line = p->read_line(10s);
   REQUIRE_MESSAGE(line, "agent " << name << " printed no listening line");

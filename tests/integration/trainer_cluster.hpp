@@ -46,7 +46,8 @@ class TrainerCluster {
   // A trainer that follows the agent `agent` (started with start_agent) as its slot `slot`.
   Trainer& start_connected(const std::string& name, const std::string& agent, int slot, int steps);
   // A `shoal agent` with `slots` slots; returns its address.
-  std::string start_agent(const std::string& name, const std::string& seed, int slots);
+  std::string start_agent(const std::string& name, const std::string& seed, int slots,
+                          const std::vector<std::string>& extra = {});
   void kill_agent(const std::string& name);
   std::string socket_of(const std::string& agent) const { return dir_.path() + "/" + agent + ".sock"; }
 
