@@ -8,7 +8,7 @@ packages=(
   libboost-dev libprotobuf-dev protobuf-compiler libspdlog-dev libfmt-dev doctest-dev
   libgloo-dev libsystemd-dev systemd libsodium-dev
   iproute2 nftables procps
-  python3-torch slurm-wlm munge
+  python3-torch slurm-wlm munge clang libclang-rt-14-dev
 )
 
 missing=()

@@ -3,7 +3,9 @@
 #   1. installs the Debian packages (scripts/setup-debian.sh),
 #   2. builds build/ and runs every suite (unit, sim, integration, lab, gpu),
 #   3. builds build-asan/ with AddressSanitizer + UBSan (and NCCL off) and runs unit and sim,
-# then prints one line "N passed, N failed" summed over both runs. Exit status 0 only when
+#   4. builds the libFuzzer targets with clang and runs each for $SHOAL_FUZZ_SECONDS (10) seconds
+#      (scripts/fuzz.sh: every target counts as one test),
+# then prints one line "N passed, N failed" summed over all of them. Exit status 0 only when
 # nothing failed and at least one test passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -49,5 +51,19 @@ if scripts/build.sh build-asan -Db_sanitize=address,undefined -Db_lundef=false -
   summarise "$log_dir/test-asan.txt"
 else
   echo "test: sanitizer build failed" >&2; failed=$((failed + 1))
+fi
+
+echo "== fuzz: the decoders of untrusted bytes, ${SHOAL_FUZZ_SECONDS:-10} s per target (scripts/fuzz.sh)" >&2
+scripts/fuzz.sh "${SHOAL_FUZZ_SECONDS:-10}" > "$log_dir/fuzz.txt" 2>&1
+fuzz_rc=$?
+grep -E '^fuzz: ' "$log_dir/fuzz.txt" >&2
+fuzz_line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log_dir/fuzz.txt" | tail -n 1)
+if [ "$fuzz_rc" -eq 77 ]; then
+  skipped=$((skipped + 1)); echo "test: fuzzing skipped (no clang/libFuzzer)" >&2
+elif [ -n "$fuzz_line" ]; then
+  passed=$((passed + ${fuzz_line%% passed*}))
+  rest=${fuzz_line#*passed, }; failed=$((failed + ${rest%% failed*}))
+else
+  failed=$((failed + 1)); echo "test: scripts/fuzz.sh printed no summary (exit $fuzz_rc); see $log_dir/fuzz.txt" >&2
 fi
 finish

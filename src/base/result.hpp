@@ -23,6 +23,9 @@ Unexpected<E> fail(E e) {
   return Unexpected<E>{std::move(e)};
 }
 inline Unexpected<Failure> fail(std::string message) { return Unexpected<Failure>{Failure{std::move(message)}}; }
+// A literal would otherwise pick the template above (E = const char*) and build Failure from it with
+// parenthesised aggregate init, which GCC accepts and clang before 16 does not.
+inline Unexpected<Failure> fail(const char* message) { return fail(std::string(message)); }
 
 template <class T, class E = Failure>
 class [[nodiscard]] Result {

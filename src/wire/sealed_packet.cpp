@@ -122,9 +122,14 @@ Result<std::vector<std::byte>, OpenError> open_sealed(const KeyRing& keys, std::
       break;
   }
   if (guard.outside_time_window(sent_ms, now_unix_ms)) {
-    return refuse(OpenCause::stale, "sent " + std::to_string(now_unix_ms - sent_ms) +
-                                        " ms before this host's clock; the window is " +
-                                        std::to_string(guard.window_ms()) + " ms (are the clocks in sync?)");
+    // The timestamp is the sender's: so far off that the difference overflows is possible too.
+    int64_t behind_ms = 0;
+    const std::string sent = __builtin_sub_overflow(now_unix_ms, sent_ms, &behind_ms)
+                                 ? "at unix ms " + std::to_string(sent_ms) + ", this host's clock reads " +
+                                       std::to_string(now_unix_ms)
+                                 : std::to_string(behind_ms) + " ms before this host's clock";
+    return refuse(OpenCause::stale, "sent " + sent + "; the window is " + std::to_string(guard.window_ms()) +
+                                        " ms (are the clocks in sync?)");
   }
   return refuse(OpenCause::stale, "counter " + std::to_string(counter) + " of sender " + hex_prefix(sender) +
                                       " is too far behind, or the sender was forgotten");

@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets of tests/fuzz/ with clang (no meson) and runs each for a bounded time:
+#   scripts/fuzz.sh [SECONDS_PER_TARGET]     (default 20)
+# Objects are cached in build-fuzz/ (a rerun only recompiles what changed). Each target starts from its
+# committed corpus tests/fuzz/corpus/<target>/ plus the seeds make_corpus writes, in a working copy
+# build-fuzz/corpus/<target>/ (new inputs go there, never into the repository); crash files go to
+# build-fuzz/artifacts/<target>/. Prints one line per target and "N passed, N failed"; exits 0 only
+# when every target built and ran without a crash, 77 when clang++ or libFuzzer is missing.
+# Environment: FUZZ_CXX (default clang++).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+seconds=${1:-20}
+if ! [[ $seconds =~ ^[0-9]+$ ]] || [ "$seconds" -eq 0 ]; then
+  echo "usage: scripts/fuzz.sh [SECONDS_PER_TARGET]" >&2
+  exit 2
+fi
+cxx=${FUZZ_CXX:-clang++}
+out=build-fuzz
+mkdir -p "$out/logs" "$out/bin"
+
+if ! command -v "$cxx" >/dev/null 2>&1; then
+  echo "fuzz: $cxx not found; install clang (Debian: clang, libclang-rt-14-dev)" >&2
+  exit 77
+fi
+probe_log=$out/logs/libfuzzer-probe.log
+if ! echo 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }' |
+  "$cxx" -x c++ - -fsanitize=fuzzer,address,undefined -o "$out/bin/libfuzzer-probe" >"$probe_log" 2>&1; then
+  echo "fuzz: $cxx cannot link libFuzzer (Debian: libclang-rt-14-dev); see $probe_log" >&2
+  exit 77
+fi
+
+# Targets, the shoal sources each needs besides its own file, and its libraries.
+proto=$out/proto
+targets=(fuzz_packet fuzz_sealed fuzz_frame fuzz_hello fuzz_view_codec fuzz_ckpt_header fuzz_json fuzz_key_text)
+declare -A sources=(
+  [fuzz_packet]="src/wire/packet.cpp src/wire/reject.cpp $proto/envelope.pb.cc"
+  [fuzz_sealed]="src/wire/sealed_packet.cpp src/wire/cluster_key.cpp src/wire/replay_guard.cpp"
+  [fuzz_frame]="src/wire/frame.cpp src/wire/reject.cpp"
+  [fuzz_hello]="src/agent/stream_hello.cpp src/wire/packet.cpp src/wire/reject.cpp $proto/envelope.pb.cc"
+  [fuzz_view_codec]="src/membership/view_codec.cpp src/membership/view.cpp src/wire/reject.cpp $proto/membership.pb.cc"
+  [fuzz_ckpt_header]="src/ckpt_shm/version_layout.cpp src/ckpt_shm/version_stream.cpp src/ckpt_shm/checksum.cpp
+    src/ckpt_shm/shm_segment.cpp src/ckpt_shm/device_copy_absent.cpp"
+  [fuzz_json]="src/agent/json_reader.cpp src/agent/json_writer.cpp src/agent/control_handlers.cpp"
+  [fuzz_key_text]="src/wire/cluster_key.cpp"
+  [make_corpus]="src/wire/packet.cpp src/wire/reject.cpp src/wire/frame.cpp src/wire/sealed_packet.cpp
+    src/wire/cluster_key.cpp src/wire/replay_guard.cpp src/agent/stream_hello.cpp src/membership/view_codec.cpp
+    src/membership/view.cpp src/ckpt_shm/version_layout.cpp src/ckpt_shm/checksum.cpp src/ckpt_shm/shm_segment.cpp
+    src/ckpt_shm/device_copy_absent.cpp $proto/envelope.pb.cc $proto/membership.pb.cc"
+)
+declare -A libs=(
+  [fuzz_packet]="-lprotobuf" [fuzz_sealed]="-lsodium" [fuzz_frame]="" [fuzz_hello]="-lprotobuf"
+  [fuzz_view_codec]="-lprotobuf" [fuzz_ckpt_header]="" [fuzz_json]="" [fuzz_key_text]="-lsodium"
+  [make_corpus]="-lprotobuf -lsodium"
+)
+
+sanitize=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined)
+cflags=(-std=c++20 -g -O1 -DSPDLOG_FMT_EXTERNAL -DBOOST_ASIO_NO_DEPRECATED -Isrc -Iinclude "-I$proto")
+harness_flags=(-Wall -Wextra -Werror)  # our own fuzz code; shoal and generated sources build as meson builds them
+
+# Objects compiled with other flags or another compiler are thrown away.
+flags_now="$("$cxx" --version | head -n 1) ${sanitize[*]} ${cflags[*]} ${harness_flags[*]}"
+if [ "$(cat "$out/obj/flags" 2>/dev/null)" != "$flags_now" ]; then
+  rm -rf "$out/obj"
+  mkdir -p "$out/obj"
+  echo "$flags_now" >"$out/obj/flags"
+fi
+
+# True when $1 is missing or older than any file its dependency file $2 names.
+stale() {
+  local obj=$1 dep=$2 f
+  [ -f "$obj" ] && [ -f "$dep" ] || return 0
+  for f in $(sed -e 's/^[^:]*://' -e 's/\\$//' "$dep"); do
+    [ -e "$f" ] && ! [ "$f" -nt "$obj" ] || return 0
+  done
+  return 1
+}
+
+# compile SRC LOG [extra flags...]: prints the object's path; fails when the compiler does.
+compile() {
+  local src=$1 log=$2
+  shift 2
+  local obj=$out/obj/${src%.*}.o
+  local dep=${obj%.o}.d
+  if stale "$obj" "$dep"; then
+    mkdir -p "$(dirname "$obj")"
+    "$cxx" "${sanitize[@]}" "${cflags[@]}" "$@" -MMD -MF "$dep" -c "$src" -o "$obj" >>"$log" 2>&1 || return 1
+  fi
+  echo "$obj"
+}
+
+# The Protobuf code, generated as proto/meson.build does (headers included as "envelope.pb.h").
+gen_proto() {
+  local stamp=$proto/.stamp f
+  if [ -f "$stamp" ]; then
+    local newer=0
+    for f in proto/*.proto; do [ "$f" -nt "$stamp" ] && newer=1; done
+    [ "$newer" -eq 0 ] && return 0
+  fi
+  mkdir -p "$proto"
+  protoc --proto_path=proto "--cpp_out=$proto" proto/*.proto >"$out/logs/protoc.log" 2>&1 || return 1
+  touch "$stamp"
+}
+
+# build NAME MAIN_SRC [link flags...]: compiles what changed and links build-fuzz/bin/NAME.
+build() {
+  local name=$1 main=$2
+  shift 2
+  local log=$out/logs/$name.build.log objs=() obj src
+  : >"$log"
+  obj=$(compile "$main" "$log" "${harness_flags[@]}") || return 1
+  objs+=("$obj")
+  for src in ${sources[$name]}; do
+    obj=$(compile "$src" "$log") || return 1
+    objs+=("$obj")
+  done
+  local bin=$out/bin/$name relink=0
+  [ -f "$bin" ] || relink=1
+  for obj in "${objs[@]}"; do [ "$obj" -nt "$bin" ] && relink=1; done
+  if [ "$relink" -eq 1 ]; then
+    # shellcheck disable=SC2086  # the library list is words
+    "$cxx" "$@" "${objs[@]}" -o "$bin" ${libs[$name]} -lpthread >>"$log" 2>&1 || return 1
+  fi
+}
+
+passed=0 failed=0
+proto_ok=1
+gen_proto || { proto_ok=0; echo "fuzz: protoc failed; see $out/logs/protoc.log" >&2; }
+
+# The seeds, from the current encoders. make_corpus links the instrumented objects, without libFuzzer's main.
+rm -rf "$out/seeds"
+if [ "$proto_ok" -eq 1 ] && build make_corpus tests/fuzz/make_corpus.cpp -fsanitize=fuzzer-no-link,address,undefined &&
+  "$out/bin/make_corpus" "$out/seeds" >"$out/logs/make_corpus.log" 2>&1; then
+  :
+else
+  echo "fuzz: make_corpus FAILED (see $out/logs/make_corpus.build.log, $out/logs/make_corpus.log)"
+  failed=$((failed + 1))
+fi
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+for t in "${targets[@]}"; do
+  if { [ "$proto_ok" -eq 0 ] && [[ ${sources[$t]} == *.pb.cc* ]]; } ||
+    ! build "$t" "tests/fuzz/$t.cpp" "${sanitize[@]}"; then
+    echo "fuzz: $t BUILD FAILED (see $out/logs/$t.build.log)"
+    failed=$((failed + 1))
+    continue
+  fi
+  corpus=$out/corpus/$t
+  artifacts=$out/artifacts/$t/
+  log=$out/logs/$t.log
+  mkdir -p "$corpus"
+  rm -rf "$artifacts"
+  mkdir -p "$artifacts"
+  # Committed inputs (seeds and crash regressions) are replayed first, as part of loading the corpus.
+  for dir in "tests/fuzz/corpus/$t" "$out/seeds/$t"; do
+    [ -d "$dir" ] && cp -f "$dir"/* "$corpus"/ 2>/dev/null
+  done
+  "$out/bin/$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+    -artifact_prefix="$artifacts" "$corpus" >"$log" 2>&1
+  rc=$?
+  crash=$(find "$artifacts" -type f | head -n 1)
+  if [ "$rc" -eq 0 ] && [ -z "$crash" ]; then
+    runs=$(sed -n 's/^Done \([0-9]*\) runs.*/\1/p' "$log" | tail -n 1)
+    inputs=$(find "$corpus" -type f | wc -l)
+    echo "fuzz: $t ok (${runs:-?} runs, $inputs inputs)"
+    passed=$((passed + 1))
+  else
+    echo "fuzz: $t CRASH: ${crash:-no crash file, exit status $rc; see $log}"
+    grep -m 3 -E '^SUMMARY|ERROR: (libFuzzer|AddressSanitizer)|runtime error' "$log" | sed 's/^/  /' >&2
+    failed=$((failed + 1))
+  fi
+done
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

@@ -1,0 +1,267 @@
+// Writes the seed corpus of the fuzz targets: a few small valid and near-valid inputs each, made with
+// the real encoders so that they follow the formats as they change. scripts/fuzz.sh runs it into
+// build-fuzz/seeds/ before every run; `build-fuzz/bin/make_corpus tests/fuzz/corpus` refreshes the
+// committed copies.
+//   make_corpus OUT_DIR   ->   OUT_DIR/<target>/<seed name>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agent/stream_hello.hpp"
+#include "ckpt_shm/version_layout.hpp"
+#include "membership/view_codec.hpp"
+#include "wire/cluster_key.hpp"
+#include "wire/frame.hpp"
+#include "wire/packet.hpp"
+#include "wire/sealed_packet.hpp"
+
+namespace {
+
+using namespace shoal;
+using Bytes = std::vector<std::byte>;
+namespace fs = std::filesystem;
+
+// The same constants as the targets: fuzz_packet.cpp and fuzz_hello.cpp expect kCluster, fuzz_sealed.cpp
+// opens with kKeyText at kNowMs.
+constexpr const char* kCluster = "fuzz-cluster";
+constexpr const char* kKeyText =
+    "# fuzz keys\n"
+    "0f1e2d3c4b5a69788796a5b4c3d2e1f00112233445566778899aabbccddeeff0\n"
+    "QEFCQ0RFRkdISUpLTE1OT1BRUlNUVVZXWFlaW1xdXl8=\n";
+constexpr int64_t kNowMs = 1'700'000'000'000;
+
+fs::path out_dir;
+bool ok = true;
+
+void save(const std::string& target, const std::string& name, std::span<const std::byte> bytes) {
+  const fs::path dir = out_dir / target;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  std::ofstream f(dir / name, std::ios::binary | std::ios::trunc);
+  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  if (ec || !f) {
+    std::fprintf(stderr, "make_corpus: cannot write %s\n", (dir / name).c_str());
+    ok = false;
+  }
+}
+void save(const std::string& target, const std::string& name, std::string_view text) {
+  save(target, name, std::as_bytes(std::span(text.data(), text.size())));
+}
+
+Bytes bytes_of(std::string_view s) {
+  const auto b = std::as_bytes(std::span(s.data(), s.size()));
+  return Bytes(b.begin(), b.end());
+}
+
+Bytes packet(const wire::Envelope& env) {
+  auto p = wire::encode_packet(env);
+  if (!p) {
+    std::fprintf(stderr, "make_corpus: %s\n", p.error().message.c_str());
+    ok = false;
+    return {};
+  }
+  return *p;
+}
+
+wire::Envelope gossip_envelope(const std::string& cluster) {
+  auto env = wire::make_envelope(cluster, "node-a", 7, "10.0.0.1:7946");
+  env.set_gossip(std::string("\x0a\x03" "abc", 5));
+  return env;
+}
+
+void packets() {
+  const Bytes gossip = packet(gossip_envelope(kCluster));
+  save("fuzz_packet", "gossip", gossip);
+  auto hello = wire::make_envelope(kCluster, "node-b", 9, "[::1]:7946");
+  hello.mutable_hello()->set_channel(wire::Hello::VIEW);
+  save("fuzz_packet", "hello", packet(hello));
+  save("fuzz_packet", "other-cluster", packet(gossip_envelope("other")));
+  save("fuzz_packet", "no-body", packet(wire::make_envelope(kCluster, "node-a", 7, "10.0.0.1:7946")));
+  save("fuzz_packet", "truncated", std::span(gossip).first(gossip.size() - 1));
+  Bytes version = gossip;
+  version[3] = std::byte{2};
+  save("fuzz_packet", "header-version-2", version);
+}
+
+void sealed() {
+  auto ring = wire::parse_key_text(kKeyText, "make_corpus");
+  if (!ring) {
+    std::fprintf(stderr, "make_corpus: %s\n", ring.error().message.c_str());
+    ok = false;
+    return;
+  }
+  wire::PacketSealer sealer(*ring);
+  const Bytes gossip = packet(gossip_envelope(kCluster));
+  save("fuzz_sealed", "sealed-gossip", sealer.seal(gossip, kNowMs));
+  save("fuzz_sealed", "sealed-empty", sealer.seal({}, kNowMs));
+  Bytes v2 = sealer.seal(gossip, kNowMs);
+  v2[4] = std::byte{2};
+  save("fuzz_sealed", "format-2", v2);
+  save("fuzz_sealed", "magic-only", std::string_view("SHLK"));
+  save("fuzz_sealed", "plain-packet", gossip);
+  // For the input-chosen clocks: sent at kNowMs, received a second later, then the plaintext.
+  Bytes clocks(16);
+  const int64_t sent = kNowMs;
+  const int64_t now = kNowMs + 1000;
+  std::memcpy(clocks.data(), &sent, 8);
+  std::memcpy(clocks.data() + 8, &now, 8);
+  clocks.insert(clocks.end(), gossip.begin(), gossip.end());
+  save("fuzz_sealed", "clocks", clocks);
+}
+
+void frames() {
+  // [payload limit: 1 << (b % 21)][read size - 1][stream]
+  const Bytes hello = agent::encode_hello(gossip_envelope(kCluster), wire::Hello::PUSH_PULL);
+  Bytes two = {std::byte{10}, std::byte{2}};
+  wire::append_frame(two, 1, hello);
+  wire::append_frame(two, 2, bytes_of("request"));
+  save("fuzz_frame", "two-frames", two);
+  Bytes partial = {std::byte{16}, std::byte{0}};
+  wire::append_frame(partial, 3, bytes_of("a response cut short"));
+  partial.resize(partial.size() - 3);
+  save("fuzz_frame", "partial", partial);
+  save("fuzz_frame", "zero-length", Bytes{std::byte{10}, std::byte{255}, {}, {}, {}, {}});
+  Bytes oversized = {std::byte{4}, std::byte{6}};
+  wire::append_frame(oversized, 2, Bytes(40, std::byte{'x'}));
+  save("fuzz_frame", "oversized", oversized);
+  Bytes empty_payload = {std::byte{0}, std::byte{0}};
+  wire::append_frame(empty_payload, 1, {});
+  save("fuzz_frame", "empty-payload", empty_payload);
+}
+
+void hellos() {
+  const auto sender = gossip_envelope(kCluster);
+  save("fuzz_hello", "push-pull", agent::encode_hello(sender, wire::Hello::PUSH_PULL));
+  save("fuzz_hello", "view", agent::encode_hello(sender, wire::Hello::VIEW));
+  save("fuzz_hello", "ckpt-stream", agent::encode_hello(sender, wire::Hello::CKPT_STREAM));
+  save("fuzz_hello", "unspecified", agent::encode_hello(sender, wire::Hello::CHANNEL_UNSPECIFIED));
+  save("fuzz_hello", "other-cluster", agent::encode_hello(gossip_envelope("other"), wire::Hello::PROBE));
+  save("fuzz_hello", "gossip-not-hello", packet(sender));
+}
+
+void views() {
+  auto view = membership::View::make(
+      3, {{"node-a", "host-a", "10.0.0.1:7946", 8, 1, 7}, {"node-b", "host-b", "[fe80::1]:7946", 0, 2, 9}});
+  if (!view) {
+    std::fprintf(stderr, "make_corpus: %s\n", view.error().message.c_str());
+    ok = false;
+    return;
+  }
+  wire::ViewRequest req;
+  req.set_epoch(4);
+  req.set_from_name("node-a");
+  req.set_from_generation(7);
+  membership::to_msg(membership::Ballot{5, "node-a"}, req.mutable_ballot());
+  req.mutable_prepare();
+  save("fuzz_view_codec", "prepare", membership::encode(req));
+  membership::to_msg(*view, req.mutable_accept()->mutable_view());
+  save("fuzz_view_codec", "accept", membership::encode(req));
+  req.mutable_commit()->set_hash(view->hash());
+  save("fuzz_view_codec", "commit-by-hash", membership::encode(req));
+  membership::to_msg(*view, req.mutable_commit()->mutable_view());
+  save("fuzz_view_codec", "commit-with-view", membership::encode(req));
+
+  wire::ViewResponse resp;
+  resp.set_verdict(wire::ViewResponse::PROMISE);
+  resp.set_committed_epoch(3);
+  resp.set_acceptor(true);
+  resp.set_generation(9);
+  membership::to_msg(*view, resp.mutable_committed());
+  save("fuzz_view_codec", "promise", membership::encode(resp));
+  resp.set_verdict(wire::ViewResponse::NACK);
+  membership::to_msg(membership::Ballot{6, "node-b"}, resp.mutable_promised());
+  membership::to_msg(*view, resp.mutable_accepted());
+  resp.mutable_accepted()->set_hash(1);  // a wrong hash
+  save("fuzz_view_codec", "nack-bad-hash", membership::encode(resp));
+}
+
+// A version as fuzz_ckpt_header.cpp reads it: [flags][core length u16 LE][header and table][data].
+Bytes version_input(uint8_t flags, std::span<const ckpt::BufferSpec> specs, bool seal, int corrupt_data_at = -1) {
+  auto plan = ckpt::plan_layout(specs);
+  if (!plan) {
+    ok = false;
+    return {};
+  }
+  Bytes segment(plan->total_bytes);
+  const ckpt::VersionIdentity id{"job-1", 1, 100, 3, 4};
+  if (!ckpt::begin_version(segment, id, specs, *plan)) ok = false;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    for (uint64_t j = 0; j < specs[i].bytes; ++j) segment[plan->offsets[i] + j] = std::byte(i * 31 + j);
+  }
+  if (seal && !ckpt::seal_version(segment)) ok = false;
+  const size_t core = ckpt::kHeaderBytes + specs.size() * ckpt::kEntryBytes;
+  Bytes in = {std::byte{flags}, std::byte(core & 0xff), std::byte(core >> 8)};
+  in.insert(in.end(), segment.begin(), segment.begin() + static_cast<std::ptrdiff_t>(core));
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const auto* b = segment.data() + plan->offsets[i];
+    in.insert(in.end(), b, b + specs[i].bytes);
+  }
+  if (corrupt_data_at >= 0) in[in.size() - 1 - static_cast<size_t>(corrupt_data_at)] ^= std::byte{0x40};
+  return in;
+}
+
+void versions() {
+  const std::vector<ckpt::BufferSpec> three = {{"weights", 40}, {"empty", 0}, {"optimizer", 17}};
+  const std::vector<ckpt::BufferSpec> one_empty = {{"nothing", 0}};
+  save("fuzz_ckpt_header", "sealed", version_input(0, three, true));
+  save("fuzz_ckpt_header", "sealed-small-reads", version_input(3 << 1, three, true));
+  save("fuzz_ckpt_header", "reseal-unsealed", version_input(1 | (1 << 1), three, false));
+  save("fuzz_ckpt_header", "bad-data", version_input(0, three, true, 5));
+  save("fuzz_ckpt_header", "one-empty-buffer", version_input(0, one_empty, true));
+  Bytes header_only = version_input(0, one_empty, true);
+  header_only.resize(3 + ckpt::kHeaderBytes);
+  header_only[1] = std::byte{ckpt::kHeaderBytes & 0xff};
+  header_only[2] = std::byte{ckpt::kHeaderBytes >> 8};
+  save("fuzz_ckpt_header", "header-only", header_only);
+}
+
+void control_text() {
+  save("fuzz_json", "members.json",
+       R"({"members":[{"name":"node-a","addr":"10.0.0.1:7946","slots":8,"alive":true}],"epoch":3,)"
+       R"("ratio":0.5,"none":null})");
+  save("fuzz_json", "strings.json", R"(["\u00e9\ud83d\ude00 \"q\" \\ \/", "tab\t", -1.5e-3, 18446744073709551615])");
+  save("fuzz_json", "deep.json", "[[[[[[[[[[{}]]]]]]]]]]");
+  save("fuzz_json", "bad.json", R"({"a":})");
+  save("fuzz_json", "echo.txt", "echo a \"b\" c\\d");
+  save("fuzz_json", "wait.txt", "wait 1 2\r");
+  save("fuzz_json", "throw.txt", "throw boom");
+  save("fuzz_json", "unknown.txt", "ckpt ls");
+}
+
+void key_texts() {
+  const std::string hex = "0f1e2d3c4b5a69788796a5b4c3d2e1f00112233445566778899aabbccddeeff0";
+  const std::string b64 = "QEFCQ0RFRkdISUpLTE1OT1BRUlNUVVZXWFlaW1xdXl8=";
+  save("fuzz_key_text", "hex", hex + "\n");
+  save("fuzz_key_text", "base64", "  " + b64 + "\t\r\n");
+  save("fuzz_key_text", "rotation", "# new key\n" + b64 + "\n\n# old key\n" + hex + "\n");
+  save("fuzz_key_text", "duplicate", hex + "\n" + hex + "\n");
+  save("fuzz_key_text", "all-zero", std::string(64, '0') + "\n");
+  save("fuzz_key_text", "short", hex.substr(0, 62) + "\n");
+  save("fuzz_key_text", "no-padding", b64.substr(0, 43) + "\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: make_corpus OUT_DIR\n");
+    return 2;
+  }
+  out_dir = argv[1];
+  packets();
+  sealed();
+  frames();
+  hellos();
+  views();
+  versions();
+  control_text();
+  key_texts();
+  return ok ? 0 : 1;
+}
