@@ -14,6 +14,7 @@
 #include "agent/flags.hpp"
 #include "agent/launch_flags.hpp"
 #include "agent/member_name.hpp"
+#include "agent/seconds_text.hpp"
 #include "agent/slurm_env.hpp"
 #include "agent/worker_launcher.hpp"
 #include "base/log.hpp"
@@ -22,13 +23,10 @@
 namespace shoal::agent {
 namespace {
 
-Result<std::chrono::milliseconds> parse_seconds(const std::string& text) {
-  char* end = nullptr;
-  const double s = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || !(s > 0) || s > 86400.0 * 365) {
-    return fail("'" + text + "' is not a positive number of seconds");
-  }
-  return std::chrono::milliseconds(static_cast<int64_t>(s * 1000.0 + 0.5));
+Result<std::chrono::milliseconds> parse_positive_seconds(const std::string& text) {
+  auto s = parse_seconds(text, ZeroSeconds::refused, 86400.0 * 365);
+  if (!s) return fail(s.error().message);
+  return std::chrono::milliseconds(static_cast<int64_t>(*s * 1000.0 + 0.5));
 }
 
 // "1048576", "512M", "64G": bytes with an optional binary suffix.
@@ -262,7 +260,7 @@ int agent_command(std::span<const std::string> command_line) {
   cfg.gossip.cluster_id = cluster ? *cluster : "default";
   if (cfg.gossip.cluster_id.empty()) return usage_error("--cluster must not be empty");
   if (join_timeout) {
-    auto t = parse_seconds(*join_timeout);
+    auto t = parse_positive_seconds(*join_timeout);
     if (!t) return usage_error("--join-timeout: " + t.error().message);
     cfg.join_timeout = *t;
   }
@@ -275,7 +273,7 @@ int agent_command(std::span<const std::string> command_line) {
   cfg.membership.max_hosts = static_cast<uint32_t>(max_hosts.value_or(0));
   if (max_hosts && min_hosts && *max_hosts < *min_hosts) return usage_error("--max-hosts is below --min-hosts");
   if (hold_down) {
-    auto t = parse_seconds(*hold_down);
+    auto t = parse_positive_seconds(*hold_down);
     if (!t) return usage_error("--hold-down: " + t.error().message);
     cfg.membership.hold_down = std::chrono::duration_cast<gossip::Time>(*t);
   }

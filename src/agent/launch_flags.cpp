@@ -3,18 +3,16 @@
 
 #include <cstdlib>
 
+#include "agent/seconds_text.hpp"
 #include "agent/worker_process.hpp"
 
 namespace shoal::agent {
 namespace {
 
 Result<gossip::Time> parse_duration(const std::string& text) {
-  char* end = nullptr;
-  const double s = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || !(s >= 0) || s > 86400.0) {
-    return fail("'" + text + "' is not a number of seconds from 0 to 86400");
-  }
-  return gossip::Time(static_cast<int64_t>(s * 1e6));
+  auto s = parse_seconds(text, ZeroSeconds::allowed, 86400.0);
+  if (!s) return fail(s.error().message);
+  return gossip::Time(static_cast<int64_t>(*s * 1e6));
 }
 
 std::vector<std::string> split_commas(const std::string& text) {
