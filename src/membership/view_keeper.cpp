@@ -144,7 +144,9 @@ void ViewKeeper::evaluate(Time now, KeeperOutput& out) {
     status_.reason = d.blocked;
     return;
   }
-  if (view_.epoch() > 0 && !status_.in_view) {
+  // An operator's force may come from a survivor that an inherited value left out of the view (its
+  // members may all be dead): it proposes like any member then.
+  if (view_.epoch() > 0 && !status_.in_view && !force_requested_) {
     status_.phase = KeeperPhase::proposing;
     status_.reason = "not in the committed view: waiting to be admitted";
     return;

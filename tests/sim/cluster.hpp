@@ -92,6 +92,9 @@ class Cluster {
   const MemberCounters& counters(uint32_t m) const { return nodes_[m].counters; }
   gossip::Swim* core(uint32_t m) { return nodes_[m].swim.get(); }  // null unless running or paused
   Layer* layer(uint32_t m, size_t i) { return i < nodes_[m].layers.size() ? nodes_[m].layers[i].get() : nullptr; }
+  // Ticks layer i of member m at `at` (or earlier, if a tick is due before): how a test reaches a layer
+  // from outside, e.g. an operator's command, with the layer's effects carried out as usual.
+  void wake_layer(uint32_t m, size_t i, Time at) { schedule_wake(m, static_cast<uint8_t>(i + 1), at); }
 
   NetworkModel& network() { return network_; }
   ViewLedger& ledger() { return ledger_; }

@@ -153,7 +153,8 @@ ScenarioOutcome run_view_safety(const ScenarioInputs& in) {
   p.allow_fresh_quorum = in.fresh_quorum;
   // Replaying one seed: tell what happens, on standard error.
   if (seeds == 1) p.trace = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
-  uint64_t divergences = 0, minority = 0, unconverged = 0, commits = 0, faults = 0, bad_seeds = 0, killed = 0;
+  uint64_t divergences = 0, minority = 0, unconverged = 0, commits = 0, faults = 0, bad_seeds = 0, killed = 0,
+           forced = 0;
   std::optional<uint64_t> first_bad;
   std::string first_finding, bad_list;
   for (size_t s = 0; s < seeds; ++s) {
@@ -170,6 +171,7 @@ ScenarioOutcome run_view_safety(const ScenarioInputs& in) {
     commits += r.commits;
     faults += r.faults;
     killed += r.proposer_crashes;
+    forced += r.majority_lost_stalls;
     const bool bad = !r.harness_ok || r.divergences + r.minority_commits + r.unconverged > 0;
     if (bad) {
       if (bad_seeds < 20) bad_list += (bad_list.empty() ? "" : " ") + std::to_string(seed);
@@ -192,6 +194,7 @@ ScenarioOutcome run_view_safety(const ScenarioInputs& in) {
   out.figures.count("divergences", divergences);
   out.figures.count("minority_commits", minority);
   out.figures.count("unconverged", unconverged);
+  out.figures.count("majority_lost_stalls", forced);  // stalled as the rule demands, then forced together
   out.figures.count("bad_seeds", bad_seeds);
   if (first_bad) {
     out.figures.count("first_bad_seed", *first_bad);

@@ -336,6 +336,23 @@ ViewChurnResult run_view_churn(const ViewChurnParams& p, uint64_t seed) {
   c.run_until(churn_until + p.settle_limit, kPoll, [&] { return ViewSafetyChecker::converged(c); });
 
   ViewChurnResult r;
+  // The faults may end with a majority of the newest view dead: the survivors must stall (the issue's
+  // rule), and an operator's `shoal view force` at one of them must then bring everyone together.
+  if (c.ok() && p.policy == membership::QuorumPolicy::majority && !ViewSafetyChecker::converged(c)) {
+    if (const auto at = ViewSafetyChecker::majority_lost_stall(c)) {
+      ++r.majority_lost_stalls;
+      ViewLayer* layer = ViewKeepers::of(c, *at);
+      checker.forced(layer->keeper().view().epoch() + 1);
+      layer->request_force();
+      c.wake_layer(*at, 0, c.now());
+      if (p.trace) p.trace(format_time(c.now()) + " stalled by the majority rule: force at " + member_name(*at));
+      const Time forced_at = c.now();
+      c.run_until(forced_at + p.settle_limit, kPoll, [&] { return ViewSafetyChecker::converged(c); });
+      if (p.trace && layer->last_force() && !layer->last_force()->ok()) {
+        p.trace("force refused: " + layer->last_force()->error().message);
+      }
+    }
+  }
   r.harness_ok = c.ok();
   if (c.ok()) checker.check_converged(c);
   r.divergences = checker.divergences();

@@ -35,6 +35,7 @@ struct ViewChurnResult {
   uint64_t divergences = 0;
   uint64_t minority_commits = 0;
   uint64_t unconverged = 0;
+  uint64_t majority_lost_stalls = 0;     // ended stalled as the rule demands, then forced (see run_view_churn)
   uint64_t commits = 0;
   uint64_t faults = 0;                   // fault actions taken
   uint64_t proposer_crashes = 0;         // proposers crashed 0-2 ms after their first ACCEPTED

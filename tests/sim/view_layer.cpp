@@ -84,6 +84,11 @@ void ViewLayer::on_tick(gossip::Time now, gossip::Effects& out) {
     }
   }
   scratch_.clear();
+  if (force_requested_) {
+    force_requested_ = false;
+    last_force_ = keeper_.force(now, scratch_);
+    perform(scratch_, now, out);
+  }
   keeper_.on_tick(now, scratch_);
   perform(scratch_, now, out);
 }

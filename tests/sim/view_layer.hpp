@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "cluster.hpp"
@@ -53,6 +54,10 @@ class ViewLayer : public Layer {
 
   membership::ViewKeeper& keeper() { return keeper_; }
   const membership::ViewKeeper& keeper() const { return keeper_; }
+  // `shoal view force` at this member, at its next tick (wake it through Cluster::wake_layer). The
+  // keeper's answer is kept in last_force().
+  void request_force() { force_requested_ = true; }
+  const std::optional<Status>& last_force() const { return last_force_; }
 
  private:
   // Carries the keeper's outputs into the harness's effects and tells the observers of commits.
@@ -77,6 +82,8 @@ class ViewLayer : public Layer {
   std::vector<std::byte> last_accept_bytes_;  // one round sends the same accept to everyone: decode it once
   uint64_t last_accept_epoch_ = 0, last_accept_hash_ = 0;
   membership::KeeperOutput scratch_;
+  bool force_requested_ = false;
+  std::optional<Status> last_force_;
 };
 
 // The keepers of one cluster: a LayerFactory that puts a ViewLayer (channel 1) on every member with

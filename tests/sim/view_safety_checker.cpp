@@ -63,7 +63,7 @@ void ViewSafetyChecker::on_commit(uint32_t member, uint64_t generation, const me
   // The first commit of an epoch anywhere is the proposer's own install, right after its accept phase:
   // the acceptances it received are exactly what let it commit. Epoch 1 is a bootstrap (all members
   // accept, there is no earlier view), and the `any` policy does not promise a majority.
-  if (!first_for_epoch || e <= 1 || policy_ != membership::QuorumPolicy::majority) return;
+  if (!first_for_epoch || e <= 1 || policy_ != membership::QuorumPolicy::majority || forced_.count(e)) return;
   const membership::View* base = view_of(e - 1);
   if (base == nullptr) {
     ++minority_commits_;
@@ -108,6 +108,31 @@ bool ViewSafetyChecker::converged(Cluster& c) {
     if (!live.count({vm.name, vm.generation})) return false;
   }
   return true;
+}
+
+std::optional<uint32_t> ViewSafetyChecker::majority_lost_stall(Cluster& c) {
+  const membership::View* newest = nullptr;
+  for (uint32_t m = 0; m < c.size(); ++m) {
+    const ViewLayer* layer = up(c, m) ? ViewKeepers::of(c, m) : nullptr;
+    if (layer != nullptr && (newest == nullptr || layer->keeper().view().epoch() > newest->epoch())) {
+      newest = &layer->keeper().view();
+    }
+  }
+  if (newest == nullptr || newest->epoch() == 0) return std::nullopt;
+  size_t alive = 0;
+  for (const auto& vm : newest->members()) {
+    const auto idx = index_of_name(vm.name);
+    if (idx && *idx < c.size() && up(c, *idx) && c.generation(*idx) == vm.generation) ++alive;
+  }
+  if (alive >= newest->size() / 2 + 1) return std::nullopt;
+  std::optional<uint32_t> at;
+  for (uint32_t m = 0; m < c.size(); ++m) {
+    const ViewLayer* layer = up(c, m) ? ViewKeepers::of(c, m) : nullptr;
+    if (layer == nullptr || layer->keeper().view().hash() != newest->hash()) continue;
+    if (layer->keeper().status().phase != membership::KeeperPhase::stalled) return std::nullopt;
+    if (!at) at = m;
+  }
+  return at;
 }
 
 bool ViewSafetyChecker::check_converged(Cluster& c) {

@@ -35,6 +35,13 @@ class ViewSafetyChecker : public ViewObserver {
   static bool converged(Cluster& c);
   // converged(), counting one `unconverged` (with what differs) when it does not hold.
   bool check_converged(Cluster& c);
+  // The stall the majority rule demands: the newest view any live member holds has lost a majority of
+  // its members (at the generations it names), and every live member holding it reports `stalled`.
+  // Returns one of those members (the smallest), where an operator would run `shoal view force`.
+  static std::optional<uint32_t> majority_lost_stall(Cluster& c);
+
+  // An operator forced `epoch` (`shoal view force`): its first commit needs no majority of the view before.
+  void forced(uint64_t epoch) { forced_.insert(epoch); }
 
   uint64_t divergences() const { return divergences_; }
   uint64_t minority_commits() const { return minority_commits_; }
@@ -55,6 +62,7 @@ class ViewSafetyChecker : public ViewObserver {
   std::map<uint64_t, std::set<uint64_t>> hashes_;      // by epoch: every hash committed for it
   // (proposer, epoch, hash) -> the (voter, generation) pairs whose ACCEPTED the proposer received.
   std::map<std::tuple<uint32_t, uint64_t, uint64_t>, std::set<std::pair<uint32_t, uint64_t>>> accepted_;
+  std::set<uint64_t> forced_;
   membership::View empty_;
   uint64_t divergences_ = 0, minority_commits_ = 0, unconverged_ = 0, commits_ = 0;
   std::vector<std::string> findings_;
