@@ -21,7 +21,7 @@ std::vector<std::byte> encode(const google::protobuf::MessageLite& m) {
 Result<wire::CkptResponse> read_response(BlockingConn& conn, const TransferLimits& limits, const char* when) {
   auto frame = conn.read_frame(kMaxCkptRequestBytes, stall_deadline(limits));
   if (!frame) return fail(std::string("no answer ") + when + ": " + frame.error().message);
-  if (frame->type != static_cast<uint8_t>(FrameType::response)) {
+  if (frame->type != wire::type_byte(wire::FrameType::response)) {
     return fail(std::string("unexpected frame type ") + std::to_string(frame->type) + " " + when);
   }
   wire::CkptResponse r;
@@ -87,10 +87,12 @@ Result<BlockingConn> open(const TransferPeer& peer, const wire::CkptRequest& req
   auto conn = BlockingConn::connect(peer.addr, stall_deadline(limits));
   if (!conn) return conn;
   conn->set_cancel(limits.cancel);
-  if (auto r = conn->write_frame(static_cast<uint8_t>(FrameType::hello), peer.hello.for_connection(), stall_deadline(limits)); !r) {
+  if (auto r = conn->write_frame(wire::type_byte(wire::FrameType::hello), peer.hello.for_connection(),
+                                 stall_deadline(limits));
+      !r) {
     return fail(r.error().message);
   }
-  if (auto r = conn->write_frame(static_cast<uint8_t>(FrameType::request), encode(request), stall_deadline(limits));
+  if (auto r = conn->write_frame(wire::type_byte(wire::FrameType::request), encode(request), stall_deadline(limits));
       !r) {
     return fail(r.error().message);
   }
@@ -105,7 +107,7 @@ Status send_ckpt_response(BlockingConn& conn, wire::CkptResponse::Status status,
   r.set_status(status);
   r.set_message(message);
   r.set_stream_bytes(stream_bytes);
-  return conn.write_frame(static_cast<uint8_t>(FrameType::response), encode(r), stall_deadline(limits));
+  return conn.write_frame(wire::type_byte(wire::FrameType::response), encode(r), stall_deadline(limits));
 }
 
 Result<PushOutcome> push_version(const TransferPeer& peer, std::span<const std::byte> segment,

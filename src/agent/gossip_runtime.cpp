@@ -20,10 +20,9 @@ GossipRuntime::GossipRuntime(asio::io_context& io, asio::ip::udp::socket socket,
       client_(io),
       timer_(io, origin, [this] { on_wake(); }) {
   const auto& self = swim_.self();
-  hello_ = OutgoingHello(encode_hello(wire::make_envelope(swim_.config().cluster_id, self.name, self.generation,
-                                                         self.addr),
-                                      wire::Hello::PUSH_PULL),
-                         seal_);
+  const wire::Envelope sender = wire::make_envelope(swim_.config().cluster_id, self.name, self.generation, self.addr);
+  hello_ = OutgoingHello(encode_hello(sender, wire::Hello::PUSH_PULL), seal_);
+  probe_hello_ = OutgoingHello(encode_hello(sender, wire::Hello::PROBE), seal_);
   const auto handler = [this](const StreamPeer& peer, std::span<const std::byte> request) {
     return answer_stream(peer, request);
   };
@@ -116,7 +115,8 @@ void GossipRuntime::send_packet(gossip::SendPacket& p) {
 void GossipRuntime::start_stream(gossip::StreamRequest& r) {
   const uint64_t token = r.token;
   const std::string to = r.to;
-  client_.request(r.to, hello_, std::move(r.bytes), origin_ + r.deadline, swim_.config().max_stream_bytes,
+  const OutgoingHello& hello = r.purpose == gossip::StreamPurpose::probe ? probe_hello_ : hello_;
+  client_.request(r.to, hello, std::move(r.bytes), origin_ + r.deadline, swim_.config().max_stream_bytes,
                   [this, token, to](std::optional<std::vector<std::byte>> response, const std::string& why) {
                     if (closed_) return;
                     gossip::Effects fx;

@@ -67,7 +67,8 @@ class GossipRuntime {
   WakeTimer timer_;
   std::array<std::byte, 65536> rx_buf_{};
   asio::ip::udp::endpoint rx_from_;
-  OutgoingHello hello_;  // our hello for gossip requests
+  OutgoingHello hello_;        // our hello for anti-entropy (join, push-pull) requests
+  OutgoingHello probe_hello_;  // our hello for fallback probes
   std::vector<EventObserver> observers_;
   WarnLimiter warn_{std::chrono::seconds(10)};
   bool closed_ = false;

@@ -25,8 +25,8 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   void start(const IpPort& to, std::vector<std::byte> hello, const std::vector<std::byte>& request,
              StreamClient::Clock::time_point deadline, size_t max_response_bytes) {
     max_response_ = max_response_bytes;
-    out_ = frame_bytes(static_cast<uint8_t>(FrameType::hello), hello);
-    const auto req = frame_bytes(static_cast<uint8_t>(FrameType::request), request);
+    out_ = frame_bytes(wire::type_byte(wire::FrameType::hello), hello);
+    const auto req = frame_bytes(wire::type_byte(wire::FrameType::request), request);
     out_.insert(out_.end(), req.begin(), req.end());
     auto self = shared_from_this();
     timer_.expires_at(deadline);
@@ -45,7 +45,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
               return self->complete(std::nullopt, "response: " + e.reject.detail);
             return self->complete(std::nullopt, "no response: " + (e.ec ? e.ec.message() : std::string("truncated")));
           }
-          if (r->type != static_cast<uint8_t>(FrameType::response)) {
+          if (r->type != wire::type_byte(wire::FrameType::response)) {
             return self->complete(std::nullopt, "unexpected frame type " + std::to_string(r->type));
           }
           self->complete(std::move(r->payload), "");

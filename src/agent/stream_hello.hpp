@@ -1,4 +1,4 @@
-// The opening of every shoal TCP connection: frame types, and the typed hello (an Envelope with a
+// The opening of every shoal TCP connection: the typed hello (an Envelope with a
 // Hello body, encoded like a UDP packet) that says which channel the connection is for.
 //   client: [hello frame][request frame]    server: [response frame], then close.
 #pragma once
@@ -13,11 +13,10 @@
 #include "agent/cluster_seal.hpp"
 #include "base/result.hpp"
 #include "envelope.pb.h"
+#include "wire/frame.hpp"
 #include "wire/reject.hpp"
 
 namespace shoal::agent {
-
-enum class FrameType : uint8_t { hello = 1, request = 2, response = 3 };
 
 // A hello ready to open connections: its payload, and the cluster seal. A sealed hello is good for one
 // connection only (listeners refuse replays), so every connection gets a freshly sealed copy.

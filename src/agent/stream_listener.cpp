@@ -68,7 +68,7 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
  private:
   void on_hello(Result<wire::Frame, FrameReadError> r) {
     if (!r) return on_read_error(r.error(), "hello");
-    if (r->type != static_cast<uint8_t>(FrameType::hello)) {
+    if (r->type != wire::type_byte(wire::FrameType::hello)) {
       return fail(wire::RejectCause::malformed, "first frame has type " + std::to_string(r->type) + ", not hello");
     }
     std::vector<std::byte> opened;
@@ -95,7 +95,7 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
 
   void on_request(Result<wire::Frame, FrameReadError> r) {
     if (!r) return on_read_error(r.error(), "request");
-    if (r->type != static_cast<uint8_t>(FrameType::request)) {
+    if (r->type != wire::type_byte(wire::FrameType::request)) {
       return fail(wire::RejectCause::malformed, "expected a request frame, got type " + std::to_string(r->type));
     }
     const auto it = shared_->channels.find(peer_.hello.channel);
@@ -109,7 +109,7 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
     if (done_ || replied_) return;
     replied_ = true;
     if (response.empty()) return finish();
-    out_ = frame_bytes(static_cast<uint8_t>(FrameType::response), response);
+    out_ = frame_bytes(wire::type_byte(wire::FrameType::response), response);
     auto self = shared_from_this();
     asio::async_write(socket_, asio::buffer(out_), [self](boost::system::error_code, size_t) { self->finish(); });
   }

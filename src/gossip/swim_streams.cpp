@@ -32,7 +32,9 @@ uint64_t SwimCore::request(const std::string& to, const pb::StreamRequest& msg, 
   if (kind == StreamKind::push_pull) ++push_pulls_in_flight_;
   ++stats_.stream_requests_out;
   stats_.stream_bytes_out += bytes->size();
-  out_->streams.push_back(StreamRequest{token, to, std::move(*bytes), deadline});
+  out_->streams.push_back(StreamRequest{token, to, std::move(*bytes), deadline,
+                                        kind == StreamKind::fallback_probe ? StreamPurpose::probe
+                                                                           : StreamPurpose::anti_entropy});
   return token;
 }
 

@@ -17,6 +17,11 @@ namespace shoal::wire {
 
 inline constexpr size_t kFrameHeaderBytes = 5;
 
+// The frame types of a shoal connection: the client sends a hello (which channel, from whom) and one
+// request; the server answers with one response.
+enum class FrameType : uint8_t { hello = 1, request = 2, response = 3 };
+constexpr uint8_t type_byte(FrameType t) { return static_cast<uint8_t>(t); }
+
 struct Frame {
   uint8_t type = 0;
   std::vector<std::byte> payload;

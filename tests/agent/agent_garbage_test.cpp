@@ -123,14 +123,14 @@ TEST_CASE("garbage on the UDP and TCP port is counted under rejected and changes
     auto hello = shoal::agent::encode_hello(
         shoal::wire::make_envelope("another-cluster", "intruder", 42, "127.0.0.1:9"), shoal::wire::Hello::PUSH_PULL);
     std::vector<std::byte> stream;
-    shoal::wire::append_frame(stream, static_cast<uint8_t>(shoal::agent::FrameType::hello), hello);
+    shoal::wire::append_frame(stream, shoal::wire::type_byte(shoal::wire::FrameType::hello), hello);
     send_tcp(addr, stream);
   }
   {
     auto hello = shoal::agent::encode_hello(shoal::wire::make_envelope("test", "intruder", 42, "127.0.0.1:9"),
                                             shoal::wire::Hello::PUSH_PULL);
     std::vector<std::byte> stream;
-    shoal::wire::append_frame(stream, static_cast<uint8_t>(shoal::agent::FrameType::hello), hello);
+    shoal::wire::append_frame(stream, shoal::wire::type_byte(shoal::wire::FrameType::hello), hello);
     const auto request = text_bytes(std::string("\x00\x00\x10\x00\x02partial", 12));
     stream.insert(stream.end(), request.begin(), request.end());
     send_tcp(addr, stream);

@@ -180,7 +180,7 @@ TEST_CASE("a garbage stream pushed on the checkpoint channel is refused and leav
   auto conn = BlockingConn::connect(p.b.agent->addr(), deadline);
   REQUIRE(conn);
   const auto hello = p.a.agent->hello(shoal::wire::Hello::CKPT_STREAM).for_connection();
-  REQUIRE(conn->write_frame(static_cast<uint8_t>(FrameType::hello), hello, deadline));
+  REQUIRE(conn->write_frame(shoal::wire::type_byte(shoal::wire::FrameType::hello), hello, deadline));
   shoal::wire::CkptRequest req;
   req.set_kind(shoal::wire::CkptRequest::PUSH);
   req.set_job(p.job.name());
@@ -188,7 +188,7 @@ TEST_CASE("a garbage stream pushed on the checkpoint channel is refused and leav
   req.set_step(5);
   req.set_stream_bytes(8192);
   const auto bytes = req.SerializeAsString();
-  REQUIRE(conn->write_frame(static_cast<uint8_t>(FrameType::request),
+  REQUIRE(conn->write_frame(shoal::wire::type_byte(shoal::wire::FrameType::request),
                             std::as_bytes(std::span<const char>(bytes.data(), bytes.size())), deadline));
   auto accept = conn->read_frame(4096, deadline);
   REQUIRE(accept);

@@ -292,6 +292,22 @@ TEST_CASE("a healed partition merges again") {
   CHECK(converged(net, {"a", "b", "c", "d"}));
 }
 
+TEST_CASE("fallback probes go out as probe streams, and only when datagrams fail") {
+  const std::vector<std::string> names = {"a", "b", "c", "d"};
+  TestNet net(17);
+  start_all(net, names);
+  net.run_for(ms_(3000));
+  REQUIRE(converged(net, names));
+  CHECK(net.probe_streams == 0);  // healthy datagrams: joins and push-pulls only
+  CHECK(net.anti_entropy_streams > 0);
+  // Every datagram to or from d is lost; its TCP side still answers, so the others probe it over TCP.
+  net.drop_if = [](const std::string& from, const std::string& to, const std::vector<std::byte>&) {
+    return from == TestNet::addr_of("d") || to == TestNet::addr_of("d");
+  };
+  net.run_for(ms_(2000));
+  CHECK(net.probe_streams > 0);
+}
+
 TEST_CASE("an isolated member's accusations do not kill the others when it comes back") {
   const std::vector<std::string> names = {"a", "b", "c", "d"};
   TestNet net(16);

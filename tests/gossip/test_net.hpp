@@ -99,6 +99,7 @@ class TestNet {
   double stream_loss = 0.0;  // TCP requests that fail at random (at their deadline)
   std::function<bool(const std::string& from, const std::string& to, const std::vector<std::byte>&)> drop_if;
   uint64_t delivered = 0, dropped = 0;
+  uint64_t probe_streams = 0, anti_entropy_streams = 0;  // stream requests sent, by their stated purpose
   Config config;
 
  private:
@@ -130,6 +131,7 @@ class TestNet {
       push(now + latency, Event{Event::packet, addr, p.to, std::move(p.bytes), 0, {}});
     }
     for (auto& s : out.streams) {
+      ++(s.purpose == StreamPurpose::probe ? probe_streams : anti_entropy_streams);
       auto target = nodes_.find(s.to);
       if (target == nodes_.end() || !link_up(addr, s.to) ||
           (stream_loss > 0 && std::bernoulli_distribution(stream_loss)(rng_))) {

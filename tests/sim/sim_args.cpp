@@ -52,7 +52,7 @@ agent::FlagSet make_flags(RawFlags& f) {
                  &f.fresh_quorum);
   flags.add_string("coalesce-ms", "MS",
                    "view scenarios: hand gossip changes to each keeper at most every MS (default 0: after every\n"
-                   "                            batch, as the agent does; bootstrap at 2000 needs ~10 to finish in minutes)",
+                   "                            batch, as the agent does; bootstrap at 2000: ~2 min of wall time)",
                    &f.coalesce_ms);
   flags.add_string("quorum-policy", "POLICY", "view scenarios: majority (default) or any", &f.quorum_policy);
   flags.add_int("seed", "S", "seed of run 1; run r uses S + r - 1 (default 1)", &f.seed, 0, INT64_MAX);
