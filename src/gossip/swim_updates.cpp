@@ -234,6 +234,19 @@ void SwimCore::leave(Time now, Effects& out) {
   for (const Member* m : pick_members(std::max<uint32_t>(cfg_.gossip_fanout, 8), std::string(), false)) {
     send(m->id.addr, entry, false);
   }
+  // Members that left moments before us still linger (as acceptors of the next view) until they know
+  // the rest are gone too, as at the end of a job: the live-only picks above never reach them.
+  constexpr size_t kTellRecentLeavers = 64;
+  const Time kRecentLeave = ms(10000);
+  size_t told = 0;
+  const auto& records = table_.records();
+  for (size_t i = 1; i < records.size() && told < kTellRecentLeavers; ++i) {  // [0] is self
+    const Member& m = records[i];
+    if (m.state == State::left && !m.id.addr.empty() && now_ - m.state_since <= kRecentLeave) {
+      send(m.id.addr, entry, false);
+      ++told;
+    }
+  }
   next_gossip_at_ = now_ + ms(cfg_.gossip_interval_ms);
   finish(out);
 }

@@ -221,6 +221,8 @@ TEST_CASE("scancel: SIGTERM to every host at once, each persists its newest vers
     const auto code = cluster[hosts[i]].process->wait_exit(30s);
     REQUIRE(code.has_value());
     CHECK(*code == 0);
+    // Each learned that the others left too, so none lingered for a view that nobody would commit.
+    CHECK(cluster.log_tail(hosts[i], 200).find("left while still in the committed view") == std::string::npos);
     auto pd = shoal::ckpt::PersistDir::open({.dir = dir + "/" + hosts[i], .job = job.name()});
     REQUIRE(pd);
     auto loaded = pd->load(0, 12);

@@ -7,7 +7,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <fstream>
 #include <span>
 #include <string>
@@ -16,6 +19,7 @@
 
 #include "agent/stream_hello.hpp"
 #include "ckpt_shm/version_layout.hpp"
+#include "gossip/swim.hpp"
 #include "membership/view_codec.hpp"
 #include "wire/cluster_key.hpp"
 #include "wire/frame.hpp"
@@ -247,6 +251,168 @@ void key_texts() {
   save("fuzz_key_text", "no-padding", b64.substr(0, 43) + "\n");
 }
 
+// ---- fuzz_swim: transcripts of what a real cluster sends node-a ----------------------------------
+
+// fuzz_swim.cpp's input: chunks [op][length u16 LE][bytes], op & 3 the call (0 packet, 1 stream
+// request, 2 response to the oldest pending request, 3 tick when empty, else that request fails),
+// op >> 2 the time step in 5 ms units. Its core: kCluster, node-a below, started at time 0 with
+// kSwimSeedAddr as seed, random seed 1.
+constexpr const char* kSwimSeedAddr = "10.0.0.2:7946";
+
+gossip::Config swim_config() {
+  gossip::Config cfg;
+  cfg.cluster_id = kCluster;
+  cfg.max_stream_bytes = 1 << 20;
+  cfg.broadcast_queue_max = 64;
+  return cfg;
+}
+
+// node-a, driven the way fuzz_swim drives it, with every call written down.
+class SwimTranscript {
+ public:
+  gossip::Swim swim{swim_config(), {"node-a", 7, "10.0.0.1:7946"}, {"host-a", 8, {}}, 1};
+  gossip::Effects out;
+  std::deque<gossip::StreamRequest> pending;  // our requests, oldest first
+  Bytes text;
+
+  void start() {
+    swim.start({kSwimSeedAddr}, now_, out);
+    collect();
+  }
+  // dt: multiples of 5 ms, at most 315 ms.
+  void packet(std::span<const std::byte> b, int dt_ms) {
+    advance(0, dt_ms, b);
+    swim.on_packet(kSwimSeedAddr, b, now_, out);
+    collect();
+  }
+  Bytes stream_request(std::span<const std::byte> b, int dt_ms) {
+    advance(1, dt_ms, b);
+    auto reply = swim.on_stream_request(kSwimSeedAddr, b, now_, out);
+    collect();
+    return reply;
+  }
+  void respond(std::optional<std::span<const std::byte>> b, int dt_ms) {
+    const uint64_t token = pending.front().token;
+    pending.pop_front();
+    if (b) {
+      advance(2, dt_ms, *b);
+    } else {
+      advance(3, dt_ms, bytes_of("x"));
+    }
+    swim.on_stream_response(token, b, now_, out);
+    collect();
+  }
+  void tick(int dt_ms) {
+    advance(3, dt_ms, {});
+    swim.on_tick(now_, out);
+    collect();
+  }
+  gossip::Time now() const { return now_; }
+
+ private:
+  void advance(int op, int dt_ms, std::span<const std::byte> b) {
+    now_ += std::chrono::milliseconds(dt_ms);
+    text.push_back(std::byte(op | ((dt_ms / 5) << 2)));
+    text.push_back(std::byte(b.size() & 0xff));
+    text.push_back(std::byte(b.size() >> 8));
+    text.insert(text.end(), b.begin(), b.end());
+  }
+  void collect() {
+    for (auto& s : out.streams) pending.push_back(std::move(s));
+    out.streams.clear();
+  }
+  gossip::Time now_{0};
+};
+
+// node-a with peers node-b (its seed) and node-c (which joins through node-b), delivering every
+// packet and stream for `steps` rounds of 50 ms; node-b stops answering from round crash_b on.
+Bytes swim_cluster(int steps, int crash_b) {
+  const std::string a_addr = "10.0.0.1:7946", b_addr = kSwimSeedAddr, c_addr = "10.0.0.3:7946";
+  SwimTranscript a;
+  std::map<std::string, gossip::Swim> peers;
+  peers.emplace(b_addr, gossip::Swim(swim_config(), {"node-b", 9, b_addr}, {"host-b", 8, {}}, 2));
+  peers.emplace(c_addr, gossip::Swim(swim_config(), {"node-c", 11, c_addr}, {"host-c", 4, {}}, 3));
+  std::map<std::string, gossip::Effects> peer_out;
+  a.start();
+  peers.at(b_addr).start({}, a.now(), peer_out[b_addr]);
+  peers.at(c_addr).start({b_addr}, a.now(), peer_out[c_addr]);
+  for (int step = 0; step < steps; ++step) {
+    const bool b_up = step < crash_b;
+    a.tick(50);
+    for (auto& [addr, p] : peers) {
+      if (addr != b_addr || b_up) p.on_tick(a.now(), peer_out[addr]);
+    }
+    // node-a's packets to its peers; the peers' packets to each other and to node-a.
+    for (auto& pkt : a.out.packets) {
+      if (peers.count(pkt.to) != 0 && (pkt.to != b_addr || b_up)) {
+        peers.at(pkt.to).on_packet(a_addr, pkt.bytes, a.now(), peer_out[pkt.to]);
+      }
+    }
+    a.out.packets.clear();
+    for (auto& [addr, eff] : peer_out) {
+      if (addr == b_addr && !b_up) eff.clear();
+      auto packets = std::move(eff.packets);
+      auto streams = std::move(eff.streams);
+      eff.clear();
+      for (auto& pkt : packets) {
+        if (pkt.to == a_addr) {
+          a.packet(pkt.bytes, 0);
+        } else if (peers.count(pkt.to) != 0 && (pkt.to != b_addr || b_up)) {
+          peers.at(pkt.to).on_packet(addr, pkt.bytes, a.now(), peer_out[pkt.to]);
+        }
+      }
+      for (auto& s : streams) {
+        std::optional<Bytes> reply;
+        if (s.to == a_addr) {
+          reply = a.stream_request(s.bytes, 0);
+        } else if (peers.count(s.to) != 0 && (s.to != b_addr || b_up)) {
+          reply = peers.at(s.to).on_stream_request(addr, s.bytes, a.now(), peer_out[s.to]);
+        }
+        if (reply && reply->empty()) reply.reset();
+        peers.at(addr).on_stream_response(s.token, reply ? std::optional<std::span<const std::byte>>(*reply)
+                                                         : std::nullopt,
+                                          a.now(), peer_out[addr]);
+      }
+    }
+    // node-a's stream requests, answered in the order made.
+    while (!a.pending.empty()) {
+      const auto& s = a.pending.front();
+      std::optional<Bytes> reply;
+      if (peers.count(s.to) != 0 && (s.to != b_addr || b_up)) {
+        reply = peers.at(s.to).on_stream_request(a_addr, s.bytes, a.now(), peer_out[s.to]);
+      }
+      if (reply && !reply->empty()) {
+        a.respond(std::span<const std::byte>(*reply), 0);
+      } else {
+        a.respond(std::nullopt, 0);
+      }
+    }
+  }
+  return a.text;
+}
+
+void swim_inputs() {
+  save("fuzz_swim", "cluster-of-three", swim_cluster(30, 30));
+  save("fuzz_swim", "seed-crashes", swim_cluster(40, 12));
+  // The join alone: node-b's state answers node-a's request.
+  save("fuzz_swim", "join", swim_cluster(1, 1));
+  // Single chunks: a gossip packet of another member, a digest request, a garbage response.
+  gossip::Swim b(swim_config(), {"node-b", 9, kSwimSeedAddr}, {"host-b", 8, {}}, 2);
+  gossip::Effects eff;
+  b.start({"10.0.0.1:7946"}, gossip::Time{0}, eff);
+  Bytes one;
+  for (const auto& s : eff.streams) {
+    one.push_back(std::byte{1});
+    one.push_back(std::byte(s.bytes.size() & 0xff));
+    one.push_back(std::byte(s.bytes.size() >> 8));
+    one.insert(one.end(), s.bytes.begin(), s.bytes.end());
+  }
+  save("fuzz_swim", "join-request", one);
+  const Bytes junk = {std::byte{2}, std::byte{3}, std::byte{0}, std::byte{'S'}, std::byte{'H'}, std::byte{'L'},
+                      std::byte{3}, std::byte{0}, std::byte{0}};
+  save("fuzz_swim", "junk-response", junk);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -263,5 +429,6 @@ int main(int argc, char** argv) {
   versions();
   control_text();
   key_texts();
+  swim_inputs();
   return ok ? 0 : 1;
 }

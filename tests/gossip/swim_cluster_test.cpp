@@ -137,6 +137,30 @@ TEST_CASE("a graceful leave is seen at once") {
   CHECK(all_see(net, except(kFive, "d"), "d", State::left));
 }
 
+TEST_CASE("members leaving at the same moment learn of each other's leaves (the end of a job)") {
+  TestNet net(6);
+  start_all(net, kFive);
+  net.run_for(ms_(2000));
+  REQUIRE(converged(net, kFive));
+  for (const auto& n : kFive) net.leave(n);
+  net.run_for(ms_(5));
+  for (const auto& n : kFive) CHECK(all_see(net, except(kFive, n), n, State::left));
+}
+
+TEST_CASE("members leaving one after another also tell those that left just before them") {
+  // The ones that went first linger as acceptors (the agent's leave linger) and may only go early once
+  // they know the rest are gone too.
+  TestNet net(7);
+  start_all(net, kFive);
+  net.run_for(ms_(2000));
+  REQUIRE(converged(net, kFive));
+  for (const auto& n : kFive) {
+    net.leave(n);
+    net.run_for(ms_(20));
+  }
+  for (const auto& n : kFive) CHECK(all_see(net, except(kFive, n), n, State::left));
+}
+
 TEST_CASE("a restarted member with a new generation is admitted at once, over its own death record") {
   TestNet net(6);
   start_all(net, kFive);
