@@ -138,12 +138,16 @@ void ViewKeeper::evaluate(Time now, KeeperOutput& out) {
     last_desired_ = d.members;
     last_change_ = now;
   }
-  if (!pending_since_) pending_since_ = now;
   if (!d.blocked.empty() && !force_requested_) {
+    // The settle window starts when a change may be proposed, not when it was first wanted: after a
+    // long stall (a partition) the first members back must not be proposed alone, without the rest
+    // whose refutations arrive a few milliseconds later.
+    pending_since_.reset();
     status_.phase = view_.epoch() == 0 ? KeeperPhase::forming : KeeperPhase::stalled;
     status_.reason = d.blocked;
     return;
   }
+  if (!pending_since_) pending_since_ = now;
   // An operator's force may come from a survivor that an inherited value left out of the view (its
   // members may all be dead): it proposes like any member then.
   if (view_.epoch() > 0 && !status_.in_view && !force_requested_) {

@@ -127,6 +127,36 @@ TEST_CASE("a minority partition never commits and says why; the majority moves o
   check_one_view_per_epoch(c);
 }
 
+TEST_CASE("after a split that stalled both sides heals, members whose refutations come last are not removed") {
+  // Seen in the lab (tests/lab, partition_heal_no_churn): the settle window counted from the start of
+  // the split, so the first members seen alive again were proposed at once, without the rest.
+  KeeperCluster c(6);
+  c.everyone_sees(range(6));
+  c.run_for(milliseconds(300));
+  REQUIRE(c.node(0).view().epoch() == 1);
+  for (size_t a : {0, 1, 2}) {
+    for (size_t b : {3, 4, 5}) c.cut(a, b);
+  }
+  for (size_t i : {0, 1, 2}) c.set_gossip(i, {member(0), member(1), member(2), member(3, State::dead),
+                                              member(4, State::dead), member(5, State::dead)});
+  for (size_t i : {3, 4, 5}) c.set_gossip(i, {member(0, State::dead), member(1, State::dead),
+                                              member(2, State::dead), member(3), member(4), member(5)});
+  c.run_for(milliseconds(3000));
+  REQUIRE(c.node(0).status().phase == KeeperPhase::stalled);
+  REQUIRE(c.node(3).status().phase == KeeperPhase::stalled);
+  // The heal: h3's refutation reaches everyone a few milliseconds before h4's and h5's.
+  c.heal();
+  c.everyone_sees({0, 1, 2, 3}, {4, 5});
+  c.run_for(milliseconds(5));
+  c.everyone_sees(range(6));
+  c.run_for(milliseconds(1000));
+  for (size_t i = 0; i < 6; ++i) {
+    CHECK(c.node(i).view().epoch() == 1);
+    CHECK(c.node(i).status().phase == KeeperPhase::stable);
+  }
+  check_one_view_per_epoch(c);
+}
+
 TEST_CASE("a graceful leave changes the view without waiting for the settle window") {
   Config cfg;
   cfg.settle_quiet = milliseconds(400);
