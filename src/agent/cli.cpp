@@ -58,7 +58,8 @@ std::string top_help() {
   }
   out +=
       "\nglobal flags:\n"
-      "  --log-level SPEC   log levels, e.g. info or warn,gossip=debug (default: $SHOAL_LOG, else info)\n"
+      "  --log-level SPEC   log levels, e.g. info or warn,gossip=debug (default: $SHOAL_LOG, else info);\n"
+      "                     also accepted after the subcommand (`shoal agent --log-level debug ...`)\n"
       "  --version          same as `shoal version`\n"
       "  -h, --help         this help; `shoal SUBCOMMAND --help` for each subcommand\n";
   return out;
@@ -113,6 +114,25 @@ int run_cli(int argc, char** argv) {
       continue;
     }
     break;
+  }
+  // `shoal agent --log-level debug ...` works too: the flag may follow the subcommand (up to a `--`,
+  // after which everything belongs to the launched command).
+  if (i < args.size()) {
+    for (size_t j = i + 1; j < args.size() && args[j] != "--";) {
+      if (args[j] == "--log-level") {
+        if (j + 1 >= args.size() || args[j + 1] == "--") {
+          std::cerr << "shoal: --log-level needs a value (SPEC)\n";
+          return kExitUsage;
+        }
+        log_flag = args[j + 1];
+        args.erase(args.begin() + static_cast<std::ptrdiff_t>(j), args.begin() + static_cast<std::ptrdiff_t>(j + 2));
+      } else if (args[j].rfind("--log-level=", 0) == 0) {
+        log_flag = args[j].substr(std::string("--log-level=").size());
+        args.erase(args.begin() + static_cast<std::ptrdiff_t>(j));
+      } else {
+        ++j;
+      }
+    }
   }
   g_log_level_given = log_flag.has_value();
   auto spec = log::spec_from(log_flag ? std::optional<std::string_view>(*log_flag) : std::nullopt);

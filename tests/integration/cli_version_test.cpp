@@ -73,6 +73,18 @@ TEST_CASE("a bad SHOAL_LOG is an error that names the variable, --log-level over
   CHECK(env.output.find("SHOAL_LOG") != std::string::npos);
 }
 
+TEST_CASE("--log-level also works after the subcommand, and is checked there too") {
+  const Run after = run_shoal("version --log-level warn");
+  CHECK(after.exit_code == 0);
+  CHECK(after.output.find("shoal 0.") == 0);
+  const Run bad = run_shoal("version --log-level=shouty");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.output.find("shouty") != std::string::npos);
+  const Run missing = run_shoal("version --log-level");
+  CHECK(missing.exit_code == 2);
+  CHECK(missing.output.find("--log-level needs a value") != std::string::npos);
+}
+
 TEST_CASE("demo forms a view on loopback, survives a crash, readmits the restarted host and says ok") {
   const Run r = run_shoal("demo --hosts 3");
   CHECK(r.exit_code == 0);
