@@ -47,6 +47,7 @@ const Stats& Swim::stats() const { return core_->stats(); }
 int Swim::local_health() const { return core_->local_health(); }
 const Config& Swim::config() const { return core_->config(); }
 size_t Swim::live_count() const { return core_->table().live_count(); }
+size_t Swim::queued_updates() const { return core_->queued_updates(); }
 
 Status validate(const Config& c) {
   auto positive = [](uint32_t v) { return v > 0; };

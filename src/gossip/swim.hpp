@@ -191,6 +191,8 @@ class Swim {
   const Config& config() const;
   // Members currently alive or suspect (self included).
   size_t live_count() const;
+  // Updates waiting in the broadcast queue (0 once everything learned has been passed on enough).
+  size_t queued_updates() const;
 
  private:
   std::unique_ptr<SwimCore> core_;

@@ -43,6 +43,7 @@ class SwimCore {
 
   const Identity& self() const { return table_.self().id; }
   const MemberTable& table() const { return table_; }
+  size_t queued_updates() const { return queue_.size(); }
   const Stats& stats() const { return stats_; }
   int local_health() const { return health_.score(); }
   const Config& config() const { return cfg_; }

@@ -1,5 +1,6 @@
 // Dissemination scenarios: spread (one update to 99.9% of members), load (bytes per member per second
 // in steady state) and join (everyone starting within a second until all know all).
+#include <algorithm>
 #include <cmath>
 
 #include "rng.hpp"
@@ -82,14 +83,26 @@ ScenarioOutcome run_spread(const ScenarioInputs& in) {
 ScenarioOutcome run_load(const ScenarioInputs& in) {
   ScenarioOutcome out;
   const double length_s = in.virtual_s.value_or(60);
-  const double warmup_s = 10;
+  // Steady state: after the join's updates have drained from every broadcast queue (at thousands of
+  // members that takes longer than the join itself), and at least 10 s.
+  const double warmup_min_s = 10, warmup_max_s = 600;
+  std::vector<double> warmups;
   // Per member and second, pooled over runs.
   std::vector<double> in_rate, out_rate, udp_out_rate, packets_out_rate, stream_out_rate;
   for (size_t r = 0; r < in.runs && !out.error; ++r) {
     Cluster c(cluster_options(in, r));
     if (converge(c, out, seconds(kConvergeS))) {
       c.network().defaults().loss = in.loss.value_or(0);
-      c.run_until(c.now() + seconds(warmup_s));
+      const Time warm_from = c.now();
+      c.run_until(warm_from + seconds(warmup_min_s));
+      c.run_until(warm_from + seconds(warmup_max_s), seconds(1), [&] {
+        for (uint32_t m = 0; m < c.size(); ++m) {
+          const gossip::Swim* core = c.core(m);
+          if (core != nullptr && core->queued_updates() > 0) return false;
+        }
+        return true;
+      });
+      warmups.push_back(double((c.now() - warm_from).count()) / 1e6);
       std::vector<MemberCounters> before(c.size());
       for (uint32_t m = 0; m < c.size(); ++m) before[m] = c.counters(m);
       c.run_until(c.now() + seconds(length_s));
@@ -113,6 +126,7 @@ ScenarioOutcome run_load(const ScenarioInputs& in) {
   };
   out.figures.number("loss", in.loss.value_or(0));
   out.figures.number("measured_s", length_s);
+  out.figures.number("warmup_s_max", warmups.empty() ? 0.0 : *std::max_element(warmups.begin(), warmups.end()));
   out.figures.number("bytes_in_per_s_mean", mean(in_rate));
   out.figures.number("bytes_out_per_s_mean", mean(out_rate));
   add_ms(out.figures, "bytes_out_per_s_max", percentile(out_rate, 100));
