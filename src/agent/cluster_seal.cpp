@@ -15,6 +15,7 @@ int64_t now_unix_ms() {
 wire::RejectCause cause_of(wire::OpenCause c) {
   switch (c) {
     case wire::OpenCause::not_sealed: return wire::RejectCause::no_key;
+    case wire::OpenCause::truncated: return wire::RejectCause::truncated;  // too short to hold a seal
     case wire::OpenCause::stale: return wire::RejectCause::stale;
     case wire::OpenCause::replayed: return wire::RejectCause::replayed;
     default: return wire::RejectCause::bad_auth;

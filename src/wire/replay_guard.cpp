@@ -2,14 +2,12 @@
 #include "wire/replay_guard.hpp"
 
 #include <algorithm>
-#include <limits>
 
 namespace shoal::wire {
 
 ReplayGuard::ReplayGuard(int64_t window_ms, size_t max_senders)
     : window_ms_(std::max<int64_t>(window_ms, 0)),
-      max_senders_(std::max<size_t>(max_senders, 1)),
-      forgotten_sent_horizon_ms_(std::numeric_limits<int64_t>::min()) {
+      max_senders_(std::max<size_t>(max_senders, 1)) {
   senders_.reserve(max_senders_);
 }
 
@@ -28,7 +26,8 @@ ReplayVerdict ReplayGuard::check_and_record(const SenderId& sender, uint64_t cou
   if (it == senders_.end()) {
     // Unknown: a new sender, or one this guard forgot, whose packets up to its newest timestamp were
     // accepted once already.
-    if (sent_unix_ms <= forgotten_sent_horizon_ms_) return ReplayVerdict::stale;
+    // (A horizon that starts at the lowest timestamp would refuse a first packet stamped with it.)
+    if (forgotten_sent_horizon_ms_ && sent_unix_ms <= *forgotten_sent_horizon_ms_) return ReplayVerdict::stale;
     make_room(now_unix_ms);
     recency_.push_back(sender);
     senders_.emplace(sender, Sender{.highest = counter,
@@ -75,7 +74,8 @@ void ReplayGuard::make_room(int64_t now_unix_ms) {
 
 void ReplayGuard::forget(std::list<SenderId>::iterator oldest) {
   auto it = senders_.find(*oldest);
-  forgotten_sent_horizon_ms_ = std::max(forgotten_sent_horizon_ms_, it->second.newest_sent_ms);
+  forgotten_sent_horizon_ms_ = std::max(forgotten_sent_horizon_ms_.value_or(it->second.newest_sent_ms),
+                                        it->second.newest_sent_ms);
   senders_.erase(it);
   recency_.erase(oldest);
 }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <list>
+#include <optional>
 #include <unordered_map>
 
 namespace shoal::wire {
@@ -80,7 +81,7 @@ class ReplayGuard {
   size_t max_senders_;
   std::unordered_map<SenderId, Sender, SenderIdHash> senders_;
   std::list<SenderId> recency_;        // least recently heard first
-  int64_t forgotten_sent_horizon_ms_;  // newest timestamp of any forgotten sender
+  std::optional<int64_t> forgotten_sent_horizon_ms_;  // newest timestamp of any forgotten sender (none yet)
   uint64_t forced_evictions_ = 0;
 };
 

@@ -55,6 +55,13 @@ TEST_CASE("timestamps at the ends of int64 are stale, not an overflow") {
   CHECK(guard.check_and_record(sender(1), 1, hi, kT0) == ReplayVerdict::stale);
 }
 
+TEST_CASE("a first packet stamped with the lowest int64 is judged by the time window alone (found by fuzzing)") {
+  ReplayGuard guard;
+  constexpr auto lo = std::numeric_limits<int64_t>::min();
+  CHECK(guard.check_and_record(sender(1), 1, lo, lo) == ReplayVerdict::fresh);
+  CHECK(guard.check_and_record(sender(1), 1, lo, lo) == ReplayVerdict::replayed);
+}
+
 TEST_CASE("packets out of order within the counter window are accepted once each") {
   ReplayGuard guard;
   CHECK(guard.check_and_record(sender(1), 100, kT0, kT0) == ReplayVerdict::fresh);
