@@ -25,6 +25,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 
 SUBNET = "10.211.0"
 CLONE_NEWNET = 0x40000000
@@ -140,13 +141,29 @@ def ns_exec(ns):
 
 
 def kill_ns_processes(ns):
-    """SIGKILLs whatever still runs in ns (an agent, a garbage sender), so that it can be deleted."""
-    out = run("ip", "netns", "pids", ns, check=False)
-    for pid in out.split():
+    """SIGKILLs whatever still runs in ns (an agent, a trainer, a garbage sender), so that it can be
+    deleted, and waits up to 5 s until each has exited (gone or a zombie): a process that is still
+    dying could otherwise create a shared-memory segment after the cleanup removed them."""
+    pids = []
+    for pid in run("ip", "netns", "pids", ns, check=False).split():
         try:
             os.kill(int(pid), signal.SIGKILL)
+            pids.append(int(pid))
         except (ProcessLookupError, ValueError):
             pass
+    deadline = time.monotonic() + 5
+    while pids and time.monotonic() < deadline:
+        pids = [p for p in pids if _alive(p)]
+        if pids:
+            time.sleep(0.01)
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 class Network:

@@ -7,8 +7,13 @@ exact outcome, and prints ONE JSON line on stdout: scenario, hosts, passed, the 
 the fault: detect_ms to the first survivor's gossip calling the victim dead, first_view_ms and
 view_change_ms to the first and to every survivor's new committed view), the epochs seen, refused input
 where relevant, and the error when it failed. Progress goes to stderr. After every scenario, on top of
-its own checks: no epoch ever showed two hashes at any two hosts (polled and from the logs), no agent
-died that the scenario did not kill, and no agent that lived through it grew its descriptors or threads.
+its own checks: no epoch ever showed two hashes at any two hosts (polled and from the logs), no agent or
+trainer died that the scenario did not kill (a trainer that finished its steps exits 0), no agent that
+lived through it grew its descriptors (checkpoint segments aside) or threads, and every checkpoint
+segment an agent holds open is one it lists as held (`ckpt-ls`).
+The training scenarios (lab_training.py) run the example trainer beside every agent; it is found at
+examples/allreduce_trainer beside SHOAL_BINARY (meson's build layout) or at $SHOAL_LAB_TRAINER, and
+they are reported as skipped without it.
 Exit 0 pass, 77 skip (not root, tools missing, no network namespaces), 1 fail (with the log tails).
 
 Timing discipline on a shared 2-core machine: "eventually" checks get generous deadlines (tens of
@@ -24,8 +29,10 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from lab_hosts import PORT, CheckFailed, Lab, member_names  # noqa: E402
+from lab_hosts import (PORT, CheckFailed, Lab, check, common_view, epochs_stay, member_names, ms,  # noqa: E402
+                       progress, victim_dead_ms, wait_removed)
 from lab_net import LabError, missing_prerequisite  # noqa: E402
+from lab_training import TRAINING_SCENARIOS  # noqa: E402
 
 # Scenarios that currently fail because of a known bug in shoal: they still run and report passed:false,
 # but do not fail the test. Each entry names the bug; remove it once fixed.
@@ -36,61 +43,6 @@ KNOWN_FAILING: dict[str, str] = {
 }
 
 LONG = os.environ.get("SHOAL_LAB_LONG") == "1"
-T0 = time.monotonic()
-
-
-def progress(msg):
-    print(f"[{time.monotonic() - T0:7.1f} s] {msg}", file=sys.stderr, flush=True)
-
-
-def ms(since):
-    return round((time.monotonic() - since) * 1000)
-
-
-def check(cond, msg):
-    if not cond:
-        raise CheckFailed(msg)
-
-
-def common_view(lab, agents=None):
-    """The (epoch, hash) every given agent holds now (they must agree), via the real CLI."""
-    docs = [a.cli("view") for a in (agents or lab.members())]
-    pairs = {(d["epoch"], d["hash"]) for d in docs}
-    check(len(pairs) == 1, f"hosts disagree on the view: {sorted(pairs)}")
-    return pairs.pop()
-
-
-def epochs_stay(agents, epoch, window):
-    """A "never" check for Monitor.watch/wait: every agent's epoch is still `epoch`."""
-    def each(views):
-        for a in agents:
-            v = views.get(a.name)
-            if v is not None and v["epoch"] != epoch:
-                raise CheckFailed(f"{a.name} moved to epoch {v['epoch']} ({len(v['members'])} members, "
-                                  f"status {v['status']}) during {window}; it had to stay at {epoch}")
-    return each
-
-
-def victim_dead_ms(lab, survivors, victim, since, timeout_s):
-    """ms from `since` to the first survivor whose gossip calls the victim dead (or left)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        lab.monitor.sample()
-        for a in survivors:
-            doc = a.query("members")
-            if doc and any(m["name"] == victim and m["state"] in ("dead", "left") for m in doc["members"]):
-                return ms(since)
-        time.sleep(0.02)
-    raise CheckFailed(f"no survivor called {victim} dead within {timeout_s} s")
-
-
-def wait_removed(lab, survivors, victim, since, timeout_s, result):
-    """Waits for every survivor to commit a view without the victim; records first/all times."""
-    want = sorted(a.name for a in survivors)
-    times = lab.monitor.first_times([a.name for a in survivors], lambda v: member_names(v) == want, since,
-                                    timeout_s, f"a view without {victim} at every survivor")
-    result["first_view_ms"] = min(times.values())
-    result["view_change_ms"] = max(times.values())
 
 
 # ---- the scenarios -------------------------------------------------------------------------------------
@@ -290,11 +242,12 @@ def garbage_and_wrong_key(lab, r):
     garbage = {n: rejected_delta(before[n], mid[n]) for n in mid}
     r["rejected_garbage"] = {c: sum(d[c] for d in garbage.values()) for c in garbage[members[0].name]}
     for n, d in garbage.items():
-        # Exactly one count per datagram (unsealed or too short for a seal: no_key / bad_auth) and per
-        # refused TCP connection (a 4 KiB or 256 KiB junk hello and a lying length: oversized; a hello
-        # cut short: truncated); the connection that sends nothing is not an input.
-        udp = d["no_key"] + d["bad_auth"]
-        check(udp == GARBAGE_UDP and d["oversized"] == 3 and d["truncated"] == 1 and sum(d.values()) == GARBAGE_UDP + 4,
+        # Exactly one count per datagram (unsealed: no_key; the empty one and the first bytes of the
+        # seal's magic "SHLK", b"" to b"SHL": truncated) and per refused TCP connection (a 4 KiB or
+        # 256 KiB junk hello and a lying length: oversized; a hello cut short: truncated); the connection
+        # that sends nothing is not an input.
+        check(d["no_key"] == GARBAGE_UDP - 4 and d["truncated"] == 4 + 1 and d["oversized"] == 3 and
+              d["bad_auth"] == 0 and sum(d.values()) == GARBAGE_UDP + 4,
               f"{n} counted {d} for {GARBAGE_UDP} garbage datagrams and 4 junk connections")
 
     other_key = lab.keygen("other.key")
@@ -375,14 +328,23 @@ SCENARIOS = {  # name: (function, Lab arguments)
     "loss10_all": (loss10_all, {}),
     "bandwidth_cap": (bandwidth_cap, {}),
     "garbage_and_wrong_key": (garbage_and_wrong_key, {"k": 9, "members": 6, "key": True}),
+    **TRAINING_SCENARIOS,  # lab_training.py: example trainers beside the agents
 }
 
 
-def run_scenario(shoal, name):
+def run_scenario(shoal, trainer, name):
     fn, kwargs = SCENARIOS[name]
+    kwargs = dict(kwargs)
     r = {"scenario": name, "hosts": kwargs.get("members", kwargs.get("k", 6)), "passed": False}
     if kwargs.get("members"):
         r["outsider_hosts"] = kwargs["k"] - kwargs["members"]
+    if kwargs.pop("trainers", False):
+        if not os.access(trainer, os.X_OK):
+            r.update(passed=None, skipped=f"no example trainer at {trainer} (a build without Gloo has none)")
+            print(json.dumps(r), flush=True)
+            progress(f"{name}: skipped, no trainer binary")
+            return True
+        kwargs["trainer_binary"] = trainer
     start = time.monotonic()
     progress(f"{name}: starting")
     tails = ""
@@ -423,6 +385,10 @@ def main(argv):
     if not os.access(shoal, os.X_OK):
         print(f"FAIL: '{argv[1]}' is not an executable shoal binary", file=sys.stderr)
         return 1
+    # The example trainer sits at examples/allreduce_trainer beside the shoal binary in a meson build
+    # directory; SHOAL_LAB_TRAINER overrides that (meson's test passes the target's path there).
+    trainer = os.environ.get("SHOAL_LAB_TRAINER") or os.path.join(os.path.dirname(shoal), "examples",
+                                                                    "allreduce_trainer")
     names = argv[2:] or list(SCENARIOS)
     unknown = [n for n in names if n not in SCENARIOS]
     if unknown:
@@ -433,7 +399,7 @@ def main(argv):
     if why:
         print(f"SKIP: {why}")
         return 77
-    failed = [n for n in names if not run_scenario(shoal, n) and n not in KNOWN_FAILING]
+    failed = [n for n in names if not run_scenario(shoal, trainer, n) and n not in KNOWN_FAILING]
     progress(f"done: {len(names) - len(failed)} of {len(names)} scenarios passed or known-failing")
     return 1 if failed else 0
 
