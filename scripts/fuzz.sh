@@ -32,7 +32,12 @@ fi
 
 # Targets, the shoal sources each needs besides its own file, and its libraries.
 proto=$out/proto
-targets=(fuzz_packet fuzz_sealed fuzz_frame fuzz_hello fuzz_view_codec fuzz_ckpt_header fuzz_json fuzz_key_text)
+targets=(fuzz_packet fuzz_sealed fuzz_frame fuzz_hello fuzz_view_codec fuzz_ckpt_header fuzz_json fuzz_key_text
+  fuzz_swim fuzz_manifest fuzz_rendezvous_request)
+gossip="src/gossip/broadcast_queue.cpp src/gossip/codec.cpp src/gossip/member_table.cpp src/gossip/name_index.cpp
+  src/gossip/probe_order.cpp src/gossip/push_pull.cpp src/gossip/suspicion.cpp src/gossip/swim.cpp
+  src/gossip/swim_probe.cpp src/gossip/swim_streams.cpp src/gossip/swim_updates.cpp src/gossip/types.cpp
+  src/base/log.cpp $proto/gossip.pb.cc"
 declare -A sources=(
   [fuzz_packet]="src/wire/packet.cpp src/wire/reject.cpp $proto/envelope.pb.cc"
   [fuzz_sealed]="src/wire/sealed_packet.cpp src/wire/cluster_key.cpp src/wire/replay_guard.cpp"
@@ -43,15 +48,21 @@ declare -A sources=(
     src/ckpt_shm/shm_segment.cpp src/ckpt_shm/device_copy_absent.cpp"
   [fuzz_json]="src/agent/json_reader.cpp src/agent/json_writer.cpp src/agent/control_handlers.cpp"
   [fuzz_key_text]="src/wire/cluster_key.cpp"
+  [fuzz_swim]="$gossip src/wire/packet.cpp src/wire/reject.cpp $proto/envelope.pb.cc"
+  [fuzz_manifest]="src/ckpt_shm/persist_files.cpp src/ckpt_shm/persist_io.cpp src/ckpt_shm/version_layout.cpp
+    src/ckpt_shm/checksum.cpp src/ckpt_shm/shm_segment.cpp src/ckpt_shm/device_copy_absent.cpp src/base/log.cpp"
+  [fuzz_rendezvous_request]="src/comm_wrap/rendezvous_table.cpp $proto/rendezvous.pb.cc"
   [make_corpus]="src/wire/packet.cpp src/wire/reject.cpp src/wire/frame.cpp src/wire/sealed_packet.cpp
     src/wire/cluster_key.cpp src/wire/replay_guard.cpp src/agent/stream_hello.cpp src/membership/view_codec.cpp
     src/membership/view.cpp src/ckpt_shm/version_layout.cpp src/ckpt_shm/checksum.cpp src/ckpt_shm/shm_segment.cpp
-    src/ckpt_shm/device_copy_absent.cpp $proto/envelope.pb.cc $proto/membership.pb.cc"
+    src/ckpt_shm/device_copy_absent.cpp src/ckpt_shm/persist_files.cpp src/ckpt_shm/persist_io.cpp
+    $proto/envelope.pb.cc $proto/membership.pb.cc $proto/rendezvous.pb.cc $gossip"
 )
 declare -A libs=(
   [fuzz_packet]="-lprotobuf" [fuzz_sealed]="-lsodium" [fuzz_frame]="" [fuzz_hello]="-lprotobuf"
   [fuzz_view_codec]="-lprotobuf" [fuzz_ckpt_header]="" [fuzz_json]="" [fuzz_key_text]="-lsodium"
-  [make_corpus]="-lprotobuf -lsodium"
+  [fuzz_swim]="-lprotobuf -lfmt" [fuzz_manifest]="-lfmt" [fuzz_rendezvous_request]="-lprotobuf"
+  [make_corpus]="-lprotobuf -lsodium -lfmt"
 )
 
 sanitize=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined)

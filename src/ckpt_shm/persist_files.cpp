@@ -97,27 +97,16 @@ Result<Entries> read_manifest(const std::string& dir) {
   const std::string path = (fs::path(dir) / kManifest).string();
   std::ifstream in(path);
   if (!in) return fail(path + " cannot be read");
-  std::string line;
-  if (!std::getline(in, line) || line != kManifestHeader) return fail(path + " does not start with its header");
-  Entries entries;
-  while (std::getline(in, line)) {
-    std::istringstream words(line);
-    std::array<std::string, 7> f;  // rank step sequence world bytes filename, and a seventh one too many
-    for (auto& word : f) words >> word;
-    const auto rank = parse_number<uint32_t>(f[0]);
-    const auto step = parse_number<uint64_t>(f[1]);
-    const auto sequence = parse_number<uint64_t>(f[2]);
-    const auto world = parse_number<uint32_t>(f[3]);
-    const auto bytes = parse_number<uint64_t>(f[4]);
-    if (!rank || !step || !sequence || !world || !bytes || f[5] != file_name(*rank, *step) || !f[6].empty() ||
-        entries.contains({*rank, *step})) {
-      return fail(path + " has a line that does not parse: '" + line + "'");
-    }
-    const std::string file = (fs::path(dir) / f[5]).string();
+  std::ostringstream text;
+  text << in.rdbuf();
+  auto entries = parse_manifest(text.str());
+  if (!entries) return fail(path + " " + entries.error().message);
+  for (auto& [key, e] : *entries) {
+    const std::string file = (fs::path(dir) / e.path).string();
     std::error_code ec;
     const uint64_t size = fs::file_size(file, ec);
-    if (ec || size != *bytes) return fail(path + " lists " + file + ", which is missing or of another size");
-    entries.emplace(Key{*rank, *step}, PersistedVersion{*rank, *step, *sequence, *world, *bytes, file});
+    if (ec || size != e.bytes) return fail(path + " lists " + file + ", which is missing or of another size");
+    e.path = file;
   }
   return entries;
 }
@@ -139,6 +128,46 @@ std::optional<Key> parse_file_name(std::string_view file) {
   return Key{*rank, *step};
 }
 
+std::string format_manifest(const Entries& entries) {
+  std::string text = std::string(kManifestHeader) + "\n";
+  for (const auto& [key, e] : entries) {
+    text += std::to_string(e.rank) + " " + std::to_string(e.step) + " " + std::to_string(e.sequence) + " " +
+            std::to_string(e.world) + " " + std::to_string(e.bytes) + " " + file_name(e.rank, e.step) + "\n";
+  }
+  return text;
+}
+
+Result<Entries> parse_manifest(std::string_view text) {
+  // Lines as std::getline splits them: a last line without its newline counts, nothing after a final one.
+  size_t at = 0;
+  auto next_line = [&](std::string_view& line) {
+    if (at >= text.size()) return false;
+    const size_t end = std::min(text.find('\n', at), text.size());
+    line = text.substr(at, end - at);
+    at = end + 1;
+    return true;
+  };
+  std::string_view line;
+  if (!next_line(line) || line != kManifestHeader) return fail("does not start with its header");
+  Entries entries;
+  while (next_line(line)) {
+    std::istringstream words{std::string(line)};
+    std::array<std::string, 7> f;  // rank step sequence world bytes filename, and a seventh one too many
+    for (auto& word : f) words >> word;
+    const auto rank = parse_number<uint32_t>(f[0]);
+    const auto step = parse_number<uint64_t>(f[1]);
+    const auto sequence = parse_number<uint64_t>(f[2]);
+    const auto world = parse_number<uint32_t>(f[3]);
+    const auto bytes = parse_number<uint64_t>(f[4]);
+    if (!rank || !step || !sequence || !world || !bytes || f[5] != file_name(*rank, *step) || !f[6].empty() ||
+        entries.contains({*rank, *step})) {
+      return fail("has a line that does not parse: '" + std::string(line) + "'");
+    }
+    entries.emplace(Key{*rank, *step}, PersistedVersion{*rank, *step, *sequence, *world, *bytes, f[5]});
+  }
+  return entries;
+}
+
 Status remove_leftovers(const std::string& dir) {
   auto leftovers = list_files(dir, kTmpSuffix);
   if (!leftovers) return fail(leftovers.error().message);
@@ -150,11 +179,7 @@ Status remove_leftovers(const std::string& dir) {
 }
 
 Status write_manifest(const std::string& dir, const Entries& entries) {
-  std::string text = std::string(kManifestHeader) + "\n";
-  for (const auto& [key, e] : entries) {
-    text += std::to_string(e.rank) + " " + std::to_string(e.step) + " " + std::to_string(e.sequence) + " " +
-            std::to_string(e.world) + " " + std::to_string(e.bytes) + " " + file_name(e.rank, e.step) + "\n";
-  }
+  const std::string text = format_manifest(entries);
   const std::string path = (fs::path(dir) / kManifest).string();
   const std::string tmp = path + std::string(kTmpSuffix);
   Fd fd(::open(tmp.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0640));

@@ -27,6 +27,14 @@ std::string file_name(uint32_t rank, uint64_t step);
 // (rank, step) of a file named exactly as file_name spells it (no leading zeros, no sign).
 std::optional<Key> parse_file_name(std::string_view file);
 
+// The MANIFEST's text: a header line, then "rank step sequence world bytes file-name" per version.
+std::string format_manifest(const Entries& entries);
+
+// The versions a MANIFEST's text lists, each `path` the file's name alone; reads no file. Fails (with
+// what is wrong, to follow the manifest's path) without the header, or at a line that does not parse,
+// names its file otherwise than file_name, or lists a version twice.
+Result<Entries> parse_manifest(std::string_view text);
+
 // Removes the "*.tmp" files a crash mid-write left behind; fails when one cannot be removed.
 Status remove_leftovers(const std::string& dir);
 

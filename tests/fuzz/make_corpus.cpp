@@ -18,9 +18,11 @@
 #include <vector>
 
 #include "agent/stream_hello.hpp"
+#include "ckpt_shm/persist_files.hpp"
 #include "ckpt_shm/version_layout.hpp"
 #include "gossip/swim.hpp"
 #include "membership/view_codec.hpp"
+#include "rendezvous.pb.h"
 #include "wire/cluster_key.hpp"
 #include "wire/frame.hpp"
 #include "wire/packet.hpp"
@@ -251,6 +253,68 @@ void key_texts() {
   save("fuzz_key_text", "no-padding", b64.substr(0, 43) + "\n");
 }
 
+void manifests() {
+  ckpt::Entries entries;
+  for (const ckpt::PersistedVersion& v : {ckpt::PersistedVersion{0, 100, 3, 8, 4096, ""},
+                                          ckpt::PersistedVersion{0, 200, 4, 8, 4096, ""},
+                                          ckpt::PersistedVersion{7, 18446744073709551615u, 9, 4294967295u, 1, ""}}) {
+    entries.emplace(ckpt::Key{v.rank, v.step}, v);
+  }
+  const std::string text = ckpt::format_manifest(entries);
+  save("fuzz_manifest", "three", text);
+  save("fuzz_manifest", "empty", ckpt::format_manifest({}));
+  save("fuzz_manifest", "no-final-newline", text.substr(0, text.size() - 1));
+  save("fuzz_manifest", "spaces-and-tabs", "shoal-ckpt-manifest 1\n  3\t5 6 8\v100 r3.s5.shoalckpt \r\n");
+  save("fuzz_manifest", "duplicate", text + "0 100 3 8 4096 r0.s100.shoalckpt\n");
+  save("fuzz_manifest", "bad-step", text + "0 x 1 8 100 r0.sx.shoalckpt\n");
+  save("fuzz_manifest", "wrong-file", "shoal-ckpt-manifest 1\n5 1 2 8 100 r5.s01.shoalckpt\n");
+  save("fuzz_manifest", "garbage", "not a manifest\n1 2 3\n");
+}
+
+// fuzz_rendezvous_request's chunks: [op][length u8][bytes], op 0 a request, 1 | p << 2 an epoch
+// advance by p % 4, 2 | p << 2 p * 50 ms pass, 3 | p << 2 a cancel.
+void rendezvous_chunk(Bytes& in, uint8_t op, const std::string& bytes = {}) {
+  in.push_back(std::byte{op});
+  in.push_back(std::byte(bytes.size()));
+  const auto b = bytes_of(bytes);
+  in.insert(in.end(), b.begin(), b.end());
+}
+std::string rendezvous_request(uint64_t epoch, wire::RendezvousRequest::Op op, std::vector<std::string> keys,
+                               const std::string& value = {}, uint32_t timeout_ms = 0) {
+  wire::RendezvousRequest r;
+  r.set_epoch(epoch);
+  r.set_op(op);
+  for (auto& k : keys) r.add_keys(std::move(k));
+  r.set_value(value);
+  r.set_timeout_ms(timeout_ms);
+  return r.SerializeAsString();
+}
+
+void rendezvous_inputs() {
+  using R = wire::RendezvousRequest;
+  Bytes set_get;  // a GET that waits for two SETs
+  rendezvous_chunk(set_get, 0, rendezvous_request(0, R::GET, {"rank0", "rank1"}, {}, 500));
+  rendezvous_chunk(set_get, 0, rendezvous_request(0, R::SET, {"rank0"}, "addr-0"));
+  rendezvous_chunk(set_get, 0, rendezvous_request(0, R::SET, {"rank1"}, "addr-1"));
+  rendezvous_chunk(set_get, 0, rendezvous_request(0, R::WAIT, {"rank1"}));
+  save("fuzz_rendezvous_request", "set-then-get", set_get);
+  Bytes epochs;  // waits in the next epoch; the view moves past one, the other times out
+  rendezvous_chunk(epochs, 0, rendezvous_request(1, R::WAIT, {"nccl-id"}, {}, 200));
+  rendezvous_chunk(epochs, 0, rendezvous_request(2, R::GET, {"nccl-id"}, {}, 300));
+  rendezvous_chunk(epochs, 1 | (2 << 2));
+  rendezvous_chunk(epochs, 2 | (10 << 2));
+  rendezvous_chunk(epochs, 0, rendezvous_request(1, R::SET, {"late"}, "x"));
+  save("fuzz_rendezvous_request", "epochs-and-timeouts", epochs);
+  Bytes refused;  // too far ahead, two keys in a set, no keys, an unknown op, a wait then its cancel
+  rendezvous_chunk(refused, 0, rendezvous_request(9, R::SET, {"k"}, "v"));
+  rendezvous_chunk(refused, 0, rendezvous_request(0, R::SET, {"a", "b"}, "v"));
+  rendezvous_chunk(refused, 0, rendezvous_request(0, R::GET, {}));
+  rendezvous_chunk(refused, 0, rendezvous_request(0, R::OP_UNSPECIFIED, {"k"}));
+  rendezvous_chunk(refused, 0, rendezvous_request(0, R::WAIT, {"never"}, {}, 100000));
+  rendezvous_chunk(refused, 3);
+  save("fuzz_rendezvous_request", "refusals-and-cancel", refused);
+}
+
 // ---- fuzz_swim: transcripts of what a real cluster sends node-a ----------------------------------
 
 // fuzz_swim.cpp's input: chunks [op][length u16 LE][bytes], op & 3 the call (0 packet, 1 stream
@@ -429,6 +493,8 @@ int main(int argc, char** argv) {
   versions();
   control_text();
   key_texts();
+  manifests();
+  rendezvous_inputs();
   swim_inputs();
   return ok ? 0 : 1;
 }
