@@ -145,6 +145,40 @@ def sigstop(lab, r):
     r["readmit_ms"] = ms(t)
 
 
+def sigstop_two(lab, r):
+    """Lifeguard's promise: two hosts frozen for 1.5 s, three times, while the others run. Removing the
+    frozen ones is fair at this speed; removing a host that was never frozen is the failure (the tuned
+    memberlist in ../shared/ANCHORS.md removed such hosts again and again)."""
+    frozen, running = lab.members()[-2:], lab.members()[:-2]
+    keep = {a.name for a in running}
+    removed_frozen = set()
+
+    def each(views):
+        for a in running:
+            v = views.get(a.name)
+            if v is None:
+                continue
+            names = set(member_names(v))
+            missing = keep - names
+            if missing:
+                raise CheckFailed(f"{a.name}'s view of epoch {v['epoch']} lacks {sorted(missing)}, which were "
+                                  f"never frozen (frozen: {[f.name for f in frozen]})")
+            removed_frozen.update(f.name for f in frozen if f.name not in names)
+
+    for _ in range(3):
+        for f in frozen:
+            f.pause()
+        lab.monitor.watch(1.5, each)
+        for f in frozen:
+            f.resume()
+        lab.monitor.watch(3.5, each)
+    lab.wait_settled(lab.members(), 30, "every host in one view after the freezes", each)
+    r["frozen"] = [f.name for f in frozen]
+    r["freeze_ms"] = 1500
+    r["freezes"] = 3
+    r["frozen_ever_removed"] = sorted(removed_frozen)
+
+
 def kill9(lab, r):
     """kill -9: one new view at every survivor; a restart under the same name is readmitted at once."""
     e0, _ = common_view(lab)
@@ -323,6 +357,7 @@ SCENARIOS = {  # name: (function, Lab arguments)
     "partition_heal_no_churn": (partition_heal_no_churn, {"min_hosts": 2}),
     "partition_2_4": (partition_2_4, {"min_hosts": 2}),
     "sigstop": (sigstop, {}),
+    "sigstop_two": (sigstop_two, {}),
     "kill9": (kill9, {}),
     "loss80": (loss80, {}),
     "loss10_all": (loss10_all, {}),
