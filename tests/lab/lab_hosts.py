@@ -571,6 +571,20 @@ def epochs_stay(agents, epoch, window):
     return each
 
 
+def loss_everywhere(lab, pct, seconds, epoch, what):
+    """`pct`% random loss both ways at every member for `seconds`, during which every epoch must stay
+    `epoch` (a "never" check); the loss is lifted also when the check fails. Returns the packets the
+    rules dropped."""
+    for a in lab.members():
+        lab.net.set_loss(a.index, ingress_pct=pct, egress_pct=pct)
+    try:
+        lab.monitor.watch(seconds, epochs_stay(lab.members(), epoch, what))
+        return sum(lab.net.dropped(a.index) for a in lab.members())
+    finally:
+        for a in lab.members():
+            lab.net.set_loss(a.index)
+
+
 def victim_dead_ms(lab, survivors, victim, since, timeout_s):
     """ms from `since` to the first survivor whose gossip calls the victim dead (or left)."""
     deadline = time.monotonic() + timeout_s

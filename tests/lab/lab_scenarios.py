@@ -29,7 +29,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from lab_hosts import (PORT, CheckFailed, Lab, check, common_view, epochs_stay, member_names, ms,  # noqa: E402
+from lab_hosts import (PORT, CheckFailed, Lab, check, common_view, epochs_stay, loss_everywhere, member_names, ms,  # noqa: E402
                        progress, victim_dead_ms, wait_removed)
 from lab_net import LabError, missing_prerequisite  # noqa: E402
 from lab_training import TRAINING_SCENARIOS  # noqa: E402
@@ -231,12 +231,7 @@ def loss10_all(lab, r):
     """10% loss in both directions at every host: gossip must ride it out, no view change at all."""
     e0, _ = common_view(lab)
     seconds = 300 if LONG else 60
-    for a in lab.members():
-        lab.net.set_loss(a.index, ingress_pct=10, egress_pct=10)
-    lab.monitor.watch(seconds, epochs_stay(lab.members(), e0, f"{seconds} s of 10% loss"))
-    r["dropped_packets"] = sum(lab.net.dropped(a.index) for a in lab.members())
-    for a in lab.members():
-        lab.net.set_loss(a.index)
+    r["dropped_packets"] = loss_everywhere(lab, 10, seconds, e0, f"{seconds} s of 10% loss")
     r["loss_s"] = seconds
     check(r["dropped_packets"] > 0, "the loss rules dropped nothing")
     check(common_view(lab)[0] == e0, "the view changed")
