@@ -3,6 +3,10 @@
 
 #include <cstdio>
 #include <iostream>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "agent/flags.hpp"
 #include "agent/version_text.hpp"
@@ -89,6 +93,26 @@ const std::vector<Subcommand>& subcommands() {
 
 namespace {
 bool g_log_level_given = false;
+
+// `--log-level SPEC` or `--log-level=SPEC` at args[j]: how many arguments it spans (0: another argument)
+// and its value (none: missing, at the end or before a `--`).
+struct LogLevelFlag {
+  size_t span = 0;
+  std::optional<std::string> value;
+};
+LogLevelFlag log_level_at(const std::vector<std::string>& args, size_t j) {
+  constexpr std::string_view kWithValue = "--log-level=";
+  const std::string& a = args[j];
+  if (a.rfind(kWithValue, 0) == 0) return {1, a.substr(kWithValue.size())};
+  if (a != "--log-level") return {};
+  if (j + 1 >= args.size() || args[j + 1] == "--") return {1, std::nullopt};
+  return {2, args[j + 1]};
+}
+
+int missing_log_level() {
+  std::cerr << "shoal: --log-level needs a value (SPEC)\n";
+  return kExitUsage;
+}
 }  // namespace
 
 bool log_level_given() { return g_log_level_given; }
@@ -101,37 +125,25 @@ int run_cli(int argc, char** argv) {
     const std::string& a = args[i];
     if (a == "--version") return version_command({});
     if (a == "-h" || a == "--help") return help_command({});
-    if (a == "--log-level" || a.rfind("--log-level=", 0) == 0) {
-      if (a == "--log-level") {
-        if (i + 1 >= args.size()) {
-          std::cerr << "shoal: --log-level needs a value (SPEC)\n";
-          return kExitUsage;
-        }
-        log_flag = args[++i];
-      } else {
-        log_flag = a.substr(std::string("--log-level=").size());
-      }
-      continue;
-    }
-    break;
+    const LogLevelFlag flag = log_level_at(args, i);
+    if (flag.span == 0) break;
+    if (!flag.value) return missing_log_level();
+    log_flag = flag.value;
+    i += flag.span - 1;
   }
   // `shoal agent --log-level debug ...` works too: the flag may follow the subcommand (up to a `--`,
   // after which everything belongs to the launched command).
   if (i < args.size()) {
     for (size_t j = i + 1; j < args.size() && args[j] != "--";) {
-      if (args[j] == "--log-level") {
-        if (j + 1 >= args.size() || args[j + 1] == "--") {
-          std::cerr << "shoal: --log-level needs a value (SPEC)\n";
-          return kExitUsage;
-        }
-        log_flag = args[j + 1];
-        args.erase(args.begin() + static_cast<std::ptrdiff_t>(j), args.begin() + static_cast<std::ptrdiff_t>(j + 2));
-      } else if (args[j].rfind("--log-level=", 0) == 0) {
-        log_flag = args[j].substr(std::string("--log-level=").size());
-        args.erase(args.begin() + static_cast<std::ptrdiff_t>(j));
-      } else {
+      const LogLevelFlag flag = log_level_at(args, j);
+      if (flag.span == 0) {
         ++j;
+        continue;
       }
+      if (!flag.value) return missing_log_level();
+      log_flag = flag.value;
+      const auto at = args.begin() + static_cast<std::ptrdiff_t>(j);
+      args.erase(at, at + static_cast<std::ptrdiff_t>(flag.span));
     }
   }
   g_log_level_given = log_flag.has_value();

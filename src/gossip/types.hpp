@@ -56,13 +56,13 @@ struct SendPacket {
   std::vector<std::byte> bytes;
 };
 
-// One request over TCP: the runtime connects to `to`, sends `bytes` as one frame, reads one frame
-// back and calls Swim::on_stream_response(token, ...) with it, or with nullopt on any failure
-// (refused, reset, timeout). Used for push-pull anti-entropy and the fallback probe.
 // What a stream request is for; the runtime names it in the connection's hello, so that the peer's
 // listener can tell anti-entropy from a fallback probe (counters, limits) before reading the request.
 enum class StreamPurpose : uint8_t { anti_entropy, probe };
 
+// One request over TCP: the runtime connects to `to`, sends `bytes` as one frame, reads one frame
+// back and calls Swim::on_stream_response(token, ...) with it, or with nullopt on any failure
+// (refused, reset, timeout). Used for push-pull anti-entropy and the fallback probe.
 struct StreamRequest {
   uint64_t token = 0;
   std::string to;

@@ -47,6 +47,15 @@ def ms(since):
     return round((time.monotonic() - since) * 1000)
 
 
+def file_tail(path, lines, missing):
+    """The last `lines` lines of a log file, or `missing` when it cannot be read."""
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(f.readlines()[-lines:])
+    except OSError:
+        return missing
+
+
 def check(cond, msg):
     if not cond:
         raise CheckFailed(msg)
@@ -167,11 +176,7 @@ class Agent:
         return len(os.listdir(f"/proc/{self.pid}/task"))
 
     def log_tail(self, lines=25):
-        try:
-            with open(self.log_path, errors="replace") as f:
-                return "".join(f.readlines()[-lines:])
-        except OSError:
-            return "(no log)\n"
+        return file_tail(self.log_path, lines, "(no log)\n")
 
     def logged_views(self):
         """(epoch, hash) of every view this host's log says it committed, over all its restarts."""
@@ -237,11 +242,7 @@ class Trainer:
         return steps[-1]["step"] if steps else -1
 
     def stderr_tail(self, lines=10):
-        try:
-            with open(self.err_path, errors="replace") as f:
-                return "".join(f.readlines()[-lines:])
-        except OSError:
-            return "(no stderr)\n"
+        return file_tail(self.err_path, lines, "(no stderr)\n")
 
 
 class Monitor:
