@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "agent/endpoint_text.hpp"
+#include "base/tcp_backoff.hpp"
 
 namespace shoal::agent {
 namespace {
@@ -74,6 +75,7 @@ Result<BlockingConn> BlockingConn::connect(const std::string& ip_port, Clock::ti
   const int fd = ::socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return fail("socket: " + errno_text(errno));
   BlockingConn conn(fd);
+  net::cap_retransmission_backoff(fd);  // before connect: SYN retransmissions too
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0) {
     if (errno != EINPROGRESS) return fail("connect to " + ip_port + ": " + errno_text(errno));
     if (auto ready = conn.wait_ready(POLLOUT, deadline, "connect"); !ready) {

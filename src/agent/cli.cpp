@@ -65,7 +65,12 @@ std::string top_help() {
       "  --log-level SPEC   log levels, e.g. info or warn,gossip=debug (default: $SHOAL_LOG, else info);\n"
       "                     also accepted after the subcommand (`shoal agent --log-level debug ...`)\n"
       "  --version          same as `shoal version`\n"
-      "  -h, --help         this help; `shoal SUBCOMMAND --help` for each subcommand\n";
+      "  -h, --help         this help; `shoal SUBCOMMAND --help` for each subcommand\n"
+      "\nenvironment:\n"
+      "  SHOAL_LOG          the default of --log-level\n"
+      "  SHOAL_TCP_BACKOFF_CAP_MS\n"
+      "                     cap on TCP's retransmission backoff for shoal's and Gloo's connections, in ms\n"
+      "                     (1000..120000; 0: the kernel's default; default 1000; needs Linux 6.15+)\n";
   return out;
 }
 

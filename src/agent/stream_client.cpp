@@ -9,6 +9,7 @@
 #include "agent/endpoint_text.hpp"
 #include "agent/frame_io.hpp"
 #include "agent/stream_hello.hpp"
+#include "base/tcp_backoff.hpp"
 
 namespace shoal::agent {
 namespace {
@@ -33,7 +34,11 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     timer_.async_wait([self](boost::system::error_code ec) {
       if (!ec) self->complete(std::nullopt, "timed out");
     });
-    socket_.async_connect(tcp::endpoint(to.ip, to.port), [self](boost::system::error_code ec) {
+    const tcp::endpoint target(to.ip, to.port);
+    boost::system::error_code open_ec;
+    socket_.open(target.protocol(), open_ec);  // opened here so that the cap covers SYN retransmissions
+    if (!open_ec) net::cap_retransmission_backoff(socket_.native_handle());
+    socket_.async_connect(target, [self](boost::system::error_code ec) {
       if (ec) return self->complete(std::nullopt, "connect: " + ec.message());
       self->socket_.set_option(tcp::no_delay(true), ec);
       asio::async_write(self->socket_, asio::buffer(self->out_), [self](boost::system::error_code wec, size_t) {

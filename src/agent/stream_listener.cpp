@@ -11,6 +11,7 @@
 #include "agent/endpoint_text.hpp"
 #include "agent/frame_io.hpp"
 #include "base/log.hpp"
+#include "base/tcp_backoff.hpp"
 
 namespace shoal::agent {
 
@@ -257,6 +258,7 @@ void StreamListener::accept_next() {
         log::get(log::Component::agent).warn("tcp: {} connections open; refusing new ones", shared->active);
       }
     } else {
+      net::cap_retransmission_backoff(socket.native_handle());
       std::make_shared<StreamSession>(std::move(socket), shared)->start();
     }
     accept_next();

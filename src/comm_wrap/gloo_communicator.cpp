@@ -281,10 +281,19 @@ std::unique_ptr<Communicator> make_gloo_communicator(const GlooOptions& options,
   context->setTimeout(options.op_timeout);
 
   auto sockets = GlooPairSockets::find(*context, adapter);
-  logger.debug("{}: connected {} peers in {} ms ({} pair sockets identified for abort)", who,
-               options.world_size - 1,
+  bool unsupported = false;
+  const size_t capped = sockets.cap_backoff(&unsupported);
+  if (unsupported) {
+    static std::once_flag once;
+    std::call_once(once, [&] {
+      logger.info("this kernel has no TCP_RTO_MAX_MS (Linux 6.15+): a collective that loses packets may wait "
+                  "for TCP's retransmission backoff, up to 120 s");
+    });
+  }
+  logger.debug("{}: connected {} peers in {} ms ({} pair sockets identified for abort, {} with the backoff cap)",
+               who, options.world_size - 1,
                std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count(),
-               sockets.found());
+               sockets.found(), capped);
   return std::make_unique<GlooCommunicator>(options, std::move(context), std::move(sockets));
 }
 

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "base/log.hpp"
+#include "base/tcp_backoff.hpp"
 #include "comm_wrap/gloo_store_adapter.hpp"
 
 namespace shoal::comm {
@@ -143,6 +144,19 @@ size_t GlooPairSockets::shutdown_all() const {
   for_each_socket([&](int fd, ino_t inode) {
     for (const ino_t mine : inodes_) {
       if (mine == inode && ::shutdown(fd, SHUT_RDWR) == 0) ++count;
+    }
+  });
+  return count;
+}
+
+size_t GlooPairSockets::cap_backoff(bool* unsupported) const {
+  size_t count = 0;
+  for_each_socket([&](int fd, ino_t inode) {
+    for (const ino_t mine : inodes_) {
+      if (mine != inode) continue;
+      const auto r = net::cap_retransmission_backoff(fd);
+      if (r == net::BackoffCap::applied) ++count;
+      if (r == net::BackoffCap::unsupported && unsupported != nullptr) *unsupported = true;
     }
   });
   return count;

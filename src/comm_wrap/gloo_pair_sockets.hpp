@@ -37,6 +37,10 @@ class GlooPairSockets {
   size_t found() const { return inodes_.size(); }
   // Shuts down every identified socket still open; returns how many it shut down. Thread-safe.
   size_t shutdown_all() const;
+  // Caps TCP's retransmission backoff on every identified socket (base/tcp_backoff.hpp): a lost segment
+  // of a collective then waits about a second, not minutes. Returns how many took the cap; `unsupported`
+  // is set when the kernel lacks the option.
+  size_t cap_backoff(bool* unsupported) const;
 
  private:
   std::vector<ino_t> inodes_;  // the sockets' inode numbers: exact, and never confused with a reused fd

@@ -1,6 +1,9 @@
 // The Gloo backend's collectives on 4 ranks (threads of one process, loopback TCP): exact results for
 // every CPU type and reduction, broadcast from a non-zero root, allgather in rank order, barrier.
+#include <dirent.h>
 #include <doctest/doctest.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -8,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/tcp_backoff.hpp"
 #include "gloo_world.hpp"
 #include "shoal/errors.hpp"
 
@@ -159,4 +163,35 @@ TEST_CASE("a world of one rank reduces, broadcasts and gathers locally") {
   world[0]->barrier();
   CHECK(world[0]->world_size() == 1);
   CHECK(std::string(world[0]->backend()) == "gloo");
+}
+
+TEST_CASE("every pair socket of a gloo world carries the 1 s retransmission backoff cap") {
+  int probe = ::socket(AF_INET, SOCK_STREAM, 0);
+  const bool supported = shoal::net::retransmission_backoff_ms(probe) >= 0;
+  ::close(probe);
+  if (!supported) {
+    MESSAGE("skipped: this kernel has no TCP_RTO_MAX_MS (Linux 6.15+)");
+    return;
+  }
+  const auto capped_sockets = [] {
+    int count = 0;
+    DIR* dir = ::opendir("/proc/self/fd");
+    REQUIRE(dir != nullptr);
+    while (const dirent* e = ::readdir(dir)) {
+      if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+      sockaddr_storage peer{};
+      socklen_t len = sizeof peer;
+      const int fd = std::atoi(e->d_name);
+      if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) == 0 &&
+          shoal::net::retransmission_backoff_ms(fd) == 1000) {
+        ++count;
+      }
+    }
+    ::closedir(dir);
+    return count;
+  };
+  const int before = capped_sockets();
+  LocalRendezvousStore store(1);
+  auto world = make_gloo_world(kRanks, store);
+  CHECK(capped_sockets() - before == kRanks * (kRanks - 1));  // both ends of every pair, all in this process
 }
