@@ -42,8 +42,9 @@ constexpr float kLearningRate = 0.01f;
 const char* kUsage =
     "usage: allreduce_trainer --name NAME --bind HOST:PORT [--seeds HOST:PORT,...] [--cluster ID]\n"
     "                         [--slots 1] [--min-hosts N] [--steps N] [--step-ms MS] [--log-level SPEC]\n"
-    "                         [--ckpt-every K] [--job NAME] [--host NAME] [--ckpt-dir DIR]\n"
+    "                         [--ckpt-every K] [--job NAME] [--host NAME] [--ckpt-dir DIR] [--abort-at STEP]\n"
     "       allreduce_trainer --control PATH [--slot K] [--steps N] [--step-ms MS] [--log-level SPEC] [--ckpt-every K]\n"
+    "                         [--abort-at STEP]\n"
     "Synthetic data-parallel training on shoal's Gloo communicator, with the agent embedded (first form) or\n"
     "following the `shoal agent` whose control socket is PATH, as its slot K (second form). Prints one JSON\n"
     "object per step (t, step, epoch, rank, world, ok, rebuild_ms after a rebuild). With --ckpt-every K it saves\n"
@@ -51,7 +52,9 @@ const char* kUsage =
     "restore_source, state_ok in the next line). --job names the checkpoints (default: the cluster id);\n"
     "--host NAME makes trainers sharing one machine act as separate hosts (placement, segments); --ckpt-dir DIR\n"
     "also persists the checkpoints there and loads them back after every host restarted. Exits 0 after --steps\n"
-    "steps with every check passed, 1 when a check failed, 2 on bad flags.\n";
+    "steps with every check passed, 1 when a check failed, 2 on bad flags. --abort-at STEP injects a fault for\n"
+    "tests: rank 0 aborts its own communicator once, before that step's allreduce, as a reset connection would;\n"
+    "the ranks rebuild for the same view (\"attempt\" in the lines after).\n";
 
 // Gradient element i of `rank` at `step`: small integers, so every sum is exact in float.
 float gradient(int rank, uint64_t step, size_t i) {
@@ -106,7 +109,7 @@ int main(int argc, char** argv) {
     }
     static const char* known[] = {"--name", "--bind", "--seeds", "--cluster", "--slots", "--min-hosts",
                                   "--steps", "--step-ms", "--log-level", "--control", "--slot",
-                                  "--ckpt-every", "--job", "--host", "--ckpt-dir"};
+                                  "--ckpt-every", "--job", "--host", "--ckpt-dir", "--abort-at"};
     bool ok = false;
     for (const char* k : known) ok = ok || arg == k;
     if (!ok || i + 1 >= argc) {
@@ -126,8 +129,10 @@ int main(int argc, char** argv) {
   const auto slots = count_flag("slots", 1);
   const auto slot = count_flag("slot", 0);
   const auto ckpt_every = count_flag("ckpt-every", 0);
-  if (!steps || !step_ms || !min_hosts || !slots || !slot || !ckpt_every || *min_hosts < 1) {
-    std::cerr << "allreduce_trainer: --steps, --step-ms, --slots and --min-hosts take non-negative integers "
+  const auto abort_at = count_flag("abort-at", UINT64_MAX);
+  if (!steps || !step_ms || !min_hosts || !slots || !slot || !ckpt_every || !abort_at || *min_hosts < 1) {
+    std::cerr << "allreduce_trainer: --steps, --step-ms, --slots, --slot, --ckpt-every, --abort-at and "
+                 "--min-hosts take non-negative integers "
                  "(--min-hosts at least 1)\n";
     return 2;
   }
@@ -172,8 +177,13 @@ int main(int argc, char** argv) {
   std::optional<double> rebuild_ms;
 
   shoal::ElasticHooks hooks;
+  bool injected = false;
   hooks.step = [&](shoal::Communicator& comm, uint64_t step) {
     if (*step_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(*step_ms));  // the "compute"
+    if (step == *abort_at && comm.rank() == 0 && !injected) {
+      injected = true;
+      comm.abort("--abort-at " + std::to_string(step) + ": a fault injected for tests");
+    }
     const int world = comm.world_size();
     for (size_t i = 0; i < kParams; ++i) grad[i] = gradient(comm.rank(), step, i);
     comm.allreduce(grad.data(), grad.size(), shoal::DataType::f32, shoal::ReduceOp::sum);
@@ -231,6 +241,7 @@ int main(int argc, char** argv) {
                           "{\"t\":%.6f,\"step\":%" PRIu64 ",\"epoch\":%" PRIu64 ",\"rank\":%d,\"world\":%d,\"ok\":%s",
                           now_s(), step, ranks.epoch, ranks.rank, ranks.world_size, step_ok ? "true" : "false");
     if (rebuild_ms) n += std::snprintf(line + n, sizeof(line) - static_cast<size_t>(n), ",\"rebuild_ms\":%.1f", *rebuild_ms);
+    if (ranks.attempt > 0) n += std::snprintf(line + n, sizeof(line) - static_cast<size_t>(n), ",\"attempt\":%u", ranks.attempt);
     rebuild_ms.reset();
     if (restored) {
       all_ok = all_ok && restored->state_ok;

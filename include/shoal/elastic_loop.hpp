@@ -1,6 +1,7 @@
 // ElasticLoop: the run loop most data-parallel trainers want. Run a step; when the world changes
-// (the step throws shoal::ViewChanged), roll back to the state after the last completed step, get the
-// communicator of the next view, adopt the new rank 0's state, and continue. Every rank of a view
+// (the step throws shoal::ViewChanged) or a collective fails or times out, roll back to the state after
+// the last completed step, get the communicator of the next view (or of the same view, rebuilt),
+// adopt the new rank 0's state, and continue. Every rank of a view
 // resumes from the same step with the same state, whoever failed or joined.
 //
 //   shoal::ElasticLoop loop(*session, {

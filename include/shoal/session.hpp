@@ -64,6 +64,9 @@ struct RankInfo {
   int node_count = 0;
   std::string master_addr;    // MASTER_ADDR: the host of rank 0
   std::vector<std::string> members;  // member names in rank order of their first slot
+  // Rebuilds of this epoch's communicator after a collective failed with no member lost (a connection
+  // reset, a collective timeout): 0 for the first build of each view.
+  uint32_t attempt = 0;
 };
 
 class Session {
@@ -87,6 +90,8 @@ class Session {
   // The communicator of the newest view that includes us, built (rendezvous through the agents) if it
   // is not built yet or was aborted. Blocks until such a view exists; throws shoal::Timeout if none
   // comes within view_timeout, or ViewChanged if the view changes again while building (call again).
+  // A communicator that failed while its view stands and every member of it lives (a connection reset,
+  // a collective timeout) is rebuilt for the same view once every rank of it has called here too.
   virtual std::shared_ptr<Communicator> communicator() = 0;
   // The ranks of the communicator communicator() last returned.
   virtual RankInfo ranks() const = 0;

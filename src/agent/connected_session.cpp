@@ -115,6 +115,7 @@ void ConnectedSession::follow() {
   uint64_t seq = 0;
   uint64_t view_epoch = 0;
   uint64_t broken = 0;
+  uint64_t verdicts = 0;  // the agent's count of member failures
   int failures = 0;
   while (!stop_) {
     auto reply = control_request(opt_.control_path, "session-wait " + std::to_string(seq) + " " + std::to_string(kPollMs),
@@ -142,9 +143,11 @@ void ConnectedSession::follow() {
       }
     }
     const uint64_t b = number_of(*doc, "broken_epoch");
-    if (b > broken) {
-      broken = b;
-      epoch_broken(b, text_of(*doc, "broken_why"));
+    const uint64_t f = number_of(*doc, "failures");  // 0 from agents before it existed
+    if (b > broken || f > verdicts) {
+      broken = std::max(broken, b);
+      verdicts = std::max(verdicts, f);
+      epoch_broken(broken, text_of(*doc, "broken_why"));
     }
   }
   source_stopped("the session left");

@@ -137,17 +137,18 @@ std::optional<RestoredCheckpoint> SessionCheckpoints::load_local(uint32_t rank, 
   return std::nullopt;
 }
 
-std::optional<RestoredCheckpoint> SessionCheckpoints::restore(Communicator& comm, comm::RendezvousStore& store,
+std::optional<RestoredCheckpoint> SessionCheckpoints::restore(Communicator& comm, uint32_t attempt,
+                                                              comm::RendezvousStore& store,
                                                               std::optional<uint32_t> saved_rank) {
   const int world = comm.world_size();
   const auto rank = static_cast<uint32_t>(comm.rank());
   uint64_t at_most = UINT64_MAX;
-  // Keys must match across ranks: the n-th restore of an epoch on every rank (a collective is called
-  // the same number of times by all ranks of a communicator).
+  // Keys must match across ranks: the n-th restore on this communicator on every rank (a collective is
+  // called the same number of times by all ranks of a communicator); `store` already scopes the attempt.
   const uint64_t call = [&] {
     std::lock_guard lock(mu_);
-    std::erase_if(restores_, [&](const auto& e) { return e.first < comm.epoch(); });
-    return ++restores_[comm.epoch()];
+    std::erase_if(restores_, [&](const auto& e) { return e.first.first < comm.epoch(); });
+    return ++restores_[{comm.epoch(), attempt}];
   }();
   for (int attempt = 0;; ++attempt) {
     const std::string prefix = "ckpt/" + std::to_string(call) + "/" + std::to_string(attempt) + "/";

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "agent/stream_hello.hpp"
@@ -36,8 +37,8 @@ class SessionCheckpoints {
 
   std::unique_ptr<CheckpointSave> begin_save(uint64_t step, uint32_t rank, uint32_t world,
                                              const std::vector<CheckpointBuffer>& buffers);
-  // `store` is the rendezvous store of comm's epoch.
-  std::optional<RestoredCheckpoint> restore(Communicator& comm, comm::RendezvousStore& store,
+  // `store` is the rendezvous store of comm's epoch, scoped to comm's attempt within it.
+  std::optional<RestoredCheckpoint> restore(Communicator& comm, uint32_t attempt, comm::RendezvousStore& store,
                                             std::optional<uint32_t> saved_rank);
 
  private:
@@ -47,7 +48,8 @@ class SessionCheckpoints {
   CheckpointContext ctx_;
   std::mutex mu_;
   std::map<uint32_t, std::shared_ptr<ckpt::RankStore>> stores_;  // per rank this process saved as
-  std::map<uint64_t, uint64_t> restores_;  // epoch -> restores begun in it: makes rendezvous keys unique
+  // (epoch, attempt) -> restores begun on that communicator: makes rendezvous keys unique.
+  std::map<std::pair<uint64_t, uint32_t>, uint64_t> restores_;
 };
 
 }  // namespace shoal::agent

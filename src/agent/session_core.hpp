@@ -56,25 +56,52 @@ class SessionCore : public Session {
   const SessionOptions opt_;
 
  private:
-  // Under mu_: the view holds this rank and is newer than every epoch known to be broken.
+  using Clock = std::chrono::steady_clock;
+  // How long a member's failure (gossip's verdict, or the agent's) is waited out for the view that
+  // removes it. When none comes (gossip took the member back under loss and the keeper removed nobody),
+  // the view is used again and its communicator rebuilt as it stands: waiting longer would wait for ever.
+  static constexpr std::chrono::milliseconds kUnconfirmedFailureGrace{5'000};
+
+  // Under mu_: a member of `epoch` (or a newer one) was reported failed less than the grace ago.
+  bool fresh_failure(uint64_t epoch) const;
+  // Under mu_: records a failure verdict about `epoch`.
+  void mark_broken(uint64_t epoch);
+  // Under mu_: the view holds this rank and no failure of a member of it is fresh.
   bool usable(const membership::View& view) const;
   bool includes_me(const membership::View& view) const;
   // The rendezvous store of `view`'s epoch, served by its rank 0's agent; gives up when the view is superseded.
   NetworkRendezvousStore::Options store_options(const membership::View& view);
   RankInfo rank_info(const membership::View& view) const;
-  // Outside mu_: rendezvous and connect; throws ViewChanged when the view moves on meanwhile.
+  // Outside mu_: rendezvous and connect, under the keys of `attempt`; throws ViewChanged when the view
+  // moves on meanwhile, or when a peer fails the build.
   std::shared_ptr<Communicator> build(const membership::View& view, std::shared_ptr<Communicator> previous,
-                                      const std::optional<membership::View>& previous_view);
+                                      const std::optional<membership::View>& previous_view, uint32_t attempt);
+  // Under mu_: a communicator of `epoch` that failed can be rebuilt for the same view: the view is the
+  // newest, holds this rank, and no member of it failed lately (so no newer view is coming to replace it).
+  bool failure_is_local(uint64_t epoch) const;
+  // Outside mu_: the rebuild barrier after attempt `failed` of `view`'s epoch failed. Every rank says
+  // so in the epoch's store and waits for all the others, so that all of them build attempt failed+1
+  // together (a rank still inside a collective of the failed attempt gets there once its peers' aborts
+  // end that collective). Throws ViewChanged when the view moves on meanwhile, Timeout at `deadline`.
+  void agree_on_retry(const membership::View& view, uint32_t failed, Clock::time_point deadline);
 
   SessionIdentity id_;
   mutable std::mutex mu_;
   std::condition_variable changed_;
   std::optional<membership::View> latest_;
-  // The newest epoch whose communicator cannot work: a member of it failed, or its communicator was
-  // aborted. A communicator is only built for a newer view.
+  // The newest epoch a member of which was reported failed, and when. Within the grace only a newer
+  // view is built; after it, this one again (see kUnconfirmedFailureGrace).
   uint64_t broken_epoch_ = 0;
+  Clock::time_point broken_since_{};
   std::shared_ptr<Communicator> comm_;
   std::optional<membership::View> comm_view_;  // the view comm_ was built for
+  uint32_t comm_attempt_ = 0;                  // comm_'s attempt within its epoch
+  // A communicator (or a build) that failed with every member of its view alive: its epoch and attempt.
+  struct FailedAttempt {
+    uint64_t epoch = 0;
+    uint32_t attempt = 0;
+  };
+  std::optional<FailedAttempt> failed_attempt_;
   RankInfo comm_ranks_;
   std::vector<std::function<void(uint64_t)>> callbacks_;
   std::string stopped_;  // not empty: the source stopped, and why

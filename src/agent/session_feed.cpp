@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 
 #include <boost/asio/io_context.hpp>
@@ -88,6 +89,7 @@ std::string SessionFeed::state_json() const {
   w.key("seq").value(seq_);
   w.key("broken_epoch").value(broken_epoch_);
   w.key("broken_why").value(broken_why_);
+  w.key("failures").value(failures_);
   w.end_object();
   std::string doc = w.str();
   // The view as `shoal view --json` shows it, under "view" (null before the first view).
@@ -120,8 +122,10 @@ void SessionFeed::on_member(const gossip::MemberEvent& event) {
   if (!view_) return;
   const auto* m = view_->find(event.member.id.name);
   if (!m || m->generation != event.member.id.generation) return;
-  if (broken_epoch_ >= view_->epoch()) return;
-  broken_epoch_ = view_->epoch();
+  // Every verdict counts, also a second one in the same epoch: after a false alarm (the member came back,
+  // no view removed it) the trainers rebuilt for the same view, and a later failure must abort that too.
+  broken_epoch_ = std::max(broken_epoch_, view_->epoch());
+  ++failures_;
   broken_why_ = "member " + event.member.id.name + " is " + gossip::to_string(state);
   notify();
 }

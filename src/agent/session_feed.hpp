@@ -56,6 +56,7 @@ class SessionFeed {
   std::optional<membership::View> view_;
   uint64_t broken_epoch_ = 0;
   std::string broken_why_;
+  uint64_t failures_ = 0;  // failure verdicts about members of the view at the time, ever
   std::map<uint64_t, std::shared_ptr<Waiter>> waiters_;
   uint64_t next_waiter_ = 1;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

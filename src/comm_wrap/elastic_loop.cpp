@@ -74,6 +74,12 @@ uint64_t ElasticLoop::run(uint64_t last_step) {
     } catch (const ViewChanged&) {
       changed_at = Clock::now();
       hooks_.load(snapshot_);  // the step in flight may have half-updated the state
+    } catch (const Timeout&) {
+      // A collective that timed out aborted its communicator: communicator() rebuilds it (for the same
+      // view when every member lives). Any other timeout is the caller's own.
+      if (!comm_->aborted()) throw;
+      changed_at = Clock::now();
+      hooks_.load(snapshot_);
     }
   }
 }

@@ -12,6 +12,7 @@
 #include "agent/agent.hpp"
 #include "agent/rendezvous_client.hpp"
 #include "agent/rendezvous_service.hpp"
+#include "running_agent.hpp"
 #include "shoal/errors.hpp"
 
 using namespace std::chrono_literals;
@@ -19,50 +20,8 @@ using shoal::agent::Agent;
 using shoal::agent::AgentConfig;
 using shoal::agent::NetworkRendezvousStore;
 
-namespace {
-
-struct RunningAgent {
-  std::unique_ptr<Agent> agent;
-  std::thread thread;
-  std::atomic<uint64_t> epoch{0};
-
-  RunningAgent(const std::string& name, std::vector<shoal::agent::HostPort> seeds) {
-    AgentConfig cfg;
-    cfg.name = name;
-    cfg.bind = {"127.0.0.1", 0};
-    cfg.seeds = std::move(seeds);
-    cfg.gossip.cluster_id = "rendezvous-test";
-    cfg.meta.slots = 1;
-    agent = std::make_unique<Agent>(std::move(cfg));
-    agent->add_view_observer([this](const shoal::membership::View& v) { epoch = v.epoch(); });
-    REQUIRE(agent->start().ok());
-    thread = std::thread([a = agent.get()] { (void)a->run(); });
-  }
-  ~RunningAgent() {
-    agent->stop_now();
-    thread.join();
-  }
-
-  std::unique_ptr<NetworkRendezvousStore> store(uint64_t at_epoch, std::function<bool()> superseded = {}) const {
-    NetworkRendezvousStore::Options o;
-    o.store_addr = agent->addr();
-    o.epoch = at_epoch;
-    o.hello = agent->hello(shoal::wire::Hello::RENDEZVOUS);
-    o.superseded = std::move(superseded);
-    return std::make_unique<NetworkRendezvousStore>(o);
-  }
-};
-
-bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds timeout) {
-  const auto end = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < end) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return cond();
-}
-
-}  // namespace
+using shoal::test::RunningAgent;
+using shoal::test::eventually;
 
 TEST_CASE("a value set by one rank reaches another rank that was already waiting for it") {
   RunningAgent a("a", {});

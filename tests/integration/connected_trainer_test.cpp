@@ -42,6 +42,33 @@ TEST_CASE("trainers connected to 3 agents of 2 slots train as one world of 6, an
   shoal::test::check_survivors(c, {"a0", "a1", "c0", "c1"}, kill_t, steps, 4);
 }
 
+TEST_CASE("connected trainers whose collective fails while every agent lives rebuild for the same view") {
+  // 2 agents of 2 slots; rank 0 aborts its communicator before step 30 (--abort-at): all four ranks
+  // rebuild as attempt 1 of the same epoch, and every step stays ok.
+  TrainerCluster c;
+  const int steps = 60;
+  const std::string seed = c.start_agent("a", "", 2);
+  c.start_agent("b", seed, 2);
+  const char* trainers[] = {"a0", "a1", "b0", "b1"};
+  for (const std::string t : trainers) c.start_connected(t, t.substr(0, 1), t[1] - '0', steps, {"--abort-at", "30"});
+  c.finish(90s);
+  for (const std::string t : trainers) {
+    INFO(t << " log:\n" << c.log(t));
+    CHECK(c[t].exit_code == std::optional<int>(0));
+    REQUIRE(!c[t].steps.empty());
+    const auto& last = c[t].steps.back();
+    CHECK(last.step == static_cast<uint64_t>(steps - 1));
+    CHECK(last.world == 4);
+    CHECK(last.attempt == 1);
+    uint64_t epoch_at_fault = 0;
+    for (const auto& s : c[t].steps) {
+      CHECK(s.ok);
+      if (s.step == 29) epoch_at_fault = s.epoch;
+    }
+    CHECK(last.epoch == epoch_at_fault);  // no new view: the same epoch, rebuilt
+  }
+}
+
 TEST_CASE("a trainer asking for a slot its agent does not have is refused with a clear error") {
   TrainerCluster c;
   c.start_agent("a", "", 1);

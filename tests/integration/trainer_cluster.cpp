@@ -37,9 +37,12 @@ Trainer& TrainerCluster::start(const std::string& name, const std::string& seed,
   return launch(name, argv);
 }
 
-Trainer& TrainerCluster::start_connected(const std::string& name, const std::string& agent, int slot, int steps) {
-  return launch(name, {TRAINER_BINARY, "--control", dir_.path() + "/" + agent + ".sock", "--slot", std::to_string(slot),
-                       "--steps", std::to_string(steps), "--step-ms", "40"});
+Trainer& TrainerCluster::start_connected(const std::string& name, const std::string& agent, int slot, int steps,
+                                         std::vector<std::string> extra) {
+  std::vector<std::string> argv = {TRAINER_BINARY, "--control", dir_.path() + "/" + agent + ".sock", "--slot",
+                                   std::to_string(slot), "--steps", std::to_string(steps), "--step-ms", "40"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return launch(name, argv);
 }
 
 std::string TrainerCluster::start_agent(const std::string& name, const std::string& seed, int slots,
@@ -81,6 +84,7 @@ void TrainerCluster::pump(std::chrono::milliseconds ms) {
         r.rank = static_cast<int>(doc->find("rank")->as_double().value_or(-1));
         r.ok = doc->find("ok")->as_bool().value_or(false);
         r.rebuilt = doc->find("rebuild_ms") != nullptr;
+        if (const auto* attempt = doc->find("attempt")) r.attempt = static_cast<uint32_t>(attempt->as_uint64().value_or(0));
         if (const auto* restored = doc->find("restored_step")) {
           r.restored_step = restored->as_uint64();
           r.restore_source = doc->find("restore_source")->as_string().value_or("");

@@ -23,6 +23,7 @@ struct StepRecord {
   int rank = -1;
   bool ok = false;
   bool rebuilt = false;
+  uint32_t attempt = 0;  // rebuilds for the same view (after --abort-at)
   // With --ckpt-every: the first step after a restore says what was restored, from where, and whether the
   // state matched what that step must have produced.
   std::optional<uint64_t> restored_step;
@@ -44,7 +45,8 @@ class TrainerCluster {
   // An embedded trainer named `name`, joining through `seed` (empty: a new cluster).
   Trainer& start(const std::string& name, const std::string& seed, int steps, std::vector<std::string> extra = {});
   // A trainer that follows the agent `agent` (started with start_agent) as its slot `slot`.
-  Trainer& start_connected(const std::string& name, const std::string& agent, int slot, int steps);
+  Trainer& start_connected(const std::string& name, const std::string& agent, int slot, int steps,
+                           std::vector<std::string> extra = {});
   // A `shoal agent` with `slots` slots; returns its address.
   std::string start_agent(const std::string& name, const std::string& seed, int slots,
                           const std::vector<std::string>& extra = {});

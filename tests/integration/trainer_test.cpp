@@ -84,3 +84,35 @@ TEST_CASE("a host that joins after a kill grows the world back to 4 with the oth
   CHECK(c["t4"].steps.front().step > 0);
   CHECK(c["t4"].steps.front().world == 4);
 }
+
+TEST_CASE("a collective that fails while every member lives is rebuilt for the same view, and training goes on") {
+  // --abort-at: rank 0 aborts its own communicator before step 40's allreduce, as a reset connection
+  // would. No member failed, so no new view comes: the three ranks rebuild for the same epoch (attempt 1).
+  TrainerCluster c;
+  const int steps = 80;
+  const std::string seed = c.start("t0", "", steps, {"--abort-at", "40"}).addr;
+  for (const char* n : {"t1", "t2"}) c.start(n, seed, steps, {"--abort-at", "40"});
+  c.finish(90s);
+  for (const std::string n : {"t0", "t1", "t2"}) {
+    auto& t = c[n];
+    INFO(n << " log:\n" << c.log(n));
+    CHECK(t.exit_code == std::optional<int>(0));
+    REQUIRE(!t.steps.empty());
+    CHECK(t.steps.back().step == static_cast<uint64_t>(steps - 1));
+    CHECK(std::all_of(t.steps.begin(), t.steps.end(), [](const StepRecord& s) { return s.ok; }));
+    // One world of 3 throughout, one epoch once all three trained together, attempt 1 from step 40 on.
+    const auto first3 = std::find_if(t.steps.begin(), t.steps.end(), [](const StepRecord& s) { return s.world == 3; });
+    REQUIRE(first3 != t.steps.end());
+    CHECK(first3->step < 40);
+    const bool one_epoch = std::all_of(first3, t.steps.end(), [&](const StepRecord& s) {
+      return s.epoch == first3->epoch && s.world == 3;
+    });
+    CHECK_MESSAGE(one_epoch, n << " trained in another epoch or world after the fault");
+    const auto retried = std::find_if(t.steps.begin(), t.steps.end(), [](const StepRecord& s) { return s.attempt > 0; });
+    REQUIRE_MESSAGE(retried != t.steps.end(), n << " never rebuilt for the same view");
+    CHECK(retried->attempt == 1);
+    CHECK(retried->rebuilt);
+    CHECK(retried->step <= 40);  // the failed step is redone, nothing skipped
+    CHECK(t.steps.back().attempt == 1);
+  }
+}

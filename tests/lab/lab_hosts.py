@@ -198,7 +198,8 @@ class Trainer:
         self.out_path = os.path.join(lab.tmp, f"{agent.name}.trainer.jsonl")
         self.err_path = os.path.join(lab.tmp, f"{agent.name}.trainer.err")
         self.argv = [*ns_exec(lab.net.host_ns[agent.index]), lab.trainer_binary, "--control", agent.control,
-                     "--slot", "0", "--steps", str(steps), "--step-ms", str(step_ms)]
+                     "--slot", "0", "--steps", str(steps), "--step-ms", str(step_ms),
+                     "--log-level", "warn,comm=info"]  # each rebuild and abort, with its reason
         if ckpt_every:
             self.argv += ["--ckpt-every", str(ckpt_every)]
         self.proc = None

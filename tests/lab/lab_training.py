@@ -189,9 +189,10 @@ def train_loss10(lab, r):
     """4 hosts (6 in the long form) training with checkpoints while every host loses 10% of its packets
     for 30 s (5 min in the long form, SHOAL_LAB_LONG=1) both ways (about 19%
     per packet end to end): gossip and the trainers' TCP (allreduce, rendezvous, replication) ride it
-    out: no view change, no rebuild, every step ok, training keeps going, however slowly (small Gloo
-    messages that lose their last segment wait for TCP's retransmission timeout), and at full pace once
-    the loss ends, with the checkpoints saved under the loss replicated."""
+    out: no view change, every step ok, training keeps going, however slowly (small Gloo messages that
+    lose their last segment wait for TCP's retransmission timer, which shoal caps at 1 s), and at full
+    pace once the loss ends, with the checkpoints saved under the loss replicated. A collective that
+    fails anyway is rebuilt for the same view (same_view_rebuilds)."""
     seconds = 300 if LONG else 30
     e0, _ = common_view(lab)
     lab.start_trainers(100000, STEP_MS, CKPT_EVERY)
@@ -212,15 +213,18 @@ def train_loss10(lab, r):
         check(t.running(), f"the trainer on {t.name} exited with {t.proc.returncode} under the loss: "
               f"{t.stderr_tail(3).strip()}")
         rebuilt = [x for x in t.steps() if x["epoch"] != e0]
-        check(not rebuilt, f"the trainer on {t.name} rebuilt under the loss: {rebuilt[:1]}")
+        check(not rebuilt, f"the trainer on {t.name} rebuilt for a new view under the loss: {rebuilt[:1]}")
+    # A collective whose connection the loss broke is rebuilt for the same view (allowed, and counted).
+    r["same_view_rebuilds"] = max(max((x.get("attempt", 0) for x in t.steps()), default=0) for t in lab.trainers)
     ok_lines_or_fail(lab.trainers)
     check(r["steps_under_loss"] >= 3, f"only {r['steps_under_loss']} steps in {seconds} s of loss: training stalled")
     saved_under_loss = min(max((x["step"] for x in t.steps() if x.get("saved")), default=-1) for t in lab.trainers)
-    # After minutes of loss a Gloo connection may sit in TCP's exponential retransmission backoff (up to
-    # TCP_RTO_MAX, 120 s): the next step waits for that timer, not for shoal.
+    # shoal caps TCP's retransmission backoff at 1 s where the kernel can (Linux 6.15+, which has
+    # tcp_rto_max_ms); elsewhere a connection may sit in the backoff for up to 120 s after the loss.
+    capped = os.path.exists("/proc/sys/net/ipv4/tcp_rto_max_ms")
     t1 = time.monotonic()
     first = max(after.values()) + 1
-    wait_steps(lab, lab.trainers, first, 130 if LONG else 20, "a step after the loss ends")
+    wait_steps(lab, lab.trainers, first, 20 if capped else 130, "a step after the loss ends")
     r["first_step_after_loss_ms"] = ms(t1)
     t2 = time.monotonic()
     wait_steps(lab, lab.trainers, first + 5 * CKPT_EVERY, 20, "5 checkpoints after the loss ends")
