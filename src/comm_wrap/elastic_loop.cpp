@@ -40,7 +40,14 @@ uint64_t ElasticLoop::run(uint64_t last_step) {
   while (true) {
     // (Re)build and agree on the state: rank 0 of the new view hands out its step and its state.
     try {
-      comm_ = session_.communicator();
+      comm_ = session_.communicator();  // its Timeout (no usable view) ends the run
+    } catch (const ViewChanged&) {
+      continue;  // the world moved again before it settled: build for the next view
+    }
+    try {
+      // Every rank's connections work before any state moves: a peer whose own build failed (and that
+      // waits to rebuild) fails this at once, not the restore's exchange at its timeout.
+      comm_->barrier();
       std::optional<uint64_t> restored;
       if (hooks_.restore) restored = hooks_.restore(*comm_);
       if (restored) {
@@ -51,6 +58,11 @@ uint64_t ElasticLoop::run(uint64_t last_step) {
       }
     } catch (const ViewChanged&) {
       continue;  // the world moved again before it settled: build for the next view
+    } catch (const Timeout& e) {
+      // A peer that never came to the restore or the sync: give this communicator up, so that
+      // communicator() rebuilds (for the same view when every member lives, once all ranks are there).
+      comm_->abort(std::string("the rebuild timed out: ") + e.what());
+      continue;
     }
     if (hooks_.rebuilt) hooks_.rebuilt(session_.ranks(), first ? 0.0 : ms_since(changed_at));
     if (!first) ++rebuilds;
