@@ -101,7 +101,16 @@ void SwimCore::handle_self_claim(const Claim& c) {
     return;
   }
   const bool accused = c.state != State::alive;
-  if (accused ? c.incarnation >= me.incarnation : c.incarnation > me.incarnation) refute(c.incarnation, c.accuser);
+  if (accused ? c.incarnation >= me.incarnation : c.incarnation > me.incarnation) {
+    refute(c.incarnation, c.accuser);
+  } else if (accused && !corrected_) {
+    // A stale accusation (an older incarnation than ours): its accuser missed our refutation, and
+    // under loss may hold us dead until it removes us. Tell it directly; no new incarnation is needed.
+    corrected_ = true;
+    if (const Member* a = table_.find(c.accuser); a != nullptr && a != &me && !a->id.addr.empty()) {
+      send(a->id.addr, update_entry(me, std::string()), false);
+    }
+  }
 }
 
 void SwimCore::refute(uint64_t seen_incarnation, const std::string& accuser) {

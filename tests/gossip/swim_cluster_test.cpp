@@ -109,6 +109,38 @@ TEST_CASE("a suspected member refutes with a higher incarnation and stays alive"
   }
 }
 
+TEST_CASE("a stale accusation that reaches the accused is answered to its accuser, with no new incarnation") {
+  // Under loss an accuser may miss the refutation and hold a live member dead. When its stale verdict
+  // reaches the member (relayed by anyone), the member tells the accuser its current record directly.
+  TestNet net(5);
+  start_all(net, kFive);
+  net.run_for(ms_(2000));
+  REQUIRE(converged(net, kFive));
+  const Member b0 = *net.node("b").find("b");
+  net.inject("b", TestNet::addr_of("a"), packet_from("a", suspicion_of(b0, "a")));
+  net.run_for(ms_(5000));  // refuted, and the refutation's gossip has drained
+  const uint64_t refuted = net.node("b").find("b")->incarnation;
+  REQUIRE(refuted == b0.incarnation + 1);
+  bool told = false;
+  net.drop_if = [&](const std::string& from, const std::string& to, const std::vector<std::byte>& bytes) {
+    if (from != TestNet::addr_of("b") || to != TestNet::addr_of("c")) return false;
+    auto env = wire::decode_packet(bytes, {});
+    pb::Packet p;
+    if (!env || !p.ParseFromString(env->gossip())) return false;
+    for (const auto& u : p.updates()) {
+      told = told || (u.name() == "b" && u.state() == pb::ALIVE && u.incarnation() == refuted);
+    }
+    return false;
+  };
+  pb::Update stale;
+  to_proto(Claim{b0.id, State::dead, b0.incarnation, {}, "c"}, stale);  // c's verdict, relayed by d
+  net.inject("b", TestNet::addr_of("d"), packet_from("d", encode_update_entry(stale)));
+  net.run_for(ms_(20));
+  CHECK(told);
+  CHECK(net.node("b").find("b")->incarnation == refuted);
+  CHECK(net.node("b").stats().refutations == 1);
+}
+
 TEST_CASE("a suspicion that reaches other members is refuted before anyone declares it dead") {
   TestNet net(4);
   start_all(net, kFive);
