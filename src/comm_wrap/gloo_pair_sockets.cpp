@@ -17,6 +17,7 @@
 
 #include "base/log.hpp"
 #include "base/tcp_backoff.hpp"
+#include "base/tcp_keepalive.hpp"
 #include "comm_wrap/gloo_store_adapter.hpp"
 
 namespace shoal::comm {
@@ -154,6 +155,7 @@ size_t GlooPairSockets::cap_backoff(bool* unsupported) const {
   for_each_socket([&](int fd, ino_t inode) {
     for (const ino_t mine : inodes_) {
       if (mine != inode) continue;
+      net::detect_dead_peers(fd);
       const auto r = net::cap_retransmission_backoff(fd);
       if (r == net::BackoffCap::applied) ++count;
       if (r == net::BackoffCap::unsupported && unsupported != nullptr) *unsupported = true;

@@ -38,8 +38,10 @@ class GlooPairSockets {
   // Shuts down every identified socket still open; returns how many it shut down. Thread-safe.
   size_t shutdown_all() const;
   // Caps TCP's retransmission backoff on every identified socket (base/tcp_backoff.hpp): a lost segment
-  // of a collective then waits about a second, not minutes. Returns how many took the cap; `unsupported`
-  // is set when the kernel lacks the option.
+  // of a collective then waits about a second, not minutes. Also turns on keepalive probes
+  // (base/tcp_keepalive.hpp), so that a peer whose socket is gone is noticed within seconds even
+  // when its last RST was lost. Returns how many took the cap; `unsupported` is set when the kernel
+  // lacks the option.
   size_t cap_backoff(bool* unsupported) const;
 
  private:

@@ -165,7 +165,7 @@ TEST_CASE("a world of one rank reduces, broadcasts and gathers locally") {
   CHECK(std::string(world[0]->backend()) == "gloo");
 }
 
-TEST_CASE("every pair socket of a gloo world carries the 1 s retransmission backoff cap") {
+TEST_CASE("every pair socket of a gloo world carries the 1 s retransmission backoff cap and keepalive") {
   int probe = ::socket(AF_INET, SOCK_STREAM, 0);
   const bool supported = shoal::net::retransmission_backoff_ms(probe) >= 0;
   ::close(probe);
@@ -182,8 +182,11 @@ TEST_CASE("every pair socket of a gloo world carries the 1 s retransmission back
       sockaddr_storage peer{};
       socklen_t len = sizeof peer;
       const int fd = std::atoi(e->d_name);
+      int keepalive = 0;
+      socklen_t klen = sizeof keepalive;
       if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) == 0 &&
-          shoal::net::retransmission_backoff_ms(fd) == 1000) {
+          shoal::net::retransmission_backoff_ms(fd) == 1000 &&
+          ::getsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &keepalive, &klen) == 0 && keepalive == 1) {
         ++count;
       }
     }

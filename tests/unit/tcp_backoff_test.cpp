@@ -8,6 +8,9 @@
 #include <unistd.h>
 
 #include "base/tcp_backoff.hpp"
+#include "base/tcp_keepalive.hpp"
+
+#include <netinet/tcp.h>
 
 namespace {
 
@@ -76,4 +79,23 @@ TEST_CASE("SHOAL_TCP_BACKOFF_CAP_MS takes 0 (off) or the kernel's 1000..120000 m
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   CHECK(shoal::net::cap_retransmission_backoff(fd, milliseconds(0)) == shoal::net::BackoffCap::off);
   ::close(fd);
+}
+
+TEST_CASE("keepalive for collectives: probes after 2 s idle, one a second, five unanswered fail the connection") {
+  Fd s(::socket(AF_INET, SOCK_STREAM, 0));
+  REQUIRE(shoal::net::detect_dead_peers(s.fd));
+  const auto get = [&](int level, int name) {
+    int v = -1;
+    socklen_t len = sizeof v;
+    REQUIRE(::getsockopt(s.fd, level, name, &v, &len) == 0);
+    return v;
+  };
+  CHECK(get(SOL_SOCKET, SO_KEEPALIVE) == 1);
+  CHECK(get(IPPROTO_TCP, TCP_KEEPIDLE) == 2);
+  CHECK(get(IPPROTO_TCP, TCP_KEEPINTVL) == 1);
+  CHECK(get(IPPROTO_TCP, TCP_KEEPCNT) == 5);
+  int pipe_fds[2];
+  REQUIRE(::pipe(pipe_fds) == 0);
+  Fd r(pipe_fds[0]), w(pipe_fds[1]);
+  CHECK_FALSE(shoal::net::detect_dead_peers(r.fd));
 }
