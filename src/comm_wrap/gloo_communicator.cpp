@@ -282,7 +282,7 @@ std::unique_ptr<Communicator> make_gloo_communicator(const GlooOptions& options,
 
   auto sockets = GlooPairSockets::find(*context, adapter);
   bool unsupported = false;
-  const size_t capped = sockets.cap_backoff(&unsupported);
+  const size_t capped = sockets.tune_for_loss(&unsupported);
   if (unsupported) {
     static std::once_flag once;
     std::call_once(once, [&] {

@@ -150,7 +150,7 @@ size_t GlooPairSockets::shutdown_all() const {
   return count;
 }
 
-size_t GlooPairSockets::cap_backoff(bool* unsupported) const {
+size_t GlooPairSockets::tune_for_loss(bool* unsupported) const {
   size_t count = 0;
   for_each_socket([&](int fd, ino_t inode) {
     for (const ino_t mine : inodes_) {

@@ -42,7 +42,7 @@ class GlooPairSockets {
   // (base/tcp_keepalive.hpp), so that a peer whose socket is gone is noticed within seconds even
   // when its last RST was lost. Returns how many took the cap; `unsupported` is set when the kernel
   // lacks the option.
-  size_t cap_backoff(bool* unsupported) const;
+  size_t tune_for_loss(bool* unsupported) const;
 
  private:
   std::vector<ino_t> inodes_;  // the sockets' inode numbers: exact, and never confused with a reused fd
