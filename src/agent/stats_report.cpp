@@ -39,6 +39,7 @@ std::string stats_json(const gossip::Swim& swim, const wire::RejectCounters& she
       {"confirmations", s.confirmations},
       {"deaths_declared", s.deaths_declared},
       {"refutations", s.refutations},
+      {"suspicions_verified", s.suspicions_verified},
       {"updates_applied", s.updates_applied},
       {"gossip_packets_sent", s.gossip_packets_sent},
       {"broadcasts_dropped", s.broadcasts_dropped},

@@ -324,6 +324,7 @@ void SwimCore::on_packet(const std::string& from, std::span<const std::byte> byt
   if (started_) {
     // Updates first: a ping that carries a suspicion of us is answered after we refuted it.
     corrected_ = false;
+    accused_in_packet_ = false;
     for (const auto& u : p.updates()) handle_update(u, from);
     const Member* known = table_.find(sender);  // valid until the table next grows
     note_sender(from, env->sender(), known);

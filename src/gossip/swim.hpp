@@ -123,6 +123,7 @@ struct Stats {
   uint64_t suspicions_raised = 0;    // members this member suspected itself
   uint64_t confirmations = 0;        // independent suspicions counted against a timer
   uint64_t deaths_declared = 0;      // suspicion timeouts that expired here
+  uint64_t suspicions_verified = 0;  // unconfirmed suspicions whose suspect we probed before judging
   uint64_t refutations = 0;          // times this member raised its incarnation
   uint64_t updates_applied = 0;      // received updates that changed the table
   uint64_t gossip_packets_sent = 0;  // packets sent by the gossip timer

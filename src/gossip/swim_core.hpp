@@ -87,6 +87,9 @@ class SwimCore {
     uint64_t generation = 0;
     uint64_t incarnation = 0;
     TimerKey key{};
+    // The timer ran out once with nobody's word but the accuser's, and we probed the suspect
+    // ourselves before believing it (see suspicion_expired).
+    bool checked = false;
   };
   enum class StreamKind : uint8_t { join, push_pull, push_state, fallback_probe };
   struct PendingStream {
@@ -107,6 +110,8 @@ class SwimCore {
   // swim_probe.cpp
   void start_regular_probe();
   void start_probe(const Member& target, bool regular);
+  // A ping for a direct probe; it carries the suspicion when we hold the target suspect.
+  std::string direct_ping_body(uint32_t seq, const Identity& target_id) const;
   void probe_direct_timeout(uint32_t seq);
   void finish_probe(uint32_t seq, bool acked);
   void on_ping(const std::string& from, const wire::MemberId& sender, const pb::Ping& ping, const Member* known);
@@ -124,11 +129,16 @@ class SwimCore {
   // (most updates a member receives are repeats).
   void handle_update(const pb::Update& u, const std::string& from_addr);
   bool worth_correcting(const Member& record, State claimed) const;
-  void handle_self_claim(const Claim& c);
-  void refute(uint64_t seen_incarnation, const std::string& accuser);
+  // `from_addr`: where the claim came from (empty when it came from a stream's state or from us).
+  void handle_self_claim(const Claim& c, const std::string& from_addr);
+  void refute(uint64_t seen_incarnation, const std::string& accuser, const std::string& from_addr);
+  // Sends our own record to the accuser of a claim about us and to the member that passed it on.
+  void answer_accusation(const std::string& accuser, const std::string& from_addr);
   void accuse(const std::string& name);  // this member's own probe of `name` failed
   void start_suspicion(const Member& m, const std::string& accuser);
   void reschedule_suspicion(Suspicion& s, const std::string& name);
+  // True when the suspicion was given a last check instead of ending in a death (see the .cpp).
+  bool verify_before_death(Suspicion& s, const Member& m);
   void suspicion_expired(const std::string& name);
   void emit(const Member& m, std::optional<State> previous);
   void broadcast(const Member& m, const std::string& accuser);
@@ -183,6 +193,7 @@ class SwimCore {
   std::map<uint64_t, PendingStream> streams_;
   bool merging_join_ = false;  // reading the state our seed sent back: nothing in it is news to others
   bool corrected_ = false;     // this packet's sender was already told what it missed
+  bool accused_in_packet_ = false;  // this packet accused us: a ping in it is answered with our record
   // Senders we heard from but hold no record of (name -> first heard): if gossip has not told us
   // about one within unknown_sender_pull_ms, we pull its state.
   std::map<std::string, Time> unknown_senders_;

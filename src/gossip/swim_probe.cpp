@@ -82,16 +82,23 @@ void SwimCore::start_probe(const Member& target, bool regular) {
   if (regular) {
     next_probe_at_ = std::max(next_probe_at_, now_ + direct + indirect);
   }
-  std::string body = ping_body(seq);
-  // Lifeguard's buddy system: a suspect learns of the suspicion from the ping itself.
-  if (target.state == State::suspect) {
-    auto s = suspicions_.find(target.id.name);
-    body += update_entry(target, s != suspicions_.end() ? s->second.timer.accuser() : self().name);
-  }
   const std::string addr = target.id.addr;
+  std::string body = direct_ping_body(seq, target.id);
   probes_.emplace(seq, std::move(p));
   ++stats_.probes_sent;
   send(addr, std::move(body));
+}
+
+std::string SwimCore::direct_ping_body(uint32_t seq, const Identity& target_id) const {
+  std::string body = ping_body(seq);
+  // Lifeguard's buddy system: a suspect learns of the suspicion from the ping itself (and, if it
+  // refuted already, answers us directly: we missed its refutation).
+  const Member* target = table_.find(target_id.name);
+  if (target != nullptr && target->id.generation == target_id.generation && target->state == State::suspect) {
+    auto s = suspicions_.find(target_id.name);
+    body += update_entry(*target, s != suspicions_.end() ? s->second.timer.accuser() : self().name);
+  }
+  return body;
 }
 
 void SwimCore::probe_direct_timeout(uint32_t seq) {
@@ -105,7 +112,7 @@ void SwimCore::probe_direct_timeout(uint32_t seq) {
   const Identity target{p.target, p.generation, p.addr};
   // Ping once more ourselves: at 10% loss a second try turns one in five failed direct probes
   // into one in twenty-five, for one datagram.
-  send(p.addr, ping_body(seq));
+  send(p.addr, direct_ping_body(seq, target));
   for (const Member* h : pick_members(cfg_.indirect_checks, p.target, true)) {
     p.helpers.push_back(h->id.name);
     ++stats_.indirect_probes_sent;
@@ -154,6 +161,9 @@ void SwimCore::on_ping(const std::string& from, const wire::MemberId& sender, co
     auto s = suspicions_.find(known->id.name);
     body += update_entry(*known, s != suspicions_.end() ? s->second.timer.accuser() : self().name);
   }
+  // The ping accused us (the buddy system): the ack carries our record, refuted or current, so a
+  // prober that missed our refutation learns it from the answer it is waiting for.
+  if (accused_in_packet_) body += update_entry(table_.self(), std::string());
   send(from, std::move(body));
 }
 

@@ -25,7 +25,7 @@ void SwimCore::handle_update(const pb::Update& u, const std::string& from_addr) 
 
 void SwimCore::handle_claim(const Claim& c, const std::string& from_addr, bool from_state) {
   if (c.id.name == self().name) {
-    handle_self_claim(c);
+    handle_self_claim(c, from_addr);
     return;
   }
   const Member* before = table_.find(c.id.name);
@@ -88,7 +88,7 @@ void SwimCore::handle_claim(const Claim& c, const std::string& from_addr, bool f
   }
 }
 
-void SwimCore::handle_self_claim(const Claim& c) {
+void SwimCore::handle_self_claim(const Claim& c, const std::string& from_addr) {
   const Member& me = table_.self();
   if (leaving_ || c.id.generation < me.id.generation) return;  // news about an earlier life of ours
   if (c.id.generation > me.id.generation) {
@@ -101,29 +101,39 @@ void SwimCore::handle_self_claim(const Claim& c) {
     return;
   }
   const bool accused = c.state != State::alive;
+  if (accused) accused_in_packet_ = true;
   if (accused ? c.incarnation >= me.incarnation : c.incarnation > me.incarnation) {
-    refute(c.incarnation, c.accuser);
+    refute(c.incarnation, c.accuser, from_addr);
   } else if (accused && !corrected_) {
-    // A stale accusation (an older incarnation than ours): its accuser missed our refutation, and
-    // under loss may hold us dead until it removes us. Tell it directly; no new incarnation is needed.
+    // A stale accusation (an older incarnation than ours): whoever passed it on, and its accuser,
+    // missed our refutation, and under loss may hold us dead until their suspicion timers run out
+    // (a small cluster has few members to relay the refutation, and each relays it only a few
+    // times). Tell both directly; no new incarnation is needed.
     corrected_ = true;
-    if (const Member* a = table_.find(c.accuser); a != nullptr && a != &me && !a->id.addr.empty()) {
-      send(a->id.addr, update_entry(me, std::string()), false);
-    }
+    answer_accusation(c.accuser, from_addr);
   }
 }
 
-void SwimCore::refute(uint64_t seen_incarnation, const std::string& accuser) {
+void SwimCore::answer_accusation(const std::string& accuser, const std::string& from_addr) {
+  const Member& me = table_.self();
+  std::string accuser_addr;
+  if (const Member* a = table_.find(accuser); a != nullptr && a != &me) accuser_addr = a->id.addr;
+  if (!accuser_addr.empty()) send(accuser_addr, update_entry(me, std::string()), false);
+  if (!from_addr.empty() && from_addr != accuser_addr && from_addr != me.id.addr) {
+    send(from_addr, update_entry(me, std::string()), false);
+  }
+}
+
+void SwimCore::refute(uint64_t seen_incarnation, const std::string& accuser, const std::string& from_addr) {
   const uint64_t inc = std::max(seen_incarnation, table_.self().incarnation) + 1;
   table_.set_self(State::alive, inc, now_);
   health_.apply(LocalHealth::kRefuted);
   ++stats_.refutations;
   emit(table_.self(), State::alive);
   broadcast(table_.self(), std::string());
-  // The accuser's timer runs first: answer it directly too.
-  if (const Member* a = table_.find(accuser); a != nullptr && a != &table_.self() && !a->id.addr.empty()) {
-    send(a->id.addr, update_entry(table_.self(), std::string()), false);
-  }
+  // The accuser's timer runs first, and the member that told us holds the suspicion too: answer
+  // both directly.
+  answer_accusation(accuser, from_addr);
 }
 
 void SwimCore::accuse(const std::string& name) {
@@ -160,18 +170,41 @@ void SwimCore::suspicion_expired(const std::string& name) {
     ++stats_.stale_timers;
     return;
   }
-  const Suspicion s = std::move(it->second);
-  suspicions_.erase(it);
   const Member* m = table_.find(name);
-  if (m == nullptr || m->state != State::suspect || m->id.generation != s.generation ||
-      m->incarnation != s.incarnation) {
+  if (m == nullptr || m->state != State::suspect || m->id.generation != it->second.generation ||
+      m->incarnation != it->second.incarnation) {
+    suspicions_.erase(it);
     ++stats_.stale_timers;
     return;
   }
+  if (verify_before_death(it->second, *m)) return;
+  const Suspicion s = std::move(it->second);
+  suspicions_.erase(it);
   ++stats_.deaths_declared;
   shoal::log::get(shoal::log::Component::gossip)
       .debug("{}: {} declared dead after {} confirmations", self().name, name, s.timer.confirmations());
   handle_claim(Claim{m->id, State::dead, m->incarnation, {}, self().name}, std::string(), false);
+}
+
+// A suspicion that nobody but its accuser vouches for is what a lost refutation looks like: the
+// suspect refuted, but under loss neither its broadcast nor the few relays of a small cluster
+// reached us. Before declaring such a member dead, probe it once ourselves. The ping carries the
+// suspicion, so a live suspect answers with its current record (and refutes if it had not yet); a
+// failed probe confirms the suspicion and the member is declared dead at once. A crashed member
+// draws confirmations from its other probers, so this costs its detection nothing at scale; with
+// fewer than K + 2 members (no confirmations possible) it adds one probe to the detection.
+bool SwimCore::verify_before_death(Suspicion& s, const Member& m) {
+  if (s.checked || s.timer.confirmations() > 0 || s.timer.accuser() == self().name || leaving_) return false;
+  s.checked = true;
+  ++stats_.suspicions_verified;
+  bool probing = false;
+  for (const auto& [seq, p] : probes_) probing = probing || p.target == m.id.name;
+  if (!probing) start_probe(m, false);
+  // The probe's whole window, then as long again for its answer to arrive.
+  const Time window = health_.scale(ms(cfg_.probe_timeout_ms) + ms(cfg_.indirect_timeout_ms)) * 2;
+  cancel_timer(s.key);
+  s.key = add_timer(now_ + window, TimerAction{TimerKind::suspicion, 0, m.id.name});
+  return true;
 }
 
 void SwimCore::emit(const Member& m, std::optional<State> previous) {

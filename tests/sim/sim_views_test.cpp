@@ -268,17 +268,19 @@ TEST_CASE("a churn run replays exactly from its seed (seed 7)") {
 
 TEST_CASE(
     "a run that ends with a majority of the newest view dead stalls, and an operator's force at a survivor "
-    "outside that view brings every live member into one view (seed 301)") {
-  // Seed 301: an inherited value [m2/1 m3/1] is committed for epoch 6 after m2/1 crashed, by m0, which
-  // the value leaves out. m3 alone is 1 of 2: the rule demands a stall. The force runs at m0.
+    "outside that view brings every live member into one view (seed 52)") {
+  // Seed 52: the run ends with a majority of its newest view (epoch 2) crashed; the rule demands a
+  // stall, and the force at a survivor commits epoch 3. (Seed 301 showed this until gossip began
+  // verifying unconfirmed suspicions, which changed every churn trace; 52 is the first seed that
+  // shows it now, found with `shoal-sim view-safety --seed S --seeds 1`.)
   quiet_logs();
   ViewChurnParams p;
-  const ViewChurnResult r = run_view_churn(p, 301);
+  const ViewChurnResult r = run_view_churn(p, 52);
   INFO(r.finding);
   REQUIRE(r.harness_ok);
   CHECK(r.majority_lost_stalls == 1);
   CHECK(r.divergences == 0);
   CHECK(r.minority_commits == 0);
   CHECK(r.unconverged == 0);
-  CHECK(r.final_epoch == 7);
+  CHECK(r.final_epoch == 3);
 }
