@@ -110,6 +110,7 @@ class SwimCore {
   // swim_probe.cpp
   void start_regular_probe();
   void start_probe(const Member& target, bool regular);
+  bool probe_running(const std::string& name) const;  // a probe of `name` is in flight
   // A ping for a direct probe; it carries the suspicion when we hold the target suspect.
   std::string direct_ping_body(uint32_t seq, const Identity& target_id) const;
   void probe_direct_timeout(uint32_t seq);

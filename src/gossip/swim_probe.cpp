@@ -1,6 +1,8 @@
 // Probing: the round-robin probe and confirmation probes (direct ping, then ping-reqs through k
 // helpers and a TCP ping in parallel), the answers to others' pings, and the relays we run as a
 // helper (forwarding acks, sending Lifeguard's nacks).
+#include <algorithm>
+
 #include "gossip/swim_core.hpp"
 
 namespace shoal::gossip {
@@ -61,10 +63,12 @@ void SwimCore::start_regular_probe() {
       rng_);
   if (!target) return;
   const Member* m = &records[*target];
-  for (const auto& [seq, p] : probes_) {
-    if (p.target == m->id.name) return;  // a confirmation probe of it is running already
-  }
+  if (probe_running(m->id.name)) return;  // a confirmation probe of it is running already
   start_probe(*m, true);
+}
+
+bool SwimCore::probe_running(const std::string& name) const {
+  return std::any_of(probes_.begin(), probes_.end(), [&](const auto& entry) { return entry.second.target == name; });
 }
 
 void SwimCore::start_probe(const Member& target, bool regular) {

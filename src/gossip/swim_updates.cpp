@@ -53,9 +53,7 @@ void SwimCore::handle_claim(const Claim& c, const std::string& from_addr, bool f
         const uint64_t p_millionths =
             std::min<uint64_t>(1000000, uint64_t{cfg_.confirmation_probes} * 1000000 / others);
         if (!leaving_ && uniform_index(rng_, 1000000) < p_millionths) {
-          bool probing = false;
-          for (const auto& [seq, p] : probes_) probing = probing || p.target == name;
-          if (!probing) start_probe(*table_.find(name), false);
+          if (!probe_running(name)) start_probe(*table_.find(name), false);
         }
       }
       break;
@@ -197,9 +195,7 @@ bool SwimCore::verify_before_death(Suspicion& s, const Member& m) {
   if (s.checked || s.timer.confirmations() > 0 || s.timer.accuser() == self().name || leaving_) return false;
   s.checked = true;
   ++stats_.suspicions_verified;
-  bool probing = false;
-  for (const auto& [seq, p] : probes_) probing = probing || p.target == m.id.name;
-  if (!probing) start_probe(m, false);
+  if (!probe_running(m.id.name)) start_probe(m, false);
   // The probe's whole window, then as long again for its answer to arrive.
   const Time window = health_.scale(ms(cfg_.probe_timeout_ms) + ms(cfg_.indirect_timeout_ms)) * 2;
   cancel_timer(s.key);
