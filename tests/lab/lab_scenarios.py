@@ -31,7 +31,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from lab_hosts import (PORT, CheckFailed, Lab, check, common_view, epochs_stay, loss_everywhere, member_names, ms,  # noqa: E402
                        progress, victim_dead_ms, wait_removed)
-from lab_net import LabError, missing_prerequisite  # noqa: E402
+from lab_net import LabError, in_netns, missing_prerequisite  # noqa: E402
+import lab_replay  # noqa: E402
 from lab_training import TRAINING_SCENARIOS  # noqa: E402
 
 # Scenarios that currently fail because of a known bug in shoal: they still run and report passed:false,
@@ -258,8 +259,9 @@ def rejected_delta(before, after):
 
 
 def garbage_and_wrong_key(lab, r):
-    """A keyed cluster under garbage (UDP and TCP), then two outsiders (another key, no key): every
-    input is refused and counted by cause, no agent crashes, nothing joins, the view does not change."""
+    """A keyed cluster under garbage (UDP and TCP), then its own traffic replayed, then two outsiders
+    (another key, no key): every input is refused and counted by cause, no agent crashes, nothing
+    joins, the view does not change."""
     e0, _ = common_view(lab)
     members = lab.members()
     never = epochs_stay(members, e0, "garbage and outsiders")
@@ -278,6 +280,7 @@ def garbage_and_wrong_key(lab, r):
         check(d["no_key"] == GARBAGE_UDP - 4 and d["truncated"] == 4 + 1 and d["oversized"] == 3 and
               d["bad_auth"] == 0 and sum(d.values()) == GARBAGE_UDP + 4,
               f"{n} counted {d} for {GARBAGE_UDP} garbage datagrams and 4 junk connections")
+    mid = replayed_traffic(lab, r, members, mid)
 
     other_key = lab.keygen("other.key")
     outsiders = [lab.add_agent(6, "intruder-key", key_file=other_key), lab.add_agent(7, "intruder-open", key_file=None)]
@@ -306,9 +309,42 @@ def garbage_and_wrong_key(lab, r):
     check(common_view(lab)[0] == e0, "the view changed")
 
 
+def replayed_traffic(lab, r, members, before):
+    """The cluster's own sealed datagrams and one connection's hello, captured off the bridge and sent
+    again from an outsider: each refused exactly once by the host it was meant for (replayed, or stale
+    once the sender's counter has left the guard's window), nothing else counted, nothing changes."""
+    path = os.path.join(lab.tmp, "captured.json")
+    code = in_netns(lab.net.switch_ns, lab_replay.capture, path, PORT, REPLAYED_UDP, 60)
+    check(code == 0, f"capturing the cluster's traffic failed (exit {code})")
+    code = lab.net_exec(8, lab_replay.replay, path, PORT)
+    check(code == 0, f"the replay sender failed (exit {code})")
+    want = lab_replay.expected_refusals(path)
+    by_addr = {lab.net.addr(a.index): a for a in members}
+    check(set(want) <= set(by_addr), f"captured traffic to {sorted(set(want) - set(by_addr))}, not members")
+
+    def counted():
+        now = {a.name: a.cli("members")["rejected"] for a in members}
+        return now, {n: rejected_delta(before[n], now[n]) for n in now}
+    deadline = time.monotonic() + 5
+    while True:
+        now, deltas = counted()
+        done = all(sum(deltas[a.name].values()) >= sum(want.get(addr, [0, 0])) for addr, a in by_addr.items())
+        if done or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    for addr, a in by_addr.items():
+        d, n_udp_tcp = deltas[a.name], want.get(addr, [0, 0])
+        check(d["replayed"] + d["stale"] == sum(n_udp_tcp) and sum(d.values()) == sum(n_udp_tcp),
+              f"{a.name} counted {d} for {n_udp_tcp[0]} replayed datagrams and {n_udp_tcp[1]} replayed hellos")
+    r["replayed"] = {"datagrams": sum(w[0] for w in want.values()), "hellos": sum(w[1] for w in want.values()),
+                     "refused": {c: sum(d[c] for d in deltas.values()) for c in ("replayed", "stale")}}
+    return now
+
+
 # ---- garbage ---------------------------------------------------------------------------------------------
 
 GARBAGE_UDP = 40  # datagrams per target, all refused
+REPLAYED_UDP = 30  # captured datagrams sent again
 
 
 def send_garbage(targets):
