@@ -2,6 +2,8 @@
 // state only when the digests differ), the fallback probe, and the periodic re-contact of seeds
 // and dead members that lets a healed partition merge again.
 #include <algorithm>
+#include <string_view>
+#include <utility>
 
 #include "base/log.hpp"
 #include "gossip/push_pull.hpp"
@@ -59,20 +61,27 @@ void SwimCore::start_push_pull(const std::string& addr, StreamKind kind) {
 void SwimCore::reconnect() {
   // Seeds that are live members here are in our partition already: only the others are worth a
   // call (a seed list shared by thousands of members must not turn into a stream of calls).
+  // The seed list is short and the table may be long: the seeds are sorted (by address, with their
+  // positions) and each live record is looked up among them, rather than sorting every live address.
+  std::vector<std::pair<std::string_view, size_t>> by_addr;
+  by_addr.reserve(seeds_.size());
+  for (size_t i = 0; i < seeds_.size(); ++i) by_addr.emplace_back(seeds_[i], i);
+  std::sort(by_addr.begin(), by_addr.end());
+  std::vector<bool> live_seed(seeds_.size(), false);
   std::vector<const Member*> dead;
-  std::vector<std::string> live_addrs;
   for (const Member& m : table_.records()) {
     if (m.state == State::dead && !m.id.addr.empty()) dead.push_back(&m);
-    if (is_live(m.state) && !seeds_.empty()) live_addrs.push_back(m.id.addr);
+    if (!is_live(m.state) || by_addr.empty()) continue;
+    const std::string_view addr = m.id.addr;
+    auto it = std::lower_bound(by_addr.begin(), by_addr.end(), addr,
+                               [](const auto& seed, std::string_view a) { return seed.first < a; });
+    for (; it != by_addr.end() && it->first == addr; ++it) live_seed[it->second] = true;
   }
-  std::vector<std::string> strangers;
-  if (!seeds_.empty()) {
-    std::sort(live_addrs.begin(), live_addrs.end());
-    for (const auto& s : seeds_) {
-      if (!std::binary_search(live_addrs.begin(), live_addrs.end(), s)) strangers.push_back(s);
-    }
+  std::vector<const std::string*> strangers;  // in the seed list's order, so that the draw below is too
+  for (size_t i = 0; i < seeds_.size(); ++i) {
+    if (!live_seed[i]) strangers.push_back(&seeds_[i]);
   }
-  if (!strangers.empty()) start_push_pull(strangers[uniform_index(rng_, strangers.size())], StreamKind::push_pull);
+  if (!strangers.empty()) start_push_pull(*strangers[uniform_index(rng_, strangers.size())], StreamKind::push_pull);
   if (!dead.empty()) start_push_pull(dead[uniform_index(rng_, dead.size())]->id.addr, StreamKind::push_pull);
 }
 
