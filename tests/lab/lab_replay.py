@@ -65,15 +65,21 @@ def replay(path, port):
         u.sendto(bytes.fromhex(d["payload"]), (d["dst"], port))
         time.sleep(0.002)
     for c in got["tcp"]:
-        try:
-            with socket.create_connection((c["dst"], port), timeout=3) as s:
-                s.sendall(bytes.fromhex(c["payload"]))
-                s.shutdown(socket.SHUT_WR)
-                s.settimeout(3)
-                while s.recv(65536):  # until the listener hangs up
-                    pass
-        except OSError:
-            pass  # a reset is a refusal too
+        one_connection(c["dst"], port, bytes.fromhex(c["payload"]))
+
+
+def one_connection(host, port, payload):
+    """Opens a connection, sends payload, and reads until the listener hangs up (a reset, or no
+    listener at all, is a refusal too)."""
+    try:
+        with socket.create_connection((host, port), timeout=3) as s:
+            s.sendall(payload)
+            s.shutdown(socket.SHUT_WR)
+            s.settimeout(3)
+            while s.recv(65536):
+                pass
+    except OSError:
+        pass
 
 
 def expected_refusals(path):

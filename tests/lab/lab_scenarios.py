@@ -367,15 +367,7 @@ def send_garbage(targets):
     for host in targets:
         for payload in (rnd.randbytes(4096), struct.pack(">IB", 0xFFFFFFF0, 1), struct.pack(">IB", 100, 1) + b"x" * 10,
                         b"", rnd.randbytes(256 * 1024)):
-            try:
-                with socket.create_connection((host, PORT), timeout=3) as s:
-                    s.sendall(payload)
-                    s.shutdown(socket.SHUT_WR)
-                    s.settimeout(3)
-                    while s.recv(65536):  # until the agent hangs up
-                        pass
-            except OSError:
-                pass  # a reset is an acceptable refusal
+            lab_replay.one_connection(host, PORT, payload)
 
 
 # ---- the runner ------------------------------------------------------------------------------------------
