@@ -67,6 +67,20 @@ std::string serialized(const Msg& m) {
 
 }  // namespace
 
+namespace {
+
+void set_meta(const MemberMeta& meta, pb::Update& out) {
+  out.set_host(meta.host);
+  out.set_slots(meta.slots);
+  for (const auto& [k, v] : meta.labels) {
+    auto* l = out.add_labels();
+    l->set_key(k);
+    l->set_value(v);
+  }
+}
+
+}  // namespace
+
 void to_proto(const Claim& c, pb::Update& out) {
   out.set_name(c.id.name);
   out.set_generation(c.id.generation);
@@ -74,19 +88,21 @@ void to_proto(const Claim& c, pb::Update& out) {
   out.set_state(to_proto(c.state));
   if (c.state == State::alive) {
     out.set_addr(c.id.addr);
-    out.set_host(c.meta.host);
-    out.set_slots(c.meta.slots);
-    for (const auto& [k, v] : c.meta.labels) {
-      auto* l = out.add_labels();
-      l->set_key(k);
-      l->set_value(v);
-    }
+    set_meta(c.meta, out);
   }
   if (c.state == State::suspect || c.state == State::dead) out.set_accuser(c.accuser);
 }
 
-void to_proto(const Member& m, const std::string& accuser, pb::Update& out) {
-  to_proto(Claim{m.id, m.state, m.incarnation, m.meta, accuser}, out);
+void to_proto(MemberRef m, std::string_view accuser, pb::Update& out) {
+  out.set_name(std::string(m.name()));
+  out.set_generation(m.generation());
+  out.set_incarnation(m.incarnation());
+  out.set_state(to_proto(m.state()));
+  if (m.state() == State::alive) {
+    out.set_addr(std::string(m.addr()));
+    if (!m.encoded_meta().empty()) set_meta(m.meta(), out);
+  }
+  if (m.state() == State::suspect || m.state() == State::dead) out.set_accuser(std::string(accuser));
 }
 
 Claim from_proto(const pb::Update& u) {
@@ -118,6 +134,7 @@ std::string encode_update_entry(const pb::Update& u) {
 
 bool valid(const pb::Update& u) {
   if (u.name().empty() || u.generation() == 0) return false;
+  if (u.name().size() > MemberTable::kMaxNameBytes || u.addr().size() > MemberTable::kMaxNameBytes) return false;
   if (!pb::MemberState_IsValid(u.state())) return false;
   if (u.state() == pb::ALIVE && u.addr().empty()) return false;
   return true;
@@ -181,12 +198,9 @@ std::string ping_req_body(uint32_t seq, const Identity& target) {
   return serialized(p);
 }
 
-Result<pb::Packet, wire::DecodeError> decode_gossip(const wire::Envelope& env) {
-  auto bad = [](std::string why) {
-    return Unexpected<wire::DecodeError>{wire::DecodeError{wire::RejectCause::malformed, std::move(why)}};
-  };
+std::optional<wire::DecodeError> decode_gossip_into(const wire::Envelope& env, pb::Packet& p) {
+  auto bad = [](std::string why) { return wire::DecodeError{wire::RejectCause::malformed, std::move(why)}; };
   if (!env.has_gossip()) return bad("envelope carries no gossip");
-  pb::Packet p;
   if (!p.ParseFromString(env.gossip())) return bad("gossip body does not parse");
   if (p.has_ping_req() && (p.ping_req().target().empty() || p.ping_req().target_addr().empty())) {
     return bad("ping-req without a target");
@@ -194,6 +208,12 @@ Result<pb::Packet, wire::DecodeError> decode_gossip(const wire::Envelope& env) {
   for (const auto& u : p.updates()) {
     if (!valid(u)) return bad("invalid update about '" + u.name() + "'");
   }
+  return std::nullopt;
+}
+
+Result<pb::Packet, wire::DecodeError> decode_gossip(const wire::Envelope& env) {
+  pb::Packet p;
+  if (auto e = decode_gossip_into(env, p)) return Unexpected<wire::DecodeError>{std::move(*e)};
   return p;
 }
 

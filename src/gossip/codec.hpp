@@ -6,8 +6,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/result.hpp"
@@ -20,7 +22,7 @@ namespace shoal::gossip {
 // --- updates -------------------------------------------------------------------------------
 
 void to_proto(const Claim& c, pb::Update& out);
-void to_proto(const Member& m, const std::string& accuser, pb::Update& out);
+void to_proto(MemberRef m, std::string_view accuser, pb::Update& out);
 Claim from_proto(const pb::Update& u);
 State state_of(pb::MemberState s);
 // The update as one `Packet.updates` entry (field tag and length included), ready to append to a
@@ -55,6 +57,8 @@ std::string ping_req_body(uint32_t seq, const Identity& target);
 
 // Parses and checks the gossip body of a received envelope; a bad one is `malformed`.
 Result<pb::Packet, wire::DecodeError> decode_gossip(const wire::Envelope& env);
+// The same into a packet the caller keeps (reused, it allocates little); nullopt: `p` is valid.
+std::optional<wire::DecodeError> decode_gossip_into(const wire::Envelope& env, pb::Packet& p);
 
 // --- streams -------------------------------------------------------------------------------
 

@@ -1,6 +1,9 @@
 // Member records and the precedence that decides which claim about a member wins.
 #include "gossip/member_table.hpp"
 
+#include <algorithm>
+#include <stdexcept>
+
 namespace shoal::gossip {
 namespace {
 
@@ -35,28 +38,55 @@ Verdict same_generation(State rs, uint64_t ri, State cs, uint64_t ci) {
 
 }  // namespace
 
-Verdict judge(const Member& record, State state, uint64_t generation, uint64_t incarnation) {
-  if (generation > record.id.generation) return state == State::suspect ? Verdict::stale : Verdict::replace;
-  if (generation < record.id.generation) return Verdict::stale;
-  return same_generation(record.state, record.incarnation, state, incarnation);
+Verdict judge(State record_state, uint64_t record_generation, uint64_t record_incarnation, State state,
+              uint64_t generation, uint64_t incarnation) {
+  if (generation > record_generation) return state == State::suspect ? Verdict::stale : Verdict::replace;
+  if (generation < record_generation) return Verdict::stale;
+  return same_generation(record_state, record_incarnation, state, incarnation);
 }
 
-uint64_t MemberTable::record_hash(const Member& m) {
+uint64_t MemberTable::record_hash(std::string_view name, uint64_t generation, uint64_t incarnation) {
   uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a over the name
-  for (char c : m.id.name) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001b3ULL;
-  return mix(h ^ mix(m.id.generation ^ mix(m.incarnation)));
+  for (char c : name) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001b3ULL;
+  return mix(h ^ mix(generation ^ mix(incarnation)));
 }
 
-MemberTable::MemberTable(const Identity& self, const MemberMeta& meta, Time now) {
-  records_.push_back(Member{self, State::alive, 0, meta, now});
+MemberTable::MemberTable(const Identity& self, const MemberMeta& meta, Time now) : self_id_(self) {
+  if (self.name.size() > kMaxNameBytes || self.addr.size() > kMaxNameBytes) {
+    throw std::invalid_argument("member name and address must be at most " + std::to_string(kMaxNameBytes) + " bytes");
+  }
+  StoredRecord r;
+  r.generation = self.generation;
+  r.state_since = now;
+  const std::string encoded = encode_meta(meta);
+  r.text = text_.store({self.name, self.addr, encoded});
+  r.name_len = static_cast<uint16_t>(self.name.size());
+  r.addr_len = static_cast<uint16_t>(self.addr.size());
+  r.meta_len = static_cast<uint32_t>(encoded.size());
+  text_live_ = text_.used();
+  rows_.push_back(r);
   index_.insert(self.name, 0);
-  account(records_[0], +1);
+  account(0, +1);
 }
 
-void MemberTable::account(const Member& m, int sign) {
-  if (!is_live(m.state)) return;
+void MemberTable::account(uint32_t position, int sign) {
+  const StoredRecord& r = rows_[position];
+  if (!is_live(r.state)) return;
   live_ += sign;
-  digest_ += sign > 0 ? record_hash(m) : (0 - record_hash(m));
+  const uint64_t h = record_hash(std::string_view(r.text, r.name_len), r.generation, r.incarnation);
+  digest_ += sign > 0 ? h : (0 - h);
+}
+
+void MemberTable::set_text(StoredRecord& r, std::string_view addr, std::string_view meta) {
+  const std::string_view name(r.text, r.name_len);
+  const std::string_view old_addr(r.text + r.name_len, r.addr_len), old_meta(r.text + r.name_len + r.addr_len, r.meta_len);
+  if (old_addr == addr && old_meta == meta) return;
+  text_live_ -= size_t{r.name_len} + r.addr_len + r.meta_len;
+  // The arena never moves what it holds, so name, addr and meta may point into it.
+  r.text = text_.store({name, addr, meta});
+  r.addr_len = static_cast<uint16_t>(addr.size());
+  r.meta_len = static_cast<uint32_t>(meta.size());
+  text_live_ += name.size() + addr.size() + meta.size();
 }
 
 MemberTable::Outcome MemberTable::apply(const Claim& claim, Time now) {
@@ -64,35 +94,50 @@ MemberTable::Outcome MemberTable::apply(const Claim& claim, Time now) {
   const uint32_t at = position(claim.id.name);
   if (at == NameIndex::kNone) {
     if (claim.state == State::suspect) return out;  // unknown address: nothing to probe or record
-    Member m{claim.id, claim.state, claim.incarnation, claim.state == State::alive ? claim.meta : MemberMeta{}, now};
-    index_.insert(m.id.name, static_cast<uint32_t>(records_.size()));
-    records_.push_back(std::move(m));
-    account(records_.back(), +1);
+    if (claim.id.name.size() > kMaxNameBytes || claim.id.addr.size() > kMaxNameBytes) return out;
+    StoredRecord r;
+    r.generation = claim.id.generation;
+    r.incarnation = claim.incarnation;
+    r.state = claim.state;
+    r.state_since = now;
+    r.name_len = static_cast<uint16_t>(claim.id.name.size());
+    const std::string meta = claim.state == State::alive ? encode_meta(claim.meta) : std::string();
+    r.text = text_.store({claim.id.name, claim.id.addr, meta});
+    r.addr_len = static_cast<uint16_t>(claim.id.addr.size());
+    r.meta_len = static_cast<uint32_t>(meta.size());
+    text_live_ += claim.id.name.size() + claim.id.addr.size() + meta.size();
+    const auto pos = static_cast<uint32_t>(rows_.size());
+    index_.insert(claim.id.name, pos);
+    rows_.push_back(r);
+    account(pos, +1);
     out.verdict = Verdict::replace;
     out.inserted = true;
-    out.member = &records_.back();
+    out.member = MemberRef(this, pos);
     return out;
   }
-  Member& rec = records_[at];
-  out.member = &rec;
-  out.verdict = judge(rec, claim.state, claim.id.generation, claim.incarnation);
+  StoredRecord& rec = rows_[at];
+  out.member = MemberRef(this, at);
+  out.verdict = judge(rec.state, rec.generation, rec.incarnation, claim.state, claim.id.generation, claim.incarnation);
   switch (out.verdict) {
     case Verdict::replace: {
       out.previous = rec.state;
-      account(rec, -1);
-      const bool new_generation = claim.id.generation != rec.id.generation;
+      account(at, -1);
+      const bool new_generation = claim.id.generation != rec.generation;
+      const std::string_view old_addr(rec.text + rec.name_len, rec.addr_len);
       if (claim.state == State::alive) {
-        rec.id = claim.id;
-        rec.meta = claim.meta;
+        if (claim.id.addr.size() <= kMaxNameBytes) set_text(rec, claim.id.addr, encode_meta(claim.meta));
       } else {
-        rec.id.generation = claim.id.generation;
-        if (!claim.id.addr.empty()) rec.id.addr = claim.id.addr;
-        if (new_generation) rec.meta = MemberMeta{};
+        const std::string_view addr = claim.id.addr.empty() || claim.id.addr.size() > kMaxNameBytes
+                                          ? old_addr : std::string_view(claim.id.addr);
+        const std::string_view meta = new_generation ? std::string_view()
+                                          : std::string_view(rec.text + rec.name_len + rec.addr_len, rec.meta_len);
+        set_text(rec, addr, meta);
       }
+      rec.generation = claim.id.generation;
       if (rec.state != claim.state || new_generation) rec.state_since = now;
       rec.state = claim.state;
       rec.incarnation = claim.incarnation;
-      account(rec, +1);
+      account(at, +1);
       break;
     }
     case Verdict::raise_only:
@@ -106,35 +151,50 @@ MemberTable::Outcome MemberTable::apply(const Claim& claim, Time now) {
 }
 
 void MemberTable::set_self(State state, uint64_t incarnation, Time now) {
-  Member& me = records_[0];
-  account(me, -1);
+  StoredRecord& me = rows_[0];
+  account(0, -1);
   if (me.state != state) me.state_since = now;
   me.state = state;
   me.incarnation = incarnation;
-  account(me, +1);
+  account(0, +1);
 }
 
-const Member* MemberTable::find(const std::string& name) const {
-  const uint32_t at = position(name);
-  return at == NameIndex::kNone ? nullptr : &records_[at];
+std::vector<Member> MemberTable::members() const {
+  std::vector<Member> out;
+  out.reserve(rows_.size());
+  for (uint32_t i = 0; i < rows_.size(); ++i) out.push_back(at(i).member());
+  return out;
 }
 
 void MemberTable::expire_tombstones(Time now, Time ttl, std::vector<std::string>& removed) {
-  for (size_t i = 1; i < records_.size();) {
-    const Member& m = records_[i];
-    if (is_live(m.state) || now - m.state_since < ttl) {
+  for (size_t i = 1; i < rows_.size();) {
+    const StoredRecord& r = rows_[i];
+    if (is_live(r.state) || now - r.state_since < ttl) {
       ++i;
       continue;
     }
-    removed.push_back(m.id.name);
-    index_.erase(m.id.name, static_cast<uint32_t>(i));
-    const uint32_t last = static_cast<uint32_t>(records_.size() - 1);
+    const std::string_view name(r.text, r.name_len);
+    removed.emplace_back(name);
+    index_.erase(name, static_cast<uint32_t>(i));
+    text_live_ -= r.name_len + r.addr_len + r.meta_len;
+    const auto last = static_cast<uint32_t>(rows_.size() - 1);
     if (i != last) {
-      index_.move(records_[last].id.name, last, static_cast<uint32_t>(i));
-      records_[i] = std::move(records_.back());
+      index_.move(std::string_view(rows_[last].text, rows_[last].name_len), last, static_cast<uint32_t>(i));
+      rows_[i] = rows_.back();
     }
-    records_.pop_back();
+    rows_.pop_back();
   }
+  compact_text();
+}
+
+void MemberTable::compact_text() {
+  constexpr size_t kMinGarbage = 64 * 1024;
+  if (text_.used() - text_live_ < std::max(kMinGarbage, text_live_)) return;
+  TextArena fresh;
+  for (StoredRecord& r : rows_) {
+    r.text = fresh.store({std::string_view(r.text, size_t{r.name_len} + r.addr_len + r.meta_len)});
+  }
+  text_ = std::move(fresh);
 }
 
 }  // namespace shoal::gossip

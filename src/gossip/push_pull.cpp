@@ -15,18 +15,19 @@ pb::Digest digest_of(const MemberTable& table) {
 pb::FullState full_state_of(const MemberTable& table) {
   pb::FullState s;
   s.mutable_members()->Reserve(static_cast<int>(table.size()));
-  for (const Member& m : table.records()) {
+  for (uint32_t i = 0; i < table.size(); ++i) {
+    const MemberRef m = table.at(i);
     pb::Update* u = s.add_members();
-    to_proto(m, std::string(), *u);
-    u->set_addr(m.id.addr);
+    to_proto(m, std::string_view(), *u);
+    u->set_addr(std::string(m.addr()));
   }
   s.set_hash(table.digest());
   return s;
 }
 
-Claim claim_from_state(const pb::Update& record, const std::string& peer, const Member* known) {
+Claim claim_from_state(const pb::Update& record, const std::string& peer, MemberRef known) {
   Claim c = from_proto(record);
-  if (c.state == State::dead && known != nullptr && is_live(known->state) && known->id.generation == c.id.generation) {
+  if (c.state == State::dead && known && is_live(known.state()) && known.generation() == c.id.generation) {
     c.state = State::suspect;
   }
   if (c.state == State::suspect || c.state == State::dead) c.accuser = peer;

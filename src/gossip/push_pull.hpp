@@ -18,6 +18,6 @@ pb::Digest digest_of(const MemberTable& table);
 pb::FullState full_state_of(const MemberTable& table);
 
 // The claim a record of a peer's state makes here. `known` is our record of that member, if any.
-Claim claim_from_state(const pb::Update& record, const std::string& peer, const Member* known);
+Claim claim_from_state(const pb::Update& record, const std::string& peer, MemberRef known);
 
 }  // namespace shoal::gossip

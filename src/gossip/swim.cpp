@@ -41,8 +41,11 @@ void Swim::on_stream_response(uint64_t token, std::optional<std::span<const std:
 void Swim::on_tick(Time now, Effects& out) { core_->on_tick(now, out); }
 void Swim::leave(Time now, Effects& out) { core_->leave(now, out); }
 const Identity& Swim::self() const { return core_->self(); }
-std::vector<Member> Swim::members() const { return core_->table().records(); }
-const Member* Swim::find(const std::string& name) const { return core_->table().find(name); }
+std::vector<Member> Swim::members() const { return core_->table().members(); }
+std::optional<Member> Swim::find(const std::string& name) const {
+  const MemberRef m = core_->table().find(name);
+  return m ? std::optional<Member>(m.member()) : std::nullopt;
+}
 const Stats& Swim::stats() const { return core_->stats(); }
 int Swim::local_health() const { return core_->local_health(); }
 const Config& Swim::config() const { return core_->config(); }
@@ -154,7 +157,7 @@ void SwimCore::run_due() {
       }
       if (!leaving_ && push_pulls_in_flight_ < cfg_.push_pull_max_in_flight) {
         auto peers = pick_members(1, std::string(), true);
-        if (!peers.empty()) start_push_pull(peers[0]->id.addr, StreamKind::push_pull);
+        if (!peers.empty()) start_push_pull(std::string(peers[0].addr()), StreamKind::push_pull);
       }
       continue;
     }
@@ -226,8 +229,8 @@ void SwimCore::recover_from_stall(Time lost) {
   for (auto& [name, s] : suspicions_) {
     s.timer.postpone(lost);
     reschedule_suspicion(s, name);
-    if (const Member* m = table_.find(name); m != nullptr && !m->id.addr.empty()) {
-      send(m->id.addr, update_entry(*m, s.timer.accuser()), false);
+    if (const MemberRef m = table_.find(name); m && !m.addr().empty()) {
+      send(std::string(m.addr()), update_entry(m, s.timer.accuser()), false);
     }
   }
   shoal::log::get(shoal::log::Component::gossip)
@@ -244,8 +247,8 @@ void SwimCore::log_reject(const wire::DecodeError& e, const char* what) {
             wire::name(e.cause), e.detail, stats_.rejected.get(e.cause));
 }
 
-void SwimCore::note_sender(const std::string& from, const wire::MemberId& sender, const Member* known) {
-  if (known != nullptr && known->id.generation >= sender.generation()) {
+void SwimCore::note_sender(const std::string& from, const wire::MemberId& sender, MemberRef known) {
+  if (known && known.generation() >= sender.generation()) {
     if (!unknown_senders_.empty()) unknown_senders_.erase(sender.name());
     return;
   }
@@ -270,7 +273,7 @@ void SwimCore::start(const std::vector<std::string>& seed_addrs, Time now, Effec
     return;
   }
   started_ = true;
-  table_.set_self(State::alive, table_.self().incarnation, now_);
+  table_.set_self(State::alive, table_.self().incarnation(), now_);
   emit(table_.self(), std::nullopt);
   for (const auto& a : seed_addrs) {
     if (a != self().addr && std::find(seeds_.begin(), seeds_.end(), a) == seeds_.end()) seeds_.push_back(a);
@@ -303,19 +306,19 @@ void SwimCore::on_packet(const std::string& from, std::span<const std::byte> byt
   enter(now);
   ++stats_.packets_in;
   stats_.bytes_in += bytes.size();
-  auto env = wire::decode_packet(bytes, udp_limits_);
-  if (!env) {
-    log_reject(env.error(), "a packet");
+  // The received envelope and packet are members, reused for every datagram.
+  const wire::Envelope* env = &rx_envelope_;
+  if (auto e = wire::decode_packet_into(bytes, udp_limits_, rx_envelope_)) {
+    log_reject(*e, "a packet");
     finish(out);
     return;
   }
-  auto packet = decode_gossip(*env);
-  if (!packet) {
-    log_reject(packet.error(), "a packet");
+  if (auto e = decode_gossip_into(rx_envelope_, rx_packet_)) {
+    log_reject(*e, "a packet");
     finish(out);
     return;
   }
-  const pb::Packet& p = *packet;
+  const pb::Packet& p = rx_packet_;
   const std::string& sender = env->sender().name();
   if (sender == self().name && env->sender().generation() == self().generation) {
     finish(out);  // our own packet looped back: nothing to learn
@@ -326,7 +329,7 @@ void SwimCore::on_packet(const std::string& from, std::span<const std::byte> byt
     corrected_ = false;
     accused_in_packet_ = false;
     for (const auto& u : p.updates()) handle_update(u, from);
-    const Member* known = table_.find(sender);  // valid until the table next grows
+    const MemberRef known = table_.find(sender);
     note_sender(from, env->sender(), known);
     if (p.has_ping()) on_ping(from, env->sender(), p.ping(), known);
     if (p.has_ping_req()) on_ping_req(from, p.ping_req());

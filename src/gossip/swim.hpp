@@ -186,7 +186,7 @@ class Swim {
 
   const Identity& self() const;
   std::vector<Member> members() const;  // including self, in no particular but deterministic order
-  const Member* find(const std::string& name) const;
+  std::optional<Member> find(const std::string& name) const;  // a copy of the record
   const Stats& stats() const;
   int local_health() const;  // Lifeguard's multiplier, 0..awareness_max
   const Config& config() const;

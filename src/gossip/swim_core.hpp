@@ -41,7 +41,7 @@ class SwimCore {
   void on_tick(Time now, Effects& out);
   void leave(Time now, Effects& out);
 
-  const Identity& self() const { return table_.self().id; }
+  const Identity& self() const { return table_.self_identity(); }
   const MemberTable& table() const { return table_; }
   size_t queued_updates() const { return queue_.size(); }
   const Stats& stats() const { return stats_; }
@@ -105,22 +105,22 @@ class SwimCore {
   void recover_from_stall(Time lost);
   Time next_wake() const;
   void log_reject(const wire::DecodeError& e, const char* what);
-  void note_sender(const std::string& from, const wire::MemberId& sender, const Member* known);
+  void note_sender(const std::string& from, const wire::MemberId& sender, MemberRef known);
 
   // swim_probe.cpp
   void start_regular_probe();
-  void start_probe(const Member& target, bool regular);
-  bool probe_running(const std::string& name) const;  // a probe of `name` is in flight
+  void start_probe(MemberRef target, bool regular);
+  bool probe_running(std::string_view name) const;  // a probe of `name` is in flight
   // A ping for a direct probe; it carries the suspicion when we hold the target suspect.
   std::string direct_ping_body(uint32_t seq, const Identity& target_id) const;
   void probe_direct_timeout(uint32_t seq);
   void finish_probe(uint32_t seq, bool acked);
-  void on_ping(const std::string& from, const wire::MemberId& sender, const pb::Ping& ping, const Member* known);
+  void on_ping(const std::string& from, const wire::MemberId& sender, const pb::Ping& ping, MemberRef known);
   void on_ping_req(const std::string& from, const pb::PingReq& req);
   void on_ack(const wire::Envelope& env, uint32_t seq);
   void on_nack(uint32_t seq);
   void relay_nack(uint32_t seq);
-  std::vector<const Member*> pick_members(size_t k, const std::string& exclude, bool alive_only);
+  std::vector<MemberRef> pick_members(size_t k, std::string_view exclude, bool alive_only);
 
   // swim_updates.cpp
   // from_addr: where to answer a sender that is behind (empty: do not); from_state: read from a
@@ -129,23 +129,23 @@ class SwimCore {
   // A received update: claims that change nothing here are dropped before they are decoded
   // (most updates a member receives are repeats).
   void handle_update(const pb::Update& u, const std::string& from_addr);
-  bool worth_correcting(const Member& record, State claimed) const;
+  bool worth_correcting(MemberRef record, State claimed) const;
   // `from_addr`: where the claim came from (empty when it came from a stream's state or from us).
   void handle_self_claim(const Claim& c, const std::string& from_addr);
   void refute(uint64_t seen_incarnation, const std::string& accuser, const std::string& from_addr);
   // Sends our own record to the accuser of a claim about us and to the member that passed it on.
   void answer_accusation(const std::string& accuser, const std::string& from_addr);
   void accuse(const std::string& name);  // this member's own probe of `name` failed
-  void start_suspicion(const Member& m, const std::string& accuser);
+  void start_suspicion(MemberRef m, const std::string& accuser);
   void reschedule_suspicion(Suspicion& s, const std::string& name);
   // True when the suspicion was given a last check instead of ending in a death (see the .cpp).
-  bool verify_before_death(Suspicion& s, const Member& m);
+  bool verify_before_death(Suspicion& s, MemberRef m);
   void suspicion_expired(const std::string& name);
-  void emit(const Member& m, std::optional<State> previous);
-  void broadcast(const Member& m, const std::string& accuser);
+  void emit(MemberRef m, std::optional<State> previous);
+  void broadcast(MemberRef m, std::string_view accuser);
   void gossip_round();
   uint32_t retransmit_limit() const;
-  std::string update_entry(const Member& m, const std::string& accuser) const;
+  std::string update_entry(MemberRef m, std::string_view accuser) const;
   // Sends `body` plus as many queued updates as fit to `to`.
   void send(const std::string& to, std::string body, bool piggyback = true);
 
@@ -165,6 +165,8 @@ class SwimCore {
   BroadcastQueue queue_;
   PacketWriter writer_;
   wire::Envelope stream_envelope_;  // sender fields of every stream payload
+  wire::Envelope rx_envelope_;      // the datagram being handled (reused: see on_packet)
+  pb::Packet rx_packet_;
   wire::PacketLimits udp_limits_, stream_limits_;
   Stats stats_;
   Effects* out_ = nullptr;  // the effects of the call in progress
@@ -181,7 +183,7 @@ class SwimCore {
   std::map<uint32_t, Probe> probes_;
   Time next_probe_at_ = kNever;
   std::map<uint32_t, Relay> relays_;
-  std::map<std::string, Suspicion> suspicions_;
+  std::map<std::string, Suspicion, std::less<>> suspicions_;
 
   Time next_gossip_at_{0};
   Time next_push_pull_at_ = kNever;

@@ -7,36 +7,35 @@
 
 namespace shoal::gossip {
 
-std::vector<const Member*> SwimCore::pick_members(size_t k, const std::string& exclude, bool alive_only) {
-  std::vector<const Member*> chosen;
-  const auto& records = table_.records();
-  if (k == 0 || records.size() < 2) return chosen;
-  auto eligible = [&](const Member& m) {
-    if (alive_only ? m.state != State::alive : !is_live(m.state)) return false;
-    return m.id.name != exclude && !m.id.addr.empty() && std::find(chosen.begin(), chosen.end(), &m) == chosen.end();
+std::vector<MemberRef> SwimCore::pick_members(size_t k, std::string_view exclude, bool alive_only) {
+  std::vector<MemberRef> chosen;
+  const auto size = static_cast<uint32_t>(table_.size());
+  if (k == 0 || size < 2) return chosen;
+  auto wanted = [&](uint32_t i) {
+    const StoredRecord& r = table_.row(i);
+    if (alive_only ? r.state != State::alive : !is_live(r.state)) return false;
+    return r.addr_len != 0 && std::string_view(r.text, r.name_len) != exclude;
+  };
+  auto picked = [&](uint32_t i, size_t among) {
+    const auto end = chosen.begin() + static_cast<std::ptrdiff_t>(among);
+    return std::find_if(chosen.begin(), end, [&](MemberRef m) { return m.position() == i; }) != end;
   };
   // Random draws first: O(k) when most records are live, which is the common case at any size.
   for (size_t attempt = 0; attempt < 4 * k + 8 && chosen.size() < k; ++attempt) {
-    const Member& m = records[1 + uniform_index(rng_, records.size() - 1)];  // [0] is self
-    if (eligible(m)) chosen.push_back(&m);
+    const auto i = static_cast<uint32_t>(1 + uniform_index(rng_, size - 1));  // [0] is self
+    if (wanted(i) && !picked(i, chosen.size())) chosen.push_back(table_.at(i));
   }
   if (chosen.size() == k) return chosen;
   // Few eligible members: reservoir sampling over the rest of the table.
   const size_t drawn = chosen.size();
   size_t seen = 0;
-  for (size_t i = 1; i < records.size(); ++i) {
-    const Member& m = records[i];
-    if (std::find(chosen.begin(), chosen.begin() + static_cast<std::ptrdiff_t>(drawn), &m) !=
-        chosen.begin() + static_cast<std::ptrdiff_t>(drawn)) {
-      continue;
-    }
-    if (alive_only ? m.state != State::alive : !is_live(m.state)) continue;
-    if (m.id.name == exclude || m.id.addr.empty()) continue;
+  for (uint32_t i = 1; i < size; ++i) {
+    if (picked(i, drawn) || !wanted(i)) continue;
     ++seen;
     if (chosen.size() < k) {
-      chosen.push_back(&m);
+      chosen.push_back(table_.at(i));
     } else if (size_t j = uniform_index(rng_, seen); j < k - drawn) {
-      chosen[drawn + j] = &m;
+      chosen[drawn + j] = table_.at(i);
     }
   }
   return chosen;
@@ -48,35 +47,37 @@ void SwimCore::start_regular_probe() {
     next_probe_at_ = kNever;
     return;
   }
-  const auto& records = table_.records();
-  auto probeable = [&](const Member& m) { return is_live(m.state) && !m.id.addr.empty(); };
+  auto probeable = [&](uint32_t i) {
+    const StoredRecord& r = table_.row(i);
+    return is_live(r.state) && r.addr_len != 0;
+  };
   auto target = order_.next(
-      [&](ProbeOrder::Slot i) { return i != 0 && i < records.size() && probeable(records[i]); },  // [0] is self
+      [&](ProbeOrder::Slot i) { return i != 0 && i < table_.size() && probeable(i); },  // [0] is self
       [&] {
         std::vector<ProbeOrder::Slot> slots;
         slots.reserve(table_.live_count());
-        for (size_t i = 1; i < records.size(); ++i) {
-          if (probeable(records[i])) slots.push_back(static_cast<ProbeOrder::Slot>(i));
+        for (uint32_t i = 1; i < table_.size(); ++i) {
+          if (probeable(i)) slots.push_back(i);
         }
         return slots;
       },
       rng_);
   if (!target) return;
-  const Member* m = &records[*target];
-  if (probe_running(m->id.name)) return;  // a confirmation probe of it is running already
-  start_probe(*m, true);
+  const MemberRef m = table_.at(*target);
+  if (probe_running(m.name())) return;  // a confirmation probe of it is running already
+  start_probe(m, true);
 }
 
-bool SwimCore::probe_running(const std::string& name) const {
+bool SwimCore::probe_running(std::string_view name) const {
   return std::any_of(probes_.begin(), probes_.end(), [&](const auto& entry) { return entry.second.target == name; });
 }
 
-void SwimCore::start_probe(const Member& target, bool regular) {
+void SwimCore::start_probe(MemberRef target, bool regular) {
   const uint32_t seq = next_seq_++;
   Probe p;
-  p.target = target.id.name;
-  p.generation = target.id.generation;
-  p.addr = target.id.addr;
+  p.target = target.name();
+  p.generation = target.generation();
+  p.addr = target.addr();
   p.regular = regular;
   p.started = now_;
   const Time direct = health_.scale(ms(cfg_.probe_timeout_ms));
@@ -86,8 +87,8 @@ void SwimCore::start_probe(const Member& target, bool regular) {
   if (regular) {
     next_probe_at_ = std::max(next_probe_at_, now_ + direct + indirect);
   }
-  const std::string addr = target.id.addr;
-  std::string body = direct_ping_body(seq, target.id);
+  const std::string addr = p.addr;
+  std::string body = direct_ping_body(seq, Identity{p.target, p.generation, p.addr});
   probes_.emplace(seq, std::move(p));
   ++stats_.probes_sent;
   send(addr, std::move(body));
@@ -97,10 +98,10 @@ std::string SwimCore::direct_ping_body(uint32_t seq, const Identity& target_id) 
   std::string body = ping_body(seq);
   // Lifeguard's buddy system: a suspect learns of the suspicion from the ping itself (and, if it
   // refuted already, answers us directly: we missed its refutation).
-  const Member* target = table_.find(target_id.name);
-  if (target != nullptr && target->id.generation == target_id.generation && target->state == State::suspect) {
+  const MemberRef target = table_.find(target_id.name);
+  if (target && target.generation() == target_id.generation && target.state() == State::suspect) {
     auto s = suspicions_.find(target_id.name);
-    body += update_entry(*target, s != suspicions_.end() ? s->second.timer.accuser() : self().name);
+    body += update_entry(target, s != suspicions_.end() ? s->second.timer.accuser() : self().name);
   }
   return body;
 }
@@ -117,10 +118,10 @@ void SwimCore::probe_direct_timeout(uint32_t seq) {
   // Ping once more ourselves: at 10% loss a second try turns one in five failed direct probes
   // into one in twenty-five, for one datagram.
   send(p.addr, direct_ping_body(seq, target));
-  for (const Member* h : pick_members(cfg_.indirect_checks, p.target, true)) {
-    p.helpers.push_back(h->id.name);
+  for (const MemberRef h : pick_members(cfg_.indirect_checks, p.target, true)) {
+    p.helpers.emplace_back(h.name());
     ++stats_.indirect_probes_sent;
-    send(h->id.addr, ping_req_body(seq, target));
+    send(std::string(h.addr()), ping_req_body(seq, target));
   }
   if (cfg_.fallback_probe) {
     pb::StreamRequest req;
@@ -151,19 +152,19 @@ void SwimCore::finish_probe(uint32_t seq, bool acked) {
     stats_.record_probe_rtt(now_ - p.started);
     return;
   }
-  const Member* m = table_.find(p.target);
-  if (m != nullptr && m->id.generation == p.generation && is_live(m->state)) accuse(p.target);
+  const MemberRef m = table_.find(p.target);
+  if (m && m.generation() == p.generation && is_live(m.state())) accuse(p.target);
 }
 
 void SwimCore::on_ping(const std::string& from, const wire::MemberId& sender, const pb::Ping& ping,
-                       const Member* known) {
+                       MemberRef known) {
   std::string body = ack_body(ping.seq());
   // A member we hold as suspect or dead is told so at once, so that it refutes (an accused
   // member that pings us is alive, or paused and back).
-  if (known != nullptr && known->id.generation == sender.generation() && known->state != State::alive &&
-      known->state != State::left) {
-    auto s = suspicions_.find(known->id.name);
-    body += update_entry(*known, s != suspicions_.end() ? s->second.timer.accuser() : self().name);
+  if (known && known.generation() == sender.generation() && known.state() != State::alive &&
+      known.state() != State::left) {
+    auto s = suspicions_.find(known.name());
+    body += update_entry(known, s != suspicions_.end() ? s->second.timer.accuser() : self().name);
   }
   // The ping accused us (the buddy system): the ack carries our record, refuted or current, so a
   // prober that missed our refutation learns it from the answer it is waiting for.

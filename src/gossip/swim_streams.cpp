@@ -68,11 +68,13 @@ void SwimCore::reconnect() {
   for (size_t i = 0; i < seeds_.size(); ++i) by_addr.emplace_back(seeds_[i], i);
   std::sort(by_addr.begin(), by_addr.end());
   std::vector<bool> live_seed(seeds_.size(), false);
-  std::vector<const Member*> dead;
-  for (const Member& m : table_.records()) {
-    if (m.state == State::dead && !m.id.addr.empty()) dead.push_back(&m);
-    if (!is_live(m.state) || by_addr.empty()) continue;
-    const std::string_view addr = m.id.addr;
+  std::vector<MemberRef> dead;
+  for (uint32_t i = 0; i < table_.size(); ++i) {
+    const MemberRef m = table_.at(i);
+    const State state = m.state();
+    if (state == State::dead && !m.addr().empty()) dead.push_back(m);
+    if (!is_live(state) || by_addr.empty()) continue;
+    const std::string_view addr = m.addr();
     auto it = std::lower_bound(by_addr.begin(), by_addr.end(), addr,
                                [](const auto& seed, std::string_view a) { return seed.first < a; });
     for (; it != by_addr.end() && it->first == addr; ++it) live_seed[it->second] = true;
@@ -82,7 +84,7 @@ void SwimCore::reconnect() {
     if (!live_seed[i]) strangers.push_back(&seeds_[i]);
   }
   if (!strangers.empty()) start_push_pull(*strangers[uniform_index(rng_, strangers.size())], StreamKind::push_pull);
-  if (!dead.empty()) start_push_pull(dead[uniform_index(rng_, dead.size())]->id.addr, StreamKind::push_pull);
+  if (!dead.empty()) start_push_pull(std::string(dead[uniform_index(rng_, dead.size())].addr()), StreamKind::push_pull);
 }
 
 void SwimCore::merge_state(const pb::FullState& state, const std::string& peer) {
@@ -93,11 +95,11 @@ void SwimCore::merge_state(const pb::FullState& state, const std::string& peer) 
       logged = true;
       continue;
     }
-    const Member* known = table_.find(u.name());
-    if (known != nullptr && u.name() != self().name) {
+    const MemberRef known = table_.find(u.name());
+    if (known && u.name() != self().name) {
       // Most of a peer's state is what we hold already: skip it without decoding.
       const State claimed = state_of(u.state());
-      const Verdict v = judge(*known, claimed, u.generation(), u.incarnation());
+      const Verdict v = judge(known, claimed, u.generation(), u.incarnation());
       if (v == Verdict::stale || (v == Verdict::same && claimed != State::suspect && claimed != State::dead)) continue;
     }
     handle_claim(claim_from_state(u, peer, known), std::string(), true);

@@ -6,18 +6,18 @@
 
 namespace shoal::gossip {
 
-bool SwimCore::worth_correcting(const Member& record, State claimed) const {
+bool SwimCore::worth_correcting(MemberRef record, State claimed) const {
   const bool accusation = claimed == State::suspect || claimed == State::dead;
-  return (accusation && is_live(record.state)) || (claimed == State::alive && !is_live(record.state));
+  return (accusation && is_live(record.state())) || (claimed == State::alive && !is_live(record.state()));
 }
 
 void SwimCore::handle_update(const pb::Update& u, const std::string& from_addr) {
   if (u.name() != self().name) {
-    if (const Member* m = table_.find(u.name()); m != nullptr) {
+    if (const MemberRef m = table_.find(u.name()); m) {
       const State claimed = state_of(u.state());
-      const Verdict v = judge(*m, claimed, u.generation(), u.incarnation());
+      const Verdict v = judge(m, claimed, u.generation(), u.incarnation());
       if (v == Verdict::same && claimed != State::suspect) return;
-      if (v == Verdict::stale && (corrected_ || from_addr.empty() || !worth_correcting(*m, claimed))) return;
+      if (v == Verdict::stale && (corrected_ || from_addr.empty() || !worth_correcting(m, claimed))) return;
     }
   }
   handle_claim(from_proto(u), from_addr, false);
@@ -28,32 +28,32 @@ void SwimCore::handle_claim(const Claim& c, const std::string& from_addr, bool f
     handle_self_claim(c, from_addr);
     return;
   }
-  const Member* before = table_.find(c.id.name);
-  const bool was_live = before != nullptr && is_live(before->state);
+  const MemberRef before = table_.find(c.id.name);
+  const bool was_live = before && is_live(before.state());
   const auto outcome = table_.apply(c, now_);
   switch (outcome.verdict) {
     case Verdict::replace: {
       ++stats_.updates_applied;
-      const Member& m = *outcome.member;
-      const std::string name = m.id.name;
+      const MemberRef m = outcome.member;
+      const std::string name(m.name());
       emit(m, outcome.previous);
-      if (m.state == State::suspect) {
+      if (m.state() == State::suspect) {
         start_suspicion(m, c.accuser);
       } else if (auto s = suspicions_.find(name); s != suspicions_.end()) {
         cancel_timer(s->second.key);
         suspicions_.erase(s);
       }
-      if (is_live(m.state) && !was_live) order_.add(table_.position_of(name), rng_);
+      if (is_live(m.state()) && !was_live) order_.add(m.position(), rng_);
       // A joining member learns the whole table from its seed: everyone has that already.
       if (!merging_join_) broadcast(m, c.accuser);
-      if (m.state == State::suspect && c.accuser != self().name) {
+      if (m.state() == State::suspect && c.accuser != self().name) {
         // Ask a few members (each with probability p) to check the suspect now: their
         // confirmations shorten the suspicion instead of waiting for the round-robin.
         const size_t others = table_.live_count() > 2 ? table_.live_count() - 2 : 1;
         const uint64_t p_millionths =
             std::min<uint64_t>(1000000, uint64_t{cfg_.confirmation_probes} * 1000000 / others);
         if (!leaving_ && uniform_index(rng_, 1000000) < p_millionths) {
-          if (!probe_running(name)) start_probe(*table_.find(name), false);
+          if (!probe_running(name)) start_probe(m, false);
         }
       }
       break;
@@ -64,7 +64,7 @@ void SwimCore::handle_claim(const Claim& c, const std::string& from_addr, bool f
         if (s != suspicions_.end() && s->second.timer.confirm(c.accuser)) {
           ++stats_.confirmations;
           reschedule_suspicion(s->second, c.id.name);
-          broadcast(*outcome.member, c.accuser);
+          broadcast(outcome.member, c.accuser);
         }
       }
       break;
@@ -74,12 +74,12 @@ void SwimCore::handle_claim(const Claim& c, const std::string& from_addr, bool f
       // The sender is behind. Tell it what we know when that matters: an accusation of a member
       // that has refuted it, or an alive of one we hold dead (perhaps the member itself, back from
       // a pause). One such answer per packet.
-      const Member* m = outcome.member;
-      if (m == nullptr || from_addr.empty() || corrected_ || from_state) break;
-      if (worth_correcting(*m, c.state)) {
+      const MemberRef m = outcome.member;
+      if (!m || from_addr.empty() || corrected_ || from_state) break;
+      if (worth_correcting(m, c.state)) {
         corrected_ = true;
-        auto s = suspicions_.find(m->id.name);
-        send(from_addr, update_entry(*m, s != suspicions_.end() ? s->second.timer.accuser() : self().name), false);
+        auto s = suspicions_.find(m.name());
+        send(from_addr, update_entry(m, s != suspicions_.end() ? s->second.timer.accuser() : self().name), false);
       }
       break;
     }
@@ -87,20 +87,20 @@ void SwimCore::handle_claim(const Claim& c, const std::string& from_addr, bool f
 }
 
 void SwimCore::handle_self_claim(const Claim& c, const std::string& from_addr) {
-  const Member& me = table_.self();
-  if (leaving_ || c.id.generation < me.id.generation) return;  // news about an earlier life of ours
-  if (c.id.generation > me.id.generation) {
+  const MemberRef me = table_.self();
+  if (leaving_ || c.id.generation < me.generation()) return;  // news about an earlier life of ours
+  if (c.id.generation > me.generation()) {
     if (!last_name_clash_log_ || now_ - *last_name_clash_log_ >= ms(10000)) {
       last_name_clash_log_ = now_;
       shoal::log::get(shoal::log::Component::gossip)
           .warn("{}: another member claims our name with a newer generation ({} > {}): two members with one name?",
-                me.id.name, c.id.generation, me.id.generation);
+                self().name, c.id.generation, me.generation());
     }
     return;
   }
   const bool accused = c.state != State::alive;
   if (accused) accused_in_packet_ = true;
-  if (accused ? c.incarnation >= me.incarnation : c.incarnation > me.incarnation) {
+  if (accused ? c.incarnation >= me.incarnation() : c.incarnation > me.incarnation()) {
     refute(c.incarnation, c.accuser, from_addr);
   } else if (accused && !corrected_) {
     // A stale accusation (an older incarnation than ours): whoever passed it on, and its accuser,
@@ -113,48 +113,48 @@ void SwimCore::handle_self_claim(const Claim& c, const std::string& from_addr) {
 }
 
 void SwimCore::answer_accusation(const std::string& accuser, const std::string& from_addr) {
-  const Member& me = table_.self();
+  const MemberRef me = table_.self();
   std::string accuser_addr;
-  if (const Member* a = table_.find(accuser); a != nullptr && a != &me) accuser_addr = a->id.addr;
-  if (!accuser_addr.empty()) send(accuser_addr, update_entry(me, std::string()), false);
-  if (!from_addr.empty() && from_addr != accuser_addr && from_addr != me.id.addr) {
-    send(from_addr, update_entry(me, std::string()), false);
+  if (const MemberRef a = table_.find(accuser); a && !a.is_self()) accuser_addr = a.addr();
+  if (!accuser_addr.empty()) send(accuser_addr, update_entry(me, {}), false);
+  if (!from_addr.empty() && from_addr != accuser_addr && from_addr != self().addr) {
+    send(from_addr, update_entry(me, {}), false);
   }
 }
 
 void SwimCore::refute(uint64_t seen_incarnation, const std::string& accuser, const std::string& from_addr) {
-  const uint64_t inc = std::max(seen_incarnation, table_.self().incarnation) + 1;
+  const uint64_t inc = std::max(seen_incarnation, table_.self().incarnation()) + 1;
   table_.set_self(State::alive, inc, now_);
   health_.apply(LocalHealth::kRefuted);
   ++stats_.refutations;
   emit(table_.self(), State::alive);
-  broadcast(table_.self(), std::string());
+  broadcast(table_.self(), {});
   // The accuser's timer runs first, and the member that told us holds the suspicion too: answer
   // both directly.
   answer_accusation(accuser, from_addr);
 }
 
 void SwimCore::accuse(const std::string& name) {
-  const Member* m = table_.find(name);
-  if (m == nullptr || !is_live(m->state)) return;
-  const bool fresh = m->state == State::alive;
+  MemberRef m = table_.find(name);
+  if (!m || !is_live(m.state())) return;
+  const bool fresh = m.state() == State::alive;
   if (fresh) ++stats_.suspicions_raised;
-  handle_claim(Claim{m->id, State::suspect, m->incarnation, {}, self().name}, std::string(), false);
+  handle_claim(Claim{m.identity(), State::suspect, m.incarnation(), {}, self().name}, std::string(), false);
   // Buddy system: tell the suspect itself at once; it refutes if it is alive.
   m = table_.find(name);
-  if (fresh && m != nullptr && m->state == State::suspect) send(m->id.addr, update_entry(*m, self().name), false);
+  if (fresh && m && m.state() == State::suspect) send(std::string(m.addr()), update_entry(m, self().name), false);
 }
 
-void SwimCore::start_suspicion(const Member& m, const std::string& accuser) {
-  if (auto old = suspicions_.find(m.id.name); old != suspicions_.end()) {
+void SwimCore::start_suspicion(MemberRef m, const std::string& accuser) {
+  if (auto old = suspicions_.find(m.name()); old != suspicions_.end()) {
     cancel_timer(old->second.key);
     suspicions_.erase(old);
   }
   const auto bounds = suspicion_bounds(ms(cfg_.suspicion_min_ms), cfg_.suspicion_max_mult, cfg_.suspicion_confirmations,
                                        table_.live_count());
   auto [it, inserted] = suspicions_.emplace(
-      m.id.name, Suspicion{SuspicionTimer(now_, bounds, accuser), m.id.generation, m.incarnation, TimerKey{}});
-  it->second.key = add_timer(it->second.timer.deadline(), TimerAction{TimerKind::suspicion, 0, m.id.name});
+      std::string(m.name()), Suspicion{SuspicionTimer(now_, bounds, accuser), m.generation(), m.incarnation(), TimerKey{}});
+  it->second.key = add_timer(it->second.timer.deadline(), TimerAction{TimerKind::suspicion, 0, it->first});
 }
 
 void SwimCore::reschedule_suspicion(Suspicion& s, const std::string& name) {
@@ -168,20 +168,20 @@ void SwimCore::suspicion_expired(const std::string& name) {
     ++stats_.stale_timers;
     return;
   }
-  const Member* m = table_.find(name);
-  if (m == nullptr || m->state != State::suspect || m->id.generation != it->second.generation ||
-      m->incarnation != it->second.incarnation) {
+  const MemberRef m = table_.find(name);
+  if (!m || m.state() != State::suspect || m.generation() != it->second.generation ||
+      m.incarnation() != it->second.incarnation) {
     suspicions_.erase(it);
     ++stats_.stale_timers;
     return;
   }
-  if (verify_before_death(it->second, *m)) return;
+  if (verify_before_death(it->second, m)) return;
   const Suspicion s = std::move(it->second);
   suspicions_.erase(it);
   ++stats_.deaths_declared;
   shoal::log::get(shoal::log::Component::gossip)
       .debug("{}: {} declared dead after {} confirmations", self().name, name, s.timer.confirmations());
-  handle_claim(Claim{m->id, State::dead, m->incarnation, {}, self().name}, std::string(), false);
+  handle_claim(Claim{m.identity(), State::dead, m.incarnation(), {}, self().name}, std::string(), false);
 }
 
 // A suspicion that nobody but its accuser vouches for is what a lost refutation looks like: the
@@ -191,30 +191,30 @@ void SwimCore::suspicion_expired(const std::string& name) {
 // failed probe confirms the suspicion and the member is declared dead at once. A crashed member
 // draws confirmations from its other probers, so this costs its detection nothing at scale; with
 // fewer than K + 2 members (no confirmations possible) it adds one probe to the detection.
-bool SwimCore::verify_before_death(Suspicion& s, const Member& m) {
+bool SwimCore::verify_before_death(Suspicion& s, MemberRef m) {
   if (s.checked || s.timer.confirmations() > 0 || s.timer.accuser() == self().name || leaving_) return false;
   s.checked = true;
   ++stats_.suspicions_verified;
-  if (!probe_running(m.id.name)) start_probe(m, false);
+  if (!probe_running(m.name())) start_probe(m, false);
   // The probe's whole window, then as long again for its answer to arrive.
   const Time window = health_.scale(ms(cfg_.probe_timeout_ms) + ms(cfg_.indirect_timeout_ms)) * 2;
   cancel_timer(s.key);
-  s.key = add_timer(now_ + window, TimerAction{TimerKind::suspicion, 0, m.id.name});
+  s.key = add_timer(now_ + window, TimerAction{TimerKind::suspicion, 0, std::string(m.name())});
   return true;
 }
 
-void SwimCore::emit(const Member& m, std::optional<State> previous) {
-  if (out_ != nullptr) out_->events.push_back(MemberEvent{m, previous});
+void SwimCore::emit(MemberRef m, std::optional<State> previous) {
+  if (out_ != nullptr) out_->events.push_back(MemberEvent{m.member(), previous});
 }
 
-std::string SwimCore::update_entry(const Member& m, const std::string& accuser) const {
+std::string SwimCore::update_entry(MemberRef m, std::string_view accuser) const {
   pb::Update u;
   to_proto(m, accuser, u);
   return encode_update_entry(u);
 }
 
-void SwimCore::broadcast(const Member& m, const std::string& accuser) {
-  queue_.push(m.id.name, update_entry(m, accuser));
+void SwimCore::broadcast(MemberRef m, std::string_view accuser) {
+  queue_.push(std::string(m.name()), update_entry(m, accuser));
   stats_.broadcasts_dropped = queue_.dropped();
 }
 
@@ -225,11 +225,11 @@ uint32_t SwimCore::retransmit_limit() const {
 }
 
 void SwimCore::gossip_round() {
-  for (const Member* m : pick_members(cfg_.gossip_fanout, std::string(), false)) {
+  for (const MemberRef m : pick_members(cfg_.gossip_fanout, {}, false)) {
     std::string body;
     if (queue_.fill(body, writer_.body_budget(), retransmit_limit()) == 0) break;
     ++stats_.gossip_packets_sent;
-    send(m->id.addr, std::move(body), false);
+    send(std::string(m.addr()), std::move(body), false);
   }
 }
 
@@ -256,7 +256,7 @@ void SwimCore::leave(Time now, Effects& out) {
     return;
   }
   leaving_ = true;
-  table_.set_self(State::left, table_.self().incarnation, now_);
+  table_.set_self(State::left, table_.self().incarnation(), now_);
   emit(table_.self(), State::alive);
   for (auto& [seq, p] : probes_) {
     cancel_timer(p.direct_timer);
@@ -266,22 +266,21 @@ void SwimCore::leave(Time now, Effects& out) {
   next_probe_at_ = kNever;
   next_push_pull_at_ = kNever;
   next_reconnect_at_ = kNever;
-  broadcast(table_.self(), std::string());
+  broadcast(table_.self(), {});
   // Tell a handful of members directly, so that the news does not wait for the gossip timer.
-  const std::string entry = update_entry(table_.self(), std::string());
-  for (const Member* m : pick_members(std::max<uint32_t>(cfg_.gossip_fanout, 8), std::string(), false)) {
-    send(m->id.addr, entry, false);
+  const std::string entry = update_entry(table_.self(), {});
+  for (const MemberRef m : pick_members(std::max<uint32_t>(cfg_.gossip_fanout, 8), {}, false)) {
+    send(std::string(m.addr()), entry, false);
   }
   // Members that left moments before us still linger (as acceptors of the next view) until they know
   // the rest are gone too, as at the end of a job: the live-only picks above never reach them.
   constexpr size_t kTellRecentLeavers = 64;
   const Time kRecentLeave = ms(10000);
   size_t told = 0;
-  const auto& records = table_.records();
-  for (size_t i = 1; i < records.size() && told < kTellRecentLeavers; ++i) {  // [0] is self
-    const Member& m = records[i];
-    if (m.state == State::left && !m.id.addr.empty() && now_ - m.state_since <= kRecentLeave) {
-      send(m.id.addr, entry, false);
+  for (uint32_t i = 1; i < table_.size() && told < kTellRecentLeavers; ++i) {  // [0] is self
+    const MemberRef m = table_.at(i);
+    if (m.state() == State::left && !m.addr().empty() && now_ - m.state_since() <= kRecentLeave) {
+      send(std::string(m.addr()), entry, false);
       ++told;
     }
   }

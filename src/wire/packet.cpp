@@ -20,9 +20,7 @@ void write_be32(std::byte* p, uint32_t v) {
   p[3] = std::byte(v);
 }
 
-Unexpected<DecodeError> reject(RejectCause cause, std::string detail) {
-  return Unexpected<DecodeError>{DecodeError{cause, std::move(detail)}};
-}
+DecodeError rejected(RejectCause cause, std::string detail) { return DecodeError{cause, std::move(detail)}; }
 
 }  // namespace
 
@@ -42,38 +40,44 @@ Result<std::vector<std::byte>> encode_packet(const Envelope& env, size_t max_byt
   return out;
 }
 
-Result<Envelope, DecodeError> decode_packet(std::span<const std::byte> bytes, const PacketLimits& limits) {
+std::optional<DecodeError> decode_packet_into(std::span<const std::byte> bytes, const PacketLimits& limits,
+                                              Envelope& env) {
   if (bytes.size() > limits.max_bytes) {
-    return reject(RejectCause::oversized, std::to_string(bytes.size()) + " bytes > " + std::to_string(limits.max_bytes));
+    return rejected(RejectCause::oversized, std::to_string(bytes.size()) + " bytes > " + std::to_string(limits.max_bytes));
   }
   if (bytes.size() < 3 || std::memcmp(bytes.data(), kMagic, 3) != 0) {
-    return reject(RejectCause::bad_magic, "missing magic");
+    return rejected(RejectCause::bad_magic, "missing magic");
   }
-  if (bytes.size() < kPacketHeaderBytes) return reject(RejectCause::truncated, "header cut short");
+  if (bytes.size() < kPacketHeaderBytes) return rejected(RejectCause::truncated, "header cut short");
   if (bytes[3] != kHeaderVersion) {
-    return reject(RejectCause::bad_version, "header version " + std::to_string(int(bytes[3])));
+    return rejected(RejectCause::bad_version, "header version " + std::to_string(int(bytes[3])));
   }
   const uint32_t body = read_be32(bytes.data() + 4);
   const size_t have = bytes.size() - kPacketHeaderBytes;
   if (have < body) {
-    return reject(RejectCause::truncated, "payload " + std::to_string(have) + " of " + std::to_string(body) + " bytes");
+    return rejected(RejectCause::truncated, "payload " + std::to_string(have) + " of " + std::to_string(body) + " bytes");
   }
-  if (have > body) return reject(RejectCause::malformed, std::to_string(have - body) + " trailing bytes");
+  if (have > body) return rejected(RejectCause::malformed, std::to_string(have - body) + " trailing bytes");
 
-  Envelope env;
   if (!env.ParseFromArray(bytes.data() + kPacketHeaderBytes, static_cast<int>(body))) {
-    return reject(RejectCause::malformed, "envelope does not parse");
+    return rejected(RejectCause::malformed, "envelope does not parse");
   }
   if (env.protocol_version() != kProtocolVersion) {
-    return reject(RejectCause::bad_version, "protocol version " + std::to_string(env.protocol_version()));
+    return rejected(RejectCause::bad_version, "protocol version " + std::to_string(env.protocol_version()));
   }
   if (!env.has_sender() || env.sender().name().empty() || env.sender().generation() == 0) {
-    return reject(RejectCause::malformed, "sender identity missing");
+    return rejected(RejectCause::malformed, "sender identity missing");
   }
-  if (env.body_case() == Envelope::BODY_NOT_SET) return reject(RejectCause::malformed, "no body");
+  if (env.body_case() == Envelope::BODY_NOT_SET) return rejected(RejectCause::malformed, "no body");
   if (!limits.expected_cluster.empty() && env.cluster_id() != limits.expected_cluster) {
-    return reject(RejectCause::wrong_cluster, "cluster '" + env.cluster_id() + "'");
+    return rejected(RejectCause::wrong_cluster, "cluster '" + env.cluster_id() + "'");
   }
+  return std::nullopt;
+}
+
+Result<Envelope, DecodeError> decode_packet(std::span<const std::byte> bytes, const PacketLimits& limits) {
+  Envelope env;
+  if (auto e = decode_packet_into(bytes, limits, env)) return Unexpected<DecodeError>{std::move(*e)};
   return env;
 }
 

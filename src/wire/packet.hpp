@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -29,6 +30,10 @@ Result<std::vector<std::byte>> encode_packet(const Envelope& env, size_t max_byt
 
 // Parses and validates a received datagram.
 Result<Envelope, DecodeError> decode_packet(std::span<const std::byte> bytes, const PacketLimits& limits);
+// The same into an envelope the caller keeps: a receiver that reuses one allocates nothing for most
+// datagrams (protobuf keeps the capacity of a cleared message's strings). nullopt: `env` is valid.
+std::optional<DecodeError> decode_packet_into(std::span<const std::byte> bytes, const PacketLimits& limits,
+                                              Envelope& env);
 
 // Fills the fields every envelope carries.
 Envelope make_envelope(const std::string& cluster_id, const std::string& name, uint64_t generation,

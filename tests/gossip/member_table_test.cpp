@@ -4,6 +4,10 @@
 
 #include <doctest/doctest.h>
 
+#include <stdexcept>
+#include <string>
+#include <vector>
+
 using namespace shoal::gossip;
 
 namespace {
@@ -68,11 +72,11 @@ TEST_CASE("a higher dead incarnation is stored, so a later stale alive cannot re
   REQUIRE(t.apply(claim(State::alive, 1, 2), Time{0}).inserted);
   REQUIRE(t.apply(claim(State::dead, 1, 2), Time{0}).verdict == Verdict::replace);
   CHECK(t.apply(claim(State::dead, 1, 5), Time{0}).verdict == Verdict::raise_only);
-  CHECK(t.find("b")->incarnation == 5);
+  CHECK(t.find("b").incarnation() == 5);
   CHECK(t.apply(claim(State::alive, 1, 4), Time{0}).verdict == Verdict::stale);
-  CHECK(t.find("b")->state == State::dead);
+  CHECK(t.find("b").state() == State::dead);
   CHECK(t.apply(claim(State::alive, 1, 6), Time{0}).verdict == Verdict::replace);
-  CHECK(t.find("b")->state == State::alive);
+  CHECK(t.find("b").state() == State::alive);
 }
 
 TEST_CASE("a restarted member replaces its own death record at once") {
@@ -82,17 +86,17 @@ TEST_CASE("a restarted member replaces its own death record at once") {
   auto out = t.apply(claim(State::alive, 2, 0), Time{5});
   CHECK(out.verdict == Verdict::replace);
   CHECK(out.previous == State::dead);
-  CHECK(t.find("b")->id.generation == 2);
-  CHECK(t.find("b")->incarnation == 0);
-  CHECK(t.find("b")->state_since == Time{5});
+  CHECK(t.find("b").generation() == 2);
+  CHECK(t.find("b").incarnation() == 0);
+  CHECK(t.find("b").state_since() == Time{5});
 }
 
 TEST_CASE("an unknown member is recorded from alive and tombstones, not from a suspicion") {
   auto t = table();
-  CHECK(t.apply(claim(State::suspect, 1, 0), Time{0}).member == nullptr);
-  CHECK(t.find("b") == nullptr);
+  CHECK(t.apply(claim(State::suspect, 1, 0), Time{0}).member == MemberRef());
+  CHECK(!t.find("b"));
   CHECK(t.apply(claim(State::dead, 1, 0), Time{0}).inserted);
-  CHECK(t.find("b")->state == State::dead);
+  CHECK(t.find("b").state() == State::dead);
   CHECK(t.live_count() == 1);
 }
 
@@ -129,7 +133,80 @@ TEST_CASE("tombstones expire after their time to live, live records never") {
   t.expire_tombstones(Time{200}, Time{100}, removed);
   REQUIRE(removed.size() == 1);
   CHECK(removed[0] == "c");
-  CHECK(t.find("c") == nullptr);
-  CHECK(t.find("b") != nullptr);
+  CHECK(!t.find("c"));
+  CHECK(t.find("b").name() == "b");
   CHECK(t.size() == 2);
+}
+
+TEST_CASE("a record keeps its address and metadata until a claim changes them") {
+  auto t = table();
+  Claim c = claim(State::alive, 1, 0);
+  c.meta.labels = {{"rack", "r7"}, {"zone", ""}};
+  REQUIRE(t.apply(c, Time{0}).inserted);
+  MemberRef b = t.find("b");
+  CHECK(b.addr() == "b:1");
+  CHECK(b.meta() == c.meta);
+  // An accusation names no metadata and keeps the address and metadata of the record.
+  REQUIRE(t.apply(claim(State::suspect, 1, 0), Time{1}).verdict == Verdict::replace);
+  CHECK(b.state() == State::suspect);
+  CHECK(b.addr() == "b:1");
+  CHECK(b.meta() == c.meta);
+  // The member refutes from a new address with new metadata.
+  c.id.addr = "10.0.0.2:7946";
+  c.incarnation = 1;
+  c.meta = MemberMeta{"host-b2", 8, {}};
+  REQUIRE(t.apply(c, Time{2}).verdict == Verdict::replace);
+  CHECK(b.name() == "b");
+  CHECK(b.addr() == "10.0.0.2:7946");
+  CHECK(b.meta() == c.meta);
+  CHECK(b.member().id == c.id);
+  // A new generation that dies before announcing itself: the address stays, the metadata goes.
+  REQUIRE(t.apply(claim(State::dead, 2, 0), Time{3}).verdict == Verdict::replace);
+  CHECK(b.generation() == 2);
+  CHECK(b.addr() == "b:1");
+  CHECK(b.meta() == MemberMeta{});
+}
+
+TEST_CASE("metadata survives its compact encoding, empty or not") {
+  for (const MemberMeta& m : {MemberMeta{}, MemberMeta{"", 3, {}}, MemberMeta{"h", 0, {{"", ""}}},
+                              MemberMeta{std::string(300, 'x'), 4000000000u, {{"k", std::string(200, 'v')}, {"a", "b"}}}}) {
+    CHECK(decode_meta(encode_meta(m)) == m);
+  }
+  CHECK(encode_meta(MemberMeta{}).empty());
+}
+
+TEST_CASE("records stay readable after many replacements and a compaction of the arena") {
+  auto t = table();
+  std::vector<std::string> removed;
+  for (int round = 0; round < 40; ++round) {
+    for (int i = 0; i < 200; ++i) {
+      Claim c{Identity{"m" + std::to_string(i), 1, "10.1." + std::to_string(round) + "." + std::to_string(i) + ":1"},
+              State::alive, static_cast<uint64_t>(round), MemberMeta{"host-" + std::to_string(i), 8, {}}, ""};
+      t.apply(c, Time{round});
+    }
+  }
+  // Half of them die and expire: their text and the text of every replaced address is garbage.
+  for (int i = 0; i < 200; i += 2) {
+    t.apply(Claim{Identity{"m" + std::to_string(i), 1, ""}, State::dead, 39, {}, "a"}, Time{100});
+  }
+  t.expire_tombstones(Time{1000}, Time{100}, removed);
+  CHECK(removed.size() == 100);
+  CHECK(t.size() == 101);
+  for (int i = 1; i < 200; i += 2) {
+    const MemberRef m = t.find("m" + std::to_string(i));
+    REQUIRE(m);
+    CHECK(m.addr() == "10.1.39." + std::to_string(i) + ":1");
+    CHECK(m.meta().host == "host-" + std::to_string(i));
+  }
+  CHECK(t.find("a").addr() == "a:1");
+}
+
+TEST_CASE("names and addresses beyond the limit are refused, not truncated") {
+  auto t = table();
+  Claim c = claim(State::alive, 1, 0);
+  c.id.name = std::string(MemberTable::kMaxNameBytes + 1, 'n');
+  CHECK_FALSE(t.apply(c, Time{0}).inserted);
+  CHECK(t.size() == 1);
+  CHECK_THROWS_AS(MemberTable(Identity{std::string(MemberTable::kMaxNameBytes + 1, 'a'), 1, "a:1"}, MemberMeta{}, Time{0}),
+                  std::invalid_argument);
 }

@@ -65,8 +65,8 @@ class TestNet {
 
   // The state `observer` holds of `subject` (nullopt: unknown).
   std::optional<State> view(const std::string& observer, const std::string& subject) {
-    const Member* m = node(observer).find(subject);
-    if (m == nullptr) return std::nullopt;
+    const std::optional<Member> m = node(observer).find(subject);
+    if (!m) return std::nullopt;
     return m->state;
   }
 
