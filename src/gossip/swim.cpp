@@ -95,7 +95,15 @@ SwimCore::SwimCore(Config cfg, Identity self, MemberMeta meta, uint64_t seed)
       writer_(cfg_.cluster_id, self, cfg_.max_packet_bytes),
       stream_envelope_(wire::make_envelope(cfg_.cluster_id, self.name, self.generation, self.addr)),
       udp_limits_{cfg_.max_packet_bytes, cfg_.cluster_id},
-      stream_limits_{cfg_.max_stream_bytes, cfg_.cluster_id} {}
+      stream_limits_{cfg_.max_stream_bytes, cfg_.cluster_id} {
+  // A full datagram (1400 bytes) decodes into about twice that; a bigger one takes more blocks.
+  constexpr size_t kRxBlockBytes = 4096;
+  rx_block_ = std::make_unique<std::byte[]>(kRxBlockBytes);
+  google::protobuf::ArenaOptions arena;
+  arena.initial_block = reinterpret_cast<char*>(rx_block_.get());
+  arena.initial_block_size = kRxBlockBytes;
+  rx_arena_ = std::make_unique<google::protobuf::Arena>(arena);
+}
 
 void SwimCore::enter(Time now) {
   const bool stalled = wanted_wake_ && now > *wanted_wake_ + ms(cfg_.stall_threshold_ms);
@@ -306,19 +314,20 @@ void SwimCore::on_packet(const std::string& from, std::span<const std::byte> byt
   enter(now);
   ++stats_.packets_in;
   stats_.bytes_in += bytes.size();
-  // The received envelope and packet are members, reused for every datagram.
-  const wire::Envelope* env = &rx_envelope_;
-  if (auto e = wire::decode_packet_into(bytes, udp_limits_, rx_envelope_)) {
+  rx_arena_->Reset();  // what the previous datagram decoded into
+  auto* env = google::protobuf::Arena::CreateMessage<wire::Envelope>(rx_arena_.get());
+  auto* packet = google::protobuf::Arena::CreateMessage<pb::Packet>(rx_arena_.get());
+  if (auto e = wire::decode_packet_into(bytes, udp_limits_, *env)) {
     log_reject(*e, "a packet");
     finish(out);
     return;
   }
-  if (auto e = decode_gossip_into(rx_envelope_, rx_packet_)) {
+  if (auto e = decode_gossip_into(*env, *packet)) {
     log_reject(*e, "a packet");
     finish(out);
     return;
   }
-  const pb::Packet& p = rx_packet_;
+  const pb::Packet& p = *packet;
   const std::string& sender = env->sender().name();
   if (sender == self().name && env->sender().generation() == self().generation) {
     finish(out);  // our own packet looped back: nothing to learn

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -165,8 +166,10 @@ class SwimCore {
   BroadcastQueue queue_;
   PacketWriter writer_;
   wire::Envelope stream_envelope_;  // sender fields of every stream payload
-  wire::Envelope rx_envelope_;      // the datagram being handled (reused: see on_packet)
-  pb::Packet rx_packet_;
+  // A received datagram's messages live in this arena, whose first block is rx_block_: decoding
+  // a datagram allocates nothing, and the next one starts from an empty arena.
+  std::unique_ptr<std::byte[]> rx_block_;
+  std::unique_ptr<google::protobuf::Arena> rx_arena_;
   wire::PacketLimits udp_limits_, stream_limits_;
   Stats stats_;
   Effects* out_ = nullptr;  // the effects of the call in progress
