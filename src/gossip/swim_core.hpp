@@ -113,7 +113,8 @@ class SwimCore {
   void start_probe(MemberRef target, bool regular);
   bool probe_running(std::string_view name) const;  // a probe of `name` is in flight
   // A ping for a direct probe; it carries the suspicion when we hold the target suspect.
-  std::string direct_ping_body(uint32_t seq, const Identity& target_id) const;
+  // `target`: our record of the target (empty if we hold none), `generation` the one probed.
+  std::string direct_ping_body(uint32_t seq, MemberRef target, uint64_t generation) const;
   void probe_direct_timeout(uint32_t seq);
   void finish_probe(uint32_t seq, bool acked);
   void on_ping(const std::string& from, const wire::MemberId& sender, const pb::Ping& ping, MemberRef known);

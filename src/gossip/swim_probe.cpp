@@ -88,19 +88,18 @@ void SwimCore::start_probe(MemberRef target, bool regular) {
     next_probe_at_ = std::max(next_probe_at_, now_ + direct + indirect);
   }
   const std::string addr = p.addr;
-  std::string body = direct_ping_body(seq, Identity{p.target, p.generation, p.addr});
+  std::string body = direct_ping_body(seq, target, p.generation);
   probes_.emplace(seq, std::move(p));
   ++stats_.probes_sent;
   send(addr, std::move(body));
 }
 
-std::string SwimCore::direct_ping_body(uint32_t seq, const Identity& target_id) const {
+std::string SwimCore::direct_ping_body(uint32_t seq, MemberRef target, uint64_t generation) const {
   std::string body = ping_body(seq);
   // Lifeguard's buddy system: a suspect learns of the suspicion from the ping itself (and, if it
   // refuted already, answers us directly: we missed its refutation).
-  const MemberRef target = table_.find(target_id.name);
-  if (target && target.generation() == target_id.generation && target.state() == State::suspect) {
-    auto s = suspicions_.find(target_id.name);
+  if (target && target.generation() == generation && target.state() == State::suspect) {
+    auto s = suspicions_.find(target.name());
     body += update_entry(target, s != suspicions_.end() ? s->second.timer.accuser() : self().name);
   }
   return body;
@@ -117,7 +116,7 @@ void SwimCore::probe_direct_timeout(uint32_t seq) {
   const Identity target{p.target, p.generation, p.addr};
   // Ping once more ourselves: at 10% loss a second try turns one in five failed direct probes
   // into one in twenty-five, for one datagram.
-  send(p.addr, direct_ping_body(seq, target));
+  send(p.addr, direct_ping_body(seq, table_.find(p.target), p.generation));
   for (const MemberRef h : pick_members(cfg_.indirect_checks, p.target, true)) {
     p.helpers.emplace_back(h.name());
     ++stats_.indirect_probes_sent;
