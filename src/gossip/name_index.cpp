@@ -20,7 +20,7 @@ size_t NameIndex::locate(std::string_view name, uint32_t position) const {
 }
 
 void NameIndex::insert(std::string_view name, uint32_t position) {
-  if ((size_ + 1) * 2 > slots_.size()) grow();
+  if ((size_ + 1) * 4 > slots_.size() * 3) grow();  // at most 3/4 full: 11-22 bytes per name
   const uint64_t h = hash(name);
   size_t i = home(h);
   while (slots_[i] != 0) i = (i + 1) & (slots_.size() - 1);
