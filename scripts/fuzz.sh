@@ -34,7 +34,7 @@ fi
 proto=$out/proto
 targets=(fuzz_packet fuzz_sealed fuzz_frame fuzz_hello fuzz_view_codec fuzz_ckpt_header fuzz_json fuzz_key_text
   fuzz_swim fuzz_manifest fuzz_rendezvous_request)
-gossip="src/gossip/broadcast_queue.cpp src/gossip/codec.cpp src/gossip/member_table.cpp src/gossip/name_index.cpp
+gossip="src/gossip/broadcast_queue.cpp src/gossip/codec.cpp src/gossip/member_table.cpp src/gossip/text_arena.cpp src/gossip/name_index.cpp
   src/gossip/probe_order.cpp src/gossip/push_pull.cpp src/gossip/suspicion.cpp src/gossip/swim.cpp
   src/gossip/swim_probe.cpp src/gossip/swim_streams.cpp src/gossip/swim_updates.cpp src/gossip/types.cpp
   src/base/log.cpp $proto/gossip.pb.cc"

@@ -91,8 +91,8 @@ struct Harness {
     }
     out.clear();
 
-    const gossip::Member* me = swim.find(kSelf.name);
-    if (me == nullptr || me->state != gossip::State::alive || me->id.generation != kSelf.generation) {
+    const std::optional<gossip::Member> me = swim.find(kSelf.name);
+    if (!me || me->state != gossip::State::alive || me->id.generation != kSelf.generation) {
       __builtin_trap();
     }
     // A new member takes an update of at least a name, a generation and their tags.
