@@ -65,10 +65,6 @@ std::string serialized(const Msg& m) {
   return s;
 }
 
-}  // namespace
-
-namespace {
-
 void set_meta(const MemberMeta& meta, pb::Update& out) {
   out.set_host(meta.host);
   out.set_slots(meta.slots);
@@ -79,7 +75,29 @@ void set_meta(const MemberMeta& meta, pb::Update& out) {
   }
 }
 
+MemberMeta meta_of(const pb::Update& u) {
+  MemberMeta meta;
+  meta.host = u.host();
+  meta.slots = u.slots();
+  meta.labels.reserve(static_cast<size_t>(u.labels_size()));
+  for (const auto& l : u.labels()) meta.labels.emplace_back(l.key(), l.value());
+  return meta;
+}
+
 }  // namespace
+
+std::string encode_meta(const MemberMeta& meta) {
+  if (meta == MemberMeta{}) return std::string();  // the common empty case: 0 bytes
+  pb::Update u;
+  set_meta(meta, u);
+  return serialized(u);
+}
+
+MemberMeta decode_meta(std::string_view bytes) {
+  pb::Update u;
+  if (bytes.empty() || !u.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) return MemberMeta{};
+  return meta_of(u);
+}
 
 void to_proto(const Claim& c, pb::Update& out) {
   out.set_name(c.id.name);
@@ -113,12 +131,7 @@ Claim from_proto(const pb::Update& u) {
   c.state = state_of(u.state());
   c.incarnation = u.incarnation();
   c.accuser = u.accuser();
-  if (c.state == State::alive) {
-    c.meta.host = u.host();
-    c.meta.slots = u.slots();
-    c.meta.labels.reserve(static_cast<size_t>(u.labels_size()));
-    for (const auto& l : u.labels()) c.meta.labels.emplace_back(l.key(), l.value());
-  }
+  if (c.state == State::alive) c.meta = meta_of(u);
   return c;
 }
 

@@ -24,6 +24,10 @@ namespace shoal::gossip {
 void to_proto(const Claim& c, pb::Update& out);
 void to_proto(MemberRef m, std::string_view accuser, pb::Update& out);
 Claim from_proto(const pb::Update& u);
+// A member's metadata as the table stores it: the metadata fields of an Update, serialized (empty
+// metadata is 0 bytes).
+std::string encode_meta(const MemberMeta& meta);
+MemberMeta decode_meta(std::string_view bytes);
 State state_of(pb::MemberState s);
 // The update as one `Packet.updates` entry (field tag and length included), ready to append to a
 // packet body: protobuf concatenates repeated fields.

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "gossip/codec.hpp"
+
 namespace shoal::gossip {
 namespace {
 
@@ -58,12 +60,7 @@ MemberTable::MemberTable(const Identity& self, const MemberMeta& meta, Time now)
   StoredRecord r;
   r.generation = self.generation;
   r.state_since = now;
-  const std::string encoded = encode_meta(meta);
-  r.text = text_.store({self.name, self.addr, encoded});
-  r.name_len = static_cast<uint16_t>(self.name.size());
-  r.addr_len = static_cast<uint16_t>(self.addr.size());
-  r.meta_len = static_cast<uint32_t>(encoded.size());
-  text_live_ = text_.used();
+  write_text(r, self.name, self.addr, encode_meta(meta));
   rows_.push_back(r);
   index_.insert(self.name, 0);
   account(0, +1);
@@ -77,17 +74,22 @@ void MemberTable::account(uint32_t position, int sign) {
   digest_ += sign > 0 ? h : (0 - h);
 }
 
-void MemberTable::set_text(StoredRecord& r, std::string_view addr, std::string_view meta) {
-  const std::string_view name(r.text, r.name_len);
-  const std::string_view old_addr(r.text + r.name_len, r.addr_len), old_meta(r.text + r.name_len + r.addr_len, r.meta_len);
-  if (old_addr == addr && old_meta == meta) return;
-  text_live_ -= size_t{r.name_len} + r.addr_len + r.meta_len;
+void MemberTable::write_text(StoredRecord& r, std::string_view name, std::string_view addr, std::string_view meta) {
+  if (r.text != nullptr) text_live_ -= size_t{r.name_len} + r.addr_len + r.meta_len;
   // The arena never moves what it holds, so name, addr and meta may point into it.
   r.text = text_.store({name, addr, meta});
+  r.name_len = static_cast<uint16_t>(name.size());
   r.addr_len = static_cast<uint16_t>(addr.size());
   r.meta_len = static_cast<uint32_t>(meta.size());
   text_live_ += name.size() + addr.size() + meta.size();
 }
+
+void MemberTable::set_text(StoredRecord& r, std::string_view addr, std::string_view meta) {
+  const std::string_view old_addr(r.text + r.name_len, r.addr_len), old_meta(r.text + r.name_len + r.addr_len, r.meta_len);
+  if (old_addr != addr || old_meta != meta) write_text(r, std::string_view(r.text, r.name_len), addr, meta);
+}
+
+MemberMeta MemberRef::meta() const { return decode_meta(encoded_meta()); }
 
 MemberTable::Outcome MemberTable::apply(const Claim& claim, Time now) {
   Outcome out;
@@ -100,12 +102,7 @@ MemberTable::Outcome MemberTable::apply(const Claim& claim, Time now) {
     r.incarnation = claim.incarnation;
     r.state = claim.state;
     r.state_since = now;
-    r.name_len = static_cast<uint16_t>(claim.id.name.size());
-    const std::string meta = claim.state == State::alive ? encode_meta(claim.meta) : std::string();
-    r.text = text_.store({claim.id.name, claim.id.addr, meta});
-    r.addr_len = static_cast<uint16_t>(claim.id.addr.size());
-    r.meta_len = static_cast<uint32_t>(meta.size());
-    text_live_ += claim.id.name.size() + claim.id.addr.size() + meta.size();
+    write_text(r, claim.id.name, claim.id.addr, claim.state == State::alive ? encode_meta(claim.meta) : std::string());
     const auto pos = static_cast<uint32_t>(rows_.size());
     index_.insert(claim.id.name, pos);
     rows_.push_back(r);

@@ -79,7 +79,7 @@ class MemberRef {
   std::string_view encoded_meta() const {
     return {row().text + row().name_len + row().addr_len, row().meta_len};
   }
-  MemberMeta meta() const { return decode_meta(encoded_meta()); }
+  MemberMeta meta() const;
   Identity identity() const { return Identity{std::string(name()), generation(), std::string(addr())}; }
   Member member() const { return Member{identity(), state(), incarnation(), meta(), state_since()}; }
 
@@ -146,7 +146,9 @@ class MemberTable {
   uint32_t position(std::string_view name) const {
     return index_.find(name, [this](uint32_t p) { return std::string_view(rows_[p].text, rows_[p].name_len); });
   }
-  // Points the record's text at a new copy of (its name, addr, meta), unless they are unchanged.
+  // Points the record's text at a new copy of (name, addr, meta) in the arena.
+  void write_text(StoredRecord& r, std::string_view name, std::string_view addr, std::string_view meta);
+  // write_text with the record's own name, unless addr and meta are unchanged.
   void set_text(StoredRecord& r, std::string_view addr, std::string_view meta);
   // Rebuilds the arena from the live spans when most of it is replaced text.
   void compact_text();

@@ -1,4 +1,4 @@
-// The member table's byte arena and the compact encoding of member metadata.
+// The member table's byte arena.
 #include "gossip/text_arena.hpp"
 
 #include <algorithm>
@@ -33,75 +33,6 @@ const char* TextArena::store(std::initializer_list<std::string_view> parts) {
   }
   used_ += size;
   return at;
-}
-
-void TextArena::clear() {
-  chunks_.clear();
-  large_.clear();
-  free_in_last_ = 0;
-  next_ = nullptr;
-  used_ = 0;
-}
-
-namespace {
-
-void put_varint(std::string& out, uint64_t v) {
-  while (v >= 0x80) {
-    out.push_back(static_cast<char>((v & 0x7f) | 0x80));
-    v >>= 7;
-  }
-  out.push_back(static_cast<char>(v));
-}
-
-uint64_t get_varint(std::string_view& in) {
-  uint64_t v = 0;
-  for (int shift = 0; !in.empty() && shift < 64; shift += 7) {
-    const auto b = static_cast<uint8_t>(in.front());
-    in.remove_prefix(1);
-    v |= uint64_t{b & 0x7fu} << shift;
-    if ((b & 0x80) == 0) break;
-  }
-  return v;
-}
-
-void put_text(std::string& out, std::string_view s) {
-  put_varint(out, s.size());
-  out.append(s);
-}
-
-std::string get_text(std::string_view& in) {
-  const size_t n = std::min<uint64_t>(get_varint(in), in.size());
-  std::string s(in.substr(0, n));
-  in.remove_prefix(n);
-  return s;
-}
-
-}  // namespace
-
-std::string encode_meta(const MemberMeta& meta) {
-  std::string out;
-  if (meta.host.empty() && meta.slots == 0 && meta.labels.empty()) return out;  // the common empty case: 0 bytes
-  put_text(out, meta.host);
-  put_varint(out, meta.slots);
-  put_varint(out, meta.labels.size());
-  for (const auto& [k, v] : meta.labels) {
-    put_text(out, k);
-    put_text(out, v);
-  }
-  return out;
-}
-
-MemberMeta decode_meta(std::string_view in) {
-  MemberMeta meta;
-  if (in.empty()) return meta;
-  meta.host = get_text(in);
-  meta.slots = static_cast<uint32_t>(get_varint(in));
-  const uint64_t labels = get_varint(in);
-  for (uint64_t i = 0; i < labels && !in.empty(); ++i) {
-    std::string k = get_text(in);
-    meta.labels.emplace_back(std::move(k), get_text(in));
-  }
-  return meta;
 }
 
 }  // namespace shoal::gossip

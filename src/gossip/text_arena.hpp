@@ -7,11 +7,9 @@
 #include <cstddef>
 #include <initializer_list>
 #include <memory>
-#include <string>
 #include <string_view>
 #include <vector>
 
-#include "gossip/types.hpp"
 
 namespace shoal::gossip {
 
@@ -21,7 +19,6 @@ class TextArena {
   const char* store(std::initializer_list<std::string_view> parts);
   // Bytes handed out so far (spans replaced since count too, until the arena is rebuilt).
   size_t used() const { return used_; }
-  void clear();
 
  private:
   static constexpr size_t kChunkBytes = 64 * 1024;
@@ -32,10 +29,5 @@ class TextArena {
   char* next_ = nullptr;
   size_t used_ = 0;
 };
-
-// MemberMeta in a few bytes: varint lengths and counts before the bytes they announce.
-std::string encode_meta(const MemberMeta& meta);
-// The inverse of encode_meta on bytes it produced.
-MemberMeta decode_meta(std::string_view bytes);
 
 }  // namespace shoal::gossip

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "gossip/codec.hpp"
+
 using namespace shoal::gossip;
 
 namespace {
