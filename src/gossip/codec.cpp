@@ -165,12 +165,10 @@ PacketWriter::PacketWriter(const std::string& cluster_id, const Identity& self, 
 }
 
 std::vector<std::byte> PacketWriter::finish(const std::string& body) const {
-  std::string env = prefix_;
-  env.push_back(static_cast<char>(kLenTag(kEnvelopeGossipField)));
-  put_varint(env, body.size());
-  env += body;
-  std::vector<std::byte> out(wire::kPacketHeaderBytes + env.size());
-  const uint32_t n = static_cast<uint32_t>(env.size());
+  // One allocation: header, the envelope prefix, then the gossip field (tag, length, body).
+  const size_t env_size = prefix_.size() + 1 + varint_size(body.size()) + body.size();
+  std::vector<std::byte> out(wire::kPacketHeaderBytes + env_size);
+  const auto n = static_cast<uint32_t>(env_size);
   out[0] = std::byte{'S'};
   out[1] = std::byte{'H'};
   out[2] = std::byte{'L'};
@@ -179,27 +177,43 @@ std::vector<std::byte> PacketWriter::finish(const std::string& body) const {
   out[5] = std::byte(n >> 16);
   out[6] = std::byte(n >> 8);
   out[7] = std::byte(n);
-  std::memcpy(out.data() + wire::kPacketHeaderBytes, env.data(), env.size());
+  std::byte* at = out.data() + wire::kPacketHeaderBytes;
+  std::memcpy(at, prefix_.data(), prefix_.size());
+  at += prefix_.size();
+  *at++ = std::byte{kLenTag(kEnvelopeGossipField)};
+  for (uint64_t v = body.size(); ; v >>= 7) {
+    if (v < 0x80) {
+      *at++ = std::byte(v);
+      break;
+    }
+    *at++ = std::byte((v & 0x7f) | 0x80);
+  }
+  std::memcpy(at, body.data(), body.size());
   return out;
 }
 
-std::string ping_body(uint32_t seq) {
-  pb::Packet p;
-  p.mutable_ping()->set_seq(seq);
-  return serialized(p);
+namespace {
+
+// A body holding one probe message {seq} in Packet field `field`, byte for byte what protobuf
+// writes (proto3 leaves a zero seq out): written by hand because every probe sends two of them.
+std::string probe_body(int field, uint32_t seq) {
+  std::string out;
+  out.push_back(static_cast<char>(kLenTag(field)));
+  if (seq == 0) {
+    out.push_back(0);
+    return out;
+  }
+  out.push_back(static_cast<char>(1 + varint_size(seq)));
+  out.push_back(0x08);  // Ping/Ack/Nack.seq: field 1, varint
+  put_varint(out, seq);
+  return out;
 }
 
-std::string ack_body(uint32_t seq) {
-  pb::Packet p;
-  p.mutable_ack()->set_seq(seq);
-  return serialized(p);
-}
+}  // namespace
 
-std::string nack_body(uint32_t seq) {
-  pb::Packet p;
-  p.mutable_nack()->set_seq(seq);
-  return serialized(p);
-}
+std::string ping_body(uint32_t seq) { return probe_body(1, seq); }  // Packet.ping
+std::string ack_body(uint32_t seq) { return probe_body(2, seq); }   // Packet.ack
+std::string nack_body(uint32_t seq) { return probe_body(4, seq); }  // Packet.nack
 
 std::string ping_req_body(uint32_t seq, const Identity& target) {
   pb::Packet p;

@@ -107,6 +107,7 @@ MemberTable::Outcome MemberTable::apply(const Claim& claim, Time now) {
     index_.insert(claim.id.name, pos);
     rows_.push_back(r);
     account(pos, +1);
+    ++version_;
     out.verdict = Verdict::replace;
     out.inserted = true;
     out.member = MemberRef(this, pos);
@@ -135,10 +136,12 @@ MemberTable::Outcome MemberTable::apply(const Claim& claim, Time now) {
       rec.state = claim.state;
       rec.incarnation = claim.incarnation;
       account(at, +1);
+      ++version_;
       break;
     }
     case Verdict::raise_only:
       rec.incarnation = claim.incarnation;  // not live, so the digest does not change
+      ++version_;
       break;
     case Verdict::same:
     case Verdict::stale:
@@ -154,6 +157,7 @@ void MemberTable::set_self(State state, uint64_t incarnation, Time now) {
   me.state = state;
   me.incarnation = incarnation;
   account(0, +1);
+  ++version_;
 }
 
 std::vector<Member> MemberTable::members() const {
@@ -180,6 +184,8 @@ void MemberTable::expire_tombstones(Time now, Time ttl, std::vector<std::string>
       rows_[i] = rows_.back();
     }
     rows_.pop_back();
+    ++layout_;
+    ++version_;
   }
   compact_text();
 }

@@ -110,6 +110,12 @@ class MemberTable {
 
   MemberTable(const Identity& self, const MemberMeta& meta, Time now);
 
+  // Makes room for this many records (a roster known in advance) without reallocating.
+  void reserve(size_t records) {
+    rows_.reserve(records);
+    index_.reserve(records);
+  }
+
   // Applies a claim about another member (claims about self are the caller's to refute).
   Outcome apply(const Claim& claim, Time now);
 
@@ -136,6 +142,12 @@ class MemberTable {
   // Every record as a Member (copies), self first.
   std::vector<Member> members() const;
 
+  // Bumped whenever records change positions (expire_tombstones removed some): a position saved
+  // with an unchanged layout still holds the same member's record.
+  uint64_t layout() const { return layout_; }
+  // Bumped by every change to any record (and by every layout change): equal versions, equal table.
+  uint64_t version() const { return version_; }
+
   // Forgets dead and left records older than ttl; appends the names removed.
   void expire_tombstones(Time now, Time ttl, std::vector<std::string>& removed);
 
@@ -160,6 +172,8 @@ class MemberTable {
   size_t text_live_ = 0;  // bytes of the arena that current records point at
   size_t live_ = 0;
   uint64_t digest_ = 0;
+  uint64_t layout_ = 0;
+  uint64_t version_ = 0;
 };
 
 inline const StoredRecord& MemberRef::row() const { return table_->row(pos_); }

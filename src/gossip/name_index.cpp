@@ -51,6 +51,10 @@ void NameIndex::move(std::string_view name, uint32_t from, uint32_t to) {
   slots_[locate(name, from)] = slot(hash(name), to);
 }
 
+void NameIndex::reserve(size_t names) {
+  while (names * 4 > slots_.size() * 3) grow();
+}
+
 void NameIndex::grow() {
   std::vector<uint64_t> old = std::move(slots_);
   slots_.assign(old.empty() ? 16 : old.size() * 2, 0);

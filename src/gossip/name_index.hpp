@@ -26,6 +26,8 @@ class NameIndex {
       if ((s >> 32) == (h >> 32) && name_at(position_of(s)) == name) return position_of(s);
     }
   }
+  // Makes room for this many names without growing again.
+  void reserve(size_t names);
   // Adds a name known to be absent.
   void insert(std::string_view name, uint32_t position);
   // Removes the entry of `name`, which is at `position`.

@@ -26,7 +26,10 @@ Swim::Swim(Swim&&) noexcept = default;
 Swim& Swim::operator=(Swim&&) noexcept = default;
 
 void Swim::start(const std::vector<std::string>& seed_addrs, Time now, Effects& out) {
-  core_->start(seed_addrs, now, out);
+  core_->start(seed_addrs, {}, now, out);
+}
+void Swim::start(const std::vector<std::string>& seed_addrs, std::span<const Member> roster, Time now, Effects& out) {
+  core_->start(seed_addrs, roster, now, out);
 }
 void Swim::on_packet(const std::string& from, std::span<const std::byte> bytes, Time now, Effects& out) {
   core_->on_packet(from, bytes, now, out);
@@ -72,6 +75,30 @@ Status validate(const Config& c) {
 
 namespace {
 
+// Received datagrams decode into one arena per thread, whose first block it keeps: decoding a
+// datagram allocates nothing, and the next one starts from an empty arena. A core uses it only
+// within on_packet, so the cores that one thread runs (a simulator's thousands) share it, and it
+// stays in cache instead of one cold block per core.
+// A full datagram (1400 bytes) decodes into about twice that; a bigger one takes more blocks.
+constexpr size_t kRxBlockBytes = 8192;
+
+struct RxArena {
+  std::unique_ptr<char[]> block = std::make_unique<char[]>(kRxBlockBytes);
+  google::protobuf::Arena arena;
+  static google::protobuf::ArenaOptions options(char* b) {
+    google::protobuf::ArenaOptions o;
+    o.initial_block = b;
+    o.initial_block_size = kRxBlockBytes;
+    return o;
+  }
+  RxArena() : arena(options(block.get())) {}
+};
+
+google::protobuf::Arena& rx_arena() {
+  thread_local RxArena rx;
+  return rx.arena;
+}
+
 // A configuration that would make the core spin (zero intervals) is bent into one that cannot;
 // validate() is where a user hears about it.
 Config runnable(Config c) {
@@ -95,15 +122,7 @@ SwimCore::SwimCore(Config cfg, Identity self, MemberMeta meta, uint64_t seed)
       writer_(cfg_.cluster_id, self, cfg_.max_packet_bytes),
       stream_envelope_(wire::make_envelope(cfg_.cluster_id, self.name, self.generation, self.addr)),
       udp_limits_{cfg_.max_packet_bytes, cfg_.cluster_id},
-      stream_limits_{cfg_.max_stream_bytes, cfg_.cluster_id} {
-  // A full datagram (1400 bytes) decodes into about twice that; a bigger one takes more blocks.
-  constexpr size_t kRxBlockBytes = 4096;
-  rx_block_ = std::make_unique<std::byte[]>(kRxBlockBytes);
-  google::protobuf::ArenaOptions arena;
-  arena.initial_block = reinterpret_cast<char*>(rx_block_.get());
-  arena.initial_block_size = kRxBlockBytes;
-  rx_arena_ = std::make_unique<google::protobuf::Arena>(arena);
-}
+      stream_limits_{cfg_.max_stream_bytes, cfg_.cluster_id} {}
 
 void SwimCore::enter(Time now) {
   const bool stalled = wanted_wake_ && now > *wanted_wake_ + ms(cfg_.stall_threshold_ms);
@@ -114,6 +133,7 @@ void SwimCore::enter(Time now) {
 
 void SwimCore::finish(Effects& out) {
   run_due();
+  timers_.prune();  // next_wake reads the earliest live timer
   const Time wake = next_wake();
   if (wake != kNever) {
     out.wake_no_later_than(wake);
@@ -126,7 +146,7 @@ void SwimCore::finish(Effects& out) {
 
 Time SwimCore::next_wake() const {
   Time t = kNever;
-  if (!timers_.empty()) t = std::min(t, timers_.begin()->first.first);
+  if (!timers_.empty()) t = std::min(t, timers_.next_at());  // pruned by run_due
   if (!started_) return t;
   t = std::min({t, next_probe_at_, next_push_pull_at_, next_reconnect_at_, next_reap_at_});
   if (!queue_.empty()) t = std::min(t, next_gossip_at_);
@@ -137,9 +157,8 @@ Time SwimCore::next_wake() const {
 void SwimCore::run_due() {
   // Bounded: a timer that re-arms itself at `now` cannot spin forever.
   for (int guard = 0; guard < 100000; ++guard) {
-    if (!timers_.empty() && timers_.begin()->first.first <= now_) {
-      auto node = timers_.extract(timers_.begin());
-      fire(node.mapped());
+    if (TimerAction due; timers_.pop_due(now_, due)) {
+      fire(due);
       continue;
     }
     if (!started_) return;
@@ -186,9 +205,7 @@ void SwimCore::run_due() {
 }
 
 SwimCore::TimerKey SwimCore::add_timer(Time at, TimerAction action) {
-  const TimerKey key{at, next_token_++};
-  timers_.emplace(key, std::move(action));
-  return key;
+  return timers_.add(at, next_token_++, std::move(action));
 }
 
 void SwimCore::fire(const TimerAction& a) {
@@ -271,9 +288,24 @@ void SwimCore::note_sender(const std::string& from, const wire::MemberId& sender
   start_push_pull(from, StreamKind::push_pull);
 }
 
+MemberRef SwimCore::sender_record(const wire::MemberId& sender, const pb::Packet& p) const {
+  if (p.has_ack()) {
+    // The record a probe started from keeps its position while the layout stands, and its name;
+    // its generation only grows, so it is the sender's record exactly as a lookup would find it.
+    if (auto it = probes_.find(p.ack().seq()); it != probes_.end()) {
+      const Probe& probe = it->second;
+      if (probe.layout == table_.layout() && probe.target == sender.name() && probe.generation == sender.generation()) {
+        return table_.at(probe.position);
+      }
+    }
+  }
+  return table_.find(sender.name());
+}
+
 // ---- entry points ------------------------------------------------------------------------------
 
-void SwimCore::start(const std::vector<std::string>& seed_addrs, Time now, Effects& out) {
+void SwimCore::start(const std::vector<std::string>& seed_addrs, std::span<const Member> roster, Time now,
+                     Effects& out) {
   out_ = &out;
   enter(now);
   if (started_) {
@@ -294,7 +326,19 @@ void SwimCore::start(const std::vector<std::string>& seed_addrs, Time now, Effec
   next_push_pull_at_ = now_ + push_pull_interval() * static_cast<int64_t>(500 + uniform_index(rng_, 1000)) / 1000;
   next_reconnect_at_ = now_ + ms(cfg_.reconnect_interval_ms);
   next_reap_at_ = now_ + std::max(ms(1000), ms(cfg_.tombstone_ttl_ms) / 10);
-  if (seeds_.empty()) {
+  if (!roster.empty()) {
+    merging_join_ = true;  // everyone was handed the same roster: nothing in it is news to others
+    table_.reserve(table_.size() + roster.size());
+    for (const Member& m : roster) {
+      // Unusable entries are skipped, as valid() skips them in a received state.
+      const bool usable = !m.id.name.empty() && m.id.generation != 0 && (m.state != State::alive || !m.id.addr.empty());
+      if (!usable || m.id.name == self().name) continue;
+      handle_claim(Claim{m.id, m.state, m.incarnation, m.meta, {}}, std::string(), true);
+    }
+    merging_join_ = false;
+    early_push_pulls_left_ = 0;
+  }
+  if (seeds_.empty() || !roster.empty()) {
     joined_ = true;
   } else {
     next_join_at_ = now_ + ms(cfg_.join_retry_ms);
@@ -314,9 +358,10 @@ void SwimCore::on_packet(const std::string& from, std::span<const std::byte> byt
   enter(now);
   ++stats_.packets_in;
   stats_.bytes_in += bytes.size();
-  rx_arena_->Reset();  // what the previous datagram decoded into
-  auto* env = google::protobuf::Arena::CreateMessage<wire::Envelope>(rx_arena_.get());
-  auto* packet = google::protobuf::Arena::CreateMessage<pb::Packet>(rx_arena_.get());
+  google::protobuf::Arena& arena = rx_arena();
+  arena.Reset();  // what the previous datagram decoded into
+  auto* env = google::protobuf::Arena::CreateMessage<wire::Envelope>(&arena);
+  auto* packet = google::protobuf::Arena::CreateMessage<pb::Packet>(&arena);
   if (auto e = wire::decode_packet_into(bytes, udp_limits_, *env)) {
     log_reject(*e, "a packet");
     finish(out);
@@ -338,7 +383,7 @@ void SwimCore::on_packet(const std::string& from, std::span<const std::byte> byt
     corrected_ = false;
     accused_in_packet_ = false;
     for (const auto& u : p.updates()) handle_update(u, from);
-    const MemberRef known = table_.find(sender);
+    const MemberRef known = sender_record(env->sender(), p);
     note_sender(from, env->sender(), known);
     if (p.has_ping()) on_ping(from, env->sender(), p.ping(), known);
     if (p.has_ping_req()) on_ping_req(from, p.ping_req());

@@ -172,6 +172,11 @@ class Swim {
   // Joins via seed addresses ("host:port") with push-pull; retried until one answers. An empty
   // list starts a new cluster of one.
   void start(const std::vector<std::string>& seed_addrs, Time now, Effects& out);
+  // Starts with a roster: members known before any contact (their identities and metadata, as a
+  // job's launcher or a simulator's warm start knows them). They are taken as a seed's state would
+  // be (events emitted, nothing broadcast), the member counts as joined, and the seeds serve only
+  // the periodic re-contact. An empty roster is the start above.
+  void start(const std::vector<std::string>& seed_addrs, std::span<const Member> roster, Time now, Effects& out);
   // One received UDP datagram (a complete wire packet).
   void on_packet(const std::string& from, std::span<const std::byte> bytes, Time now, Effects& out);
   // An incoming TCP request frame payload; returns the response payload (empty vector: close without answering).

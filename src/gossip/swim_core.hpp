@@ -23,6 +23,7 @@
 #include "gossip/probe_order.hpp"
 #include "gossip/suspicion.hpp"
 #include "gossip/swim.hpp"
+#include "gossip/timer_heap.hpp"
 
 namespace shoal::gossip {
 
@@ -34,7 +35,7 @@ class SwimCore {
  public:
   SwimCore(Config cfg, Identity self, MemberMeta meta, uint64_t seed);
 
-  void start(const std::vector<std::string>& seed_addrs, Time now, Effects& out);
+  void start(const std::vector<std::string>& seed_addrs, std::span<const Member> roster, Time now, Effects& out);
   void on_packet(const std::string& from, std::span<const std::byte> bytes, Time now, Effects& out);
   std::vector<std::byte> on_stream_request(const std::string& from, std::span<const std::byte> bytes, Time now,
                                            Effects& out);
@@ -50,16 +51,16 @@ class SwimCore {
   const Config& config() const { return cfg_; }
 
  private:
-  // ---- timers: one ordered map, so that a cancelled timer never wakes the runtime ----
+  // ---- timers: one heap, ordered by (deadline, token); a cancelled timer never wakes the runtime ----
   enum class TimerKind : uint8_t { probe_direct, probe_end, relay_nack, relay_expire, suspicion };
-  using TimerKey = std::pair<Time, uint64_t>;  // (deadline, token): tokens make the order total
   struct TimerAction {
-    TimerKind kind;
+    TimerKind kind = TimerKind::probe_direct;
     uint32_t seq = 0;  // probes and relays
     std::string name;  // suspicions
   };
+  using TimerKey = TimerHeap<TimerAction>::Key;
   TimerKey add_timer(Time at, TimerAction action);
-  void cancel_timer(const TimerKey& key) { timers_.erase(key); }
+  void cancel_timer(const TimerKey& key) { timers_.cancel(key); }
   void fire(const TimerAction& action);
 
   // ---- one probe (the round-robin one, or a confirmation of someone else's suspicion) ----
@@ -72,6 +73,9 @@ class SwimCore {
     std::vector<std::string> helpers;
     uint32_t nacks = 0;
     Time started{0};  // the direct ping's send time: the round trip's start
+    // Where the target's record was when the probe started, and the table's layout then.
+    uint32_t position = 0;
+    uint64_t layout = 0;
     TimerKey direct_timer{}, end_timer{};
   };
   // ---- a ping sent for another member's probe (we are its helper) ----
@@ -107,6 +111,9 @@ class SwimCore {
   Time next_wake() const;
   void log_reject(const wire::DecodeError& e, const char* what);
   void note_sender(const std::string& from, const wire::MemberId& sender, MemberRef known);
+  // Our record of a packet's sender: found by name, or, for the ack of a probe in flight, read at
+  // the position the probe started from (no name lookup: three cache misses in a large table).
+  MemberRef sender_record(const wire::MemberId& sender, const pb::Packet& p) const;
 
   // swim_probe.cpp
   void start_regular_probe();
@@ -157,6 +164,14 @@ class SwimCore {
   uint64_t request(const std::string& to, const pb::StreamRequest& msg, StreamKind kind, uint32_t seq, Time deadline);
   void merge_state(const pb::FullState& state, const std::string& peer);
   void reconnect();
+  // What reconnect() contacts: seeds that are not live members here (indices into seeds_) and
+  // dead members with an address (positions), as of the table's version.
+  struct ReconnectScan {
+    uint64_t version = 0;
+    std::vector<size_t> strangers;
+    std::vector<uint32_t> dead;
+  };
+  ReconnectScan scan_for_reconnect() const;
   Time push_pull_interval() const;
 
   Config cfg_;
@@ -167,10 +182,6 @@ class SwimCore {
   BroadcastQueue queue_;
   PacketWriter writer_;
   wire::Envelope stream_envelope_;  // sender fields of every stream payload
-  // A received datagram's messages live in this arena, whose first block is rx_block_: decoding
-  // a datagram allocates nothing, and the next one starts from an empty arena.
-  std::unique_ptr<std::byte[]> rx_block_;
-  std::unique_ptr<google::protobuf::Arena> rx_arena_;
   wire::PacketLimits udp_limits_, stream_limits_;
   Stats stats_;
   Effects* out_ = nullptr;  // the effects of the call in progress
@@ -180,7 +191,7 @@ class SwimCore {
   bool leaving_ = false;
   std::optional<Time> wanted_wake_;  // the wake-up we last asked for: a call much later means we were paused
 
-  std::map<TimerKey, TimerAction> timers_;
+  TimerHeap<TimerAction> timers_;
   uint64_t next_token_ = 1;
   uint32_t next_seq_ = 1;
 
@@ -195,6 +206,7 @@ class SwimCore {
   Time next_reap_at_ = kNever;
 
   std::vector<std::string> seeds_;
+  std::optional<ReconnectScan> reconnect_scan_;
   bool joined_ = false;
   Time next_join_at_ = kNever;
   std::map<uint64_t, PendingStream> streams_;

@@ -80,6 +80,8 @@ void SwimCore::start_probe(MemberRef target, bool regular) {
   p.addr = target.addr();
   p.regular = regular;
   p.started = now_;
+  p.position = target.position();
+  p.layout = table_.layout();
   const Time direct = health_.scale(ms(cfg_.probe_timeout_ms));
   const Time indirect = health_.scale(ms(cfg_.indirect_timeout_ms));
   p.direct_timer = add_timer(now_ + direct, TimerAction{TimerKind::probe_direct, seq, {}});
@@ -126,7 +128,7 @@ void SwimCore::probe_direct_timeout(uint32_t seq) {
     pb::StreamRequest req;
     req.mutable_ping()->set_seq(seq);
     ++stats_.fallback_probes_sent;
-    request(p.addr, req, StreamKind::fallback_probe, seq, p.end_timer.first);
+    request(p.addr, req, StreamKind::fallback_probe, seq, p.end_timer.at);
   }
 }
 

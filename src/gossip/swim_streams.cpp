@@ -59,32 +59,48 @@ void SwimCore::start_push_pull(const std::string& addr, StreamKind kind) {
 }
 
 void SwimCore::reconnect() {
+  // Which seeds are strangers and which members are dead is a scan of the whole table; in steady
+  // state the table does not change between re-contacts, so the last scan is kept with the
+  // table's version (the scan costs O(N) per member every interval: O(N^2) for a whole cluster).
+  if (!reconnect_scan_ || reconnect_scan_->version != table_.version()) {
+    reconnect_scan_ = scan_for_reconnect();
+  }
+  const ReconnectScan& scan = *reconnect_scan_;
+  if (!scan.strangers.empty()) {
+    start_push_pull(seeds_[scan.strangers[uniform_index(rng_, scan.strangers.size())]], StreamKind::push_pull);
+  }
+  if (!scan.dead.empty()) {
+    start_push_pull(std::string(table_.at(scan.dead[uniform_index(rng_, scan.dead.size())]).addr()),
+                    StreamKind::push_pull);
+  }
+}
+
+SwimCore::ReconnectScan SwimCore::scan_for_reconnect() const {
   // Seeds that are live members here are in our partition already: only the others are worth a
   // call (a seed list shared by thousands of members must not turn into a stream of calls).
   // The seed list is short and the table may be long: the seeds are sorted (by address, with their
   // positions) and each live record is looked up among them, rather than sorting every live address.
+  ReconnectScan scan;
+  scan.version = table_.version();
   std::vector<std::pair<std::string_view, size_t>> by_addr;
   by_addr.reserve(seeds_.size());
   for (size_t i = 0; i < seeds_.size(); ++i) by_addr.emplace_back(seeds_[i], i);
   std::sort(by_addr.begin(), by_addr.end());
   std::vector<bool> live_seed(seeds_.size(), false);
-  std::vector<MemberRef> dead;
   for (uint32_t i = 0; i < table_.size(); ++i) {
     const MemberRef m = table_.at(i);
     const State state = m.state();
-    if (state == State::dead && !m.addr().empty()) dead.push_back(m);
+    if (state == State::dead && !m.addr().empty()) scan.dead.push_back(i);
     if (!is_live(state) || by_addr.empty()) continue;
     const std::string_view addr = m.addr();
     auto it = std::lower_bound(by_addr.begin(), by_addr.end(), addr,
                                [](const auto& seed, std::string_view a) { return seed.first < a; });
     for (; it != by_addr.end() && it->first == addr; ++it) live_seed[it->second] = true;
   }
-  std::vector<const std::string*> strangers;  // in the seed list's order, so that the draw below is too
-  for (size_t i = 0; i < seeds_.size(); ++i) {
-    if (!live_seed[i]) strangers.push_back(&seeds_[i]);
+  for (size_t i = 0; i < seeds_.size(); ++i) {  // in the seed list's order, so that the draw is too
+    if (!live_seed[i]) scan.strangers.push_back(i);
   }
-  if (!strangers.empty()) start_push_pull(*strangers[uniform_index(rng_, strangers.size())], StreamKind::push_pull);
-  if (!dead.empty()) start_push_pull(std::string(dead[uniform_index(rng_, dead.size())].addr()), StreamKind::push_pull);
+  return scan;
 }
 
 void SwimCore::merge_state(const pb::FullState& state, const std::string& peer) {

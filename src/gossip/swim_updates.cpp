@@ -235,7 +235,7 @@ void SwimCore::gossip_round() {
 
 void SwimCore::send(const std::string& to, std::string body, bool piggyback) {
   if (out_ == nullptr || to.empty()) return;
-  if (piggyback) queue_.fill(body, writer_.body_budget(), retransmit_limit());
+  if (piggyback && !queue_.empty()) queue_.fill(body, writer_.body_budget(), retransmit_limit());
   if (body.size() > writer_.body_budget()) {
     log_reject(wire::DecodeError{wire::RejectCause::oversized,
                                  "outgoing gossip body of " + std::to_string(body.size()) + " bytes"},

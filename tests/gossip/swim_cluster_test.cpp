@@ -482,3 +482,29 @@ TEST_CASE("a core with zero intervals still runs instead of spinning") {
   net.run_for(ms_(500));
   CHECK(converged(net, {"a", "b"}));
 }
+
+TEST_CASE("a roster given at start is taken as known members: events, no join, unusable entries skipped") {
+  Config cfg;
+  cfg.cluster_id = "test";
+  Swim core(cfg, Identity{"a", 1, "10.0.0.1:7946"}, MemberMeta{"a", 8, {}}, 7);
+  const std::vector<Member> roster = {
+      Member{{"a", 1, "10.0.0.1:7946"}, State::alive, 0, {"a", 8, {}}, {}},  // self: skipped
+      Member{{"b", 1, "10.0.0.2:7946"}, State::alive, 0, {"b", 8, {{"rack", "r1"}}}, {}},
+      Member{{"c", 3, "10.0.0.3:7946"}, State::alive, 2, {}, {}},
+      Member{{"d", 0, "10.0.0.4:7946"}, State::alive, 0, {}, {}},  // no generation: skipped
+      Member{{"e", 1, ""}, State::alive, 0, {}, {}},               // alive without an address: skipped
+  };
+  Effects out;
+  core.start({"10.0.0.9:7946"}, roster, Time{0}, out);
+  CHECK(core.live_count() == 3);
+  CHECK(out.streams.empty());  // joined already: no join request to the seed
+  REQUIRE(core.find("b"));
+  CHECK(core.find("b")->meta.labels == std::vector<std::pair<std::string, std::string>>{{"rack", "r1"}});
+  CHECK(core.find("c")->incarnation == 2);
+  CHECK(core.find("c")->id.generation == 3);
+  CHECK_FALSE(core.find("d"));
+  CHECK_FALSE(core.find("e"));
+  size_t joined_events = 0;
+  for (const MemberEvent& e : out.events) joined_events += (!e.previous && e.member.id.name != "a") ? 1 : 0;
+  CHECK(joined_events == 2);
+}

@@ -178,6 +178,12 @@ void Cluster::on_start(uint32_t m) {
   const uint64_t seed = derive_seed(opts_.seed, (uint64_t(m) << 24) | n.generation);
   n.swim = std::make_unique<gossip::Swim>(opts_.gossip, id, meta, seed);
   if (opts_.layers) n.layers = opts_.layers(m, id, derive_seed(seed, 1));
+  if (1 + n.layers.size() > kMaxChannels) {
+    checker_.fail("member " + n.name + " has " + std::to_string(n.layers.size()) + " layers; the harness runs at most " +
+                      std::to_string(kMaxChannels - 1),
+                  now());
+    n.layers.resize(kMaxChannels - 1);
+  }
   n.wake.assign(1 + n.layers.size(), kNever);
   n.status = MemberStatus::running;
   n.paused_until = Time(0);
@@ -192,8 +198,15 @@ void Cluster::on_start(uint32_t m) {
   for (uint32_t s = 0; s < opts_.seed_count && s < nodes_.size(); ++s) {
     if (s != m) seeds.push_back(nodes_[s].addr);
   }
+  if (opts_.warm_start && roster_.empty()) {
+    roster_.reserve(nodes_.size());
+    for (const Node& other : nodes_) {
+      roster_.push_back(gossip::Member{{other.name, 1, other.addr}, gossip::State::alive, 0, {other.name, 8, {}}, now()});
+    }
+  }
+  const bool warm = opts_.warm_start && n.generation == 1;
   gossip::Effects& out = scratch();
-  n.swim->start(seeds, now(), out);
+  n.swim->start(seeds, warm ? std::span<const gossip::Member>(roster_) : std::span<const gossip::Member>(), now(), out);
   perform(m, 0, out);
   release_scratch();
   for (size_t i = 0; i < nodes_[m].layers.size(); ++i) {
@@ -243,7 +256,7 @@ void Cluster::on_resume(uint32_t m) {
     deliver(m, item.kind, item.channel, item.from, item.slot, item.aux);
   }
   for (uint8_t c = 0; c < nodes_[m].wake.size(); ++c) {
-    if (nodes_[m].wake[c] <= now()) fire_tick(m, c);
+    if (nodes_[m].wake.at[c] <= now()) fire_tick(m, c);
   }
 }
 

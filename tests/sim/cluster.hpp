@@ -5,6 +5,7 @@
 // and checks the invariants after every event. Deterministic: a seed replays the same run.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -31,6 +32,10 @@ struct ClusterOptions {
   // A starting member is given the addresses of members 0..seed_count-1 (itself excluded), as every
   // host of a job gets the same short list.
   size_t seed_count = 3;
+  // A member's first start hands its core the roster of every member's first life (names,
+  // generation 1, addresses, metadata), as a launcher that knows the whole job would: the cluster
+  // starts in steady state instead of joining. Only meaningful when all members start at once.
+  bool warm_start = false;
   // What a paused member's socket buffer holds before datagrams are dropped (Linux's default rmem).
   size_t inbox_capacity_bytes = 212992;
   // Invariants and convergence are tracked for every observer up to this many members, else for a sample.
@@ -114,6 +119,24 @@ class Cluster {
     uint32_t slot;
     uint64_t aux;
   };
+  // Per channel of a member: when its core wants its next tick, and when the tick event in the
+  // queue (if any) is due. Inline, because every event reads them. The gossip core's latest wake
+  // time replaces the previous one; when it moved later, the queued event finds that out when it
+  // comes due and is put back at the new time, without calling the core (most probes end with an
+  // ack well before their timeout, which would otherwise cost a call per probe).
+  static constexpr size_t kMaxChannels = 8;  // the gossip core and up to 7 layers
+  struct Wakes {
+    std::array<Time, kMaxChannels> at{};      // wanted (kNever: none)
+    std::array<Time, kMaxChannels> queued{};  // the pending tick event's time (kNever: none)
+    uint8_t count = 0;
+    size_t size() const { return count; }
+    void assign(size_t n, Time v) {
+      count = static_cast<uint8_t>(n);
+      at.fill(v);
+      queued.fill(v);
+    }
+    void clear() { count = 0; }
+  };
   struct Node {
     MemberStatus status = MemberStatus::idle;
     uint32_t life = 0;        // bumped at every start and stop: timers and answers of an earlier life are stale
@@ -121,7 +144,7 @@ class Cluster {
     std::string name, addr;
     std::unique_ptr<gossip::Swim> swim;
     std::vector<std::unique_ptr<Layer>> layers;
-    std::vector<Time> wake;  // per channel: the earliest tick scheduled (kNever: none)
+    Wakes wake;
     Time paused_until{0};
     uint64_t pause_seq = 0;
     std::deque<InboxItem> inbox;
@@ -157,7 +180,9 @@ class Cluster {
   void perform(uint32_t m, uint8_t channel, gossip::Effects& out);
   void send_packet(uint32_t m, uint8_t channel, gossip::SendPacket& p);
   void send_stream(uint32_t m, uint8_t channel, gossip::StreamRequest& r);
-  void schedule_wake(uint32_t m, uint8_t channel, Time t);
+  void schedule_wake(uint32_t m, uint8_t channel, Time t);  // no later than t
+  void set_wake(uint32_t m, uint8_t channel, Time t);       // exactly t (kNever: none)
+  void queue_tick(uint32_t m, uint8_t channel, Time t);
   void announce(uint32_t m, std::span<const gossip::MemberEvent> events);
   void arrive(const Event& e);  // a packet, stream request or stream response at a member
   void deliver(uint32_t m, EventKind kind, uint8_t channel, uint32_t from, uint32_t slot, uint64_t aux);
@@ -189,6 +214,7 @@ class Cluster {
   std::vector<uint32_t> free_buffers_;
   std::vector<StreamRecord> streams_;
   std::vector<uint32_t> free_streams_;
+  std::vector<gossip::Member> roster_;  // warm_start: every member's first life, built at the first start
   std::vector<std::unique_ptr<gossip::Effects>> scratch_;  // one per nesting depth of core calls
   size_t scratch_depth_ = 0;
   uint64_t events_processed_ = 0;

@@ -17,7 +17,12 @@ void Cluster::perform(uint32_t m, uint8_t channel, gossip::Effects& out) {
   }
   for (gossip::SendPacket& p : out.packets) send_packet(m, channel, p);
   for (gossip::StreamRequest& r : out.streams) send_stream(m, channel, r);
-  if (out.wake_at) schedule_wake(m, channel, *out.wake_at);
+  if (channel == 0) {
+    // The core names its next deadline after every call (Swim's contract): it replaces the last.
+    set_wake(m, 0, out.wake_at.value_or(kNever));
+  } else if (out.wake_at) {
+    schedule_wake(m, channel, *out.wake_at);
+  }
   if (!out.events.empty() && channel == 0) announce(m, out.events);
 }
 
@@ -94,10 +99,19 @@ void Cluster::send_stream(uint32_t m, uint8_t channel, gossip::StreamRequest& r)
 }
 
 void Cluster::schedule_wake(uint32_t m, uint8_t channel, Time t) {
+  if (std::max(t, now()) < nodes_[m].wake.at[channel]) set_wake(m, channel, t);
+}
+
+void Cluster::set_wake(uint32_t m, uint8_t channel, Time t) {
+  Wakes& w = nodes_[m].wake;
+  if (t != kNever) t = std::max(t, now());
+  w.at[channel] = t;
+  if (t < w.queued[channel]) queue_tick(m, channel, t);  // else the queued event comes first
+}
+
+void Cluster::queue_tick(uint32_t m, uint8_t channel, Time t) {
   Node& n = nodes_[m];
-  t = std::max(t, now());
-  if (t >= n.wake[channel]) return;  // an earlier tick is already due; the core asks again from it
-  n.wake[channel] = t;
+  n.wake.queued[channel] = t;
   Event e;
   e.at = t;
   e.kind = EventKind::tick;
@@ -309,14 +323,21 @@ void Cluster::on_stream_deadline(const Event& e) {
 
 void Cluster::on_tick(const Event& e) {
   Node& n = nodes_[e.node];
-  if (n.life != e.life || e.channel >= n.wake.size() || n.wake[e.channel] != e.at) return;  // superseded
+  if (n.life != e.life || e.channel >= n.wake.size() || n.wake.queued[e.channel] != e.at) return;  // superseded
+  n.wake.queued[e.channel] = kNever;
+  const Time wanted = n.wake.at[e.channel];
+  if (wanted == kNever) return;
+  if (wanted > now()) {  // the core moved its deadline later since this event was queued
+    queue_tick(e.node, e.channel, wanted);
+    return;
+  }
   if (n.status == MemberStatus::paused) return;  // stays due; fires at resume
   fire_tick(e.node, e.channel);
 }
 
 void Cluster::fire_tick(uint32_t m, uint8_t channel) {
   Node& n = nodes_[m];
-  n.wake[channel] = kNever;
+  n.wake.at[channel] = kNever;
   gossip::Effects& out = scratch();
   if (channel == 0) {
     n.swim->on_tick(now(), out);

@@ -84,6 +84,7 @@ ScenarioOutcome run_stall(const ScenarioInputs& in);
 ScenarioOutcome run_spread(const ScenarioInputs& in);
 ScenarioOutcome run_load(const ScenarioInputs& in);
 ScenarioOutcome run_join(const ScenarioInputs& in);
+ScenarioOutcome run_speed(const ScenarioInputs& in);  // scenario_speed.cpp
 // Committed views (scenario_views.cpp).
 ScenarioOutcome run_view_crash(const ScenarioInputs& in);
 ScenarioOutcome run_view_leave(const ScenarioInputs& in);

@@ -136,6 +136,8 @@ const std::vector<Scenario>& scenarios() {
       {"spread", "one update (a leave, or a join) until 99.9% of members show it", run_spread},
       {"load", "bytes per member per second in and out in steady state", run_load},
       {"join", "all members start within one second: time until all know all", run_join},
+      {"speed", "warm start (default 10000 members), steady state for --virtual-s (default 600): wall time",
+       run_speed},
       {"view-crash", "view keepers: a member crashes; time until every survivor holds a view without it",
        run_view_crash},
       {"view-leave", "view keepers: a member leaves gracefully; time until every survivor holds a view without it",

@@ -23,7 +23,8 @@ agent::FlagSet make_flags(RawFlags& f) {
       "scenario, its inputs and its figures. Every line carries scenario, n, seed, runs, virtual_s (virtual\n"
       "seconds simulated, all runs together), wall_s, trace_hash (the same seed gives the same hash);\n"
       "a line with \"error\" (an invariant violation, or no convergence) exits 1.\n\n"
-      "Each run starts every member at once (join: within one second) and waits until all know all;\n"
+      "Each run starts every member at once (join: within one second; speed: warm, each handed the roster\n"
+      "of all) and waits until all know all;\n"
       "then the measured phase begins, with --loss applied to datagrams. Datagrams are the cores' wire\n"
       "bytes. Stream requests (push-pull, TCP probes) are not lost: a lost segment costs its TCP\n"
       "retransmission timeout (1 s for the handshake, 200 ms for data, doubling); they never cross a\n"
@@ -40,9 +41,9 @@ agent::FlagSet make_flags(RawFlags& f) {
       "bytes_out_per_s_mean (datagram and stream payload bytes); join: join_all_ms; view-crash and view-leave:\n"
       "view_all_p50_ms view_all_p99_ms; view-safety: divergences minority_commits unconverged (any nonzero\n"
       "exits 1; with --quorum-policy any: 2-member splits, diverged_runs); bootstrap: bootstrap_ms\n"
-      "max_distinct_views.";
+      "max_distinct_views; speed: run_wall_s us_per_datagram (and setup_wall_s for the warm start).";
   agent::FlagSet flags("shoal-sim SCENARIO [flags]", summary);
-  flags.add_int("n", "N", "members (default 64; bootstrap 2000; view-safety 3..9 drawn per seed)", &f.n, 1, 65536);
+  flags.add_int("n", "N", "members (default 64; bootstrap 2000; speed 10000; view-safety 3..9 drawn per seed)", &f.n, 1, 65536);
   flags.add_int("members", "N", "the same as --n", &f.members, 1, 65536);
   flags.add_int("seeds", "K", "view-safety: property runs with seeds S..S+K-1 (default 1000; soak: 10000)", &f.seeds, 1,
                 100000000);
@@ -60,7 +61,7 @@ agent::FlagSet make_flags(RawFlags& f) {
   flags.add_string("loss", "FRACTION", "datagram loss on every link in the measured phase (default 0; loss: 0.1)",
                    &f.loss);
   flags.add_string("virtual-s", "S",
-                   "measured virtual time (loss: 3600, stall: 300, load: 60; join: the time limit, 300)", &f.virtual_s);
+                   "measured virtual time (loss: 3600, stall: 300, load: 60, speed: 600; join: the time limit, 300)", &f.virtual_s);
   flags.add_string("delay-ms", "MS", "one-way delay of every link (default 0.1)", &f.delay_ms);
   flags.add_string("jitter-ms", "MS", "plus uniform jitter in [0, MS] (default 0.15)", &f.jitter_ms);
   flags.add_int("repeat", "K", "crashes (crash) or updates (spread) per run (default 5)", &f.repeat, 1, 100000);

@@ -60,3 +60,27 @@ TEST_CASE("a scenario's JSON figures and trace hash replay exactly from the seed
   in.seed = 10;
   CHECK(run_crash(in).trace_hash != first.trace_hash);
 }
+
+TEST_CASE("the speed scenario runs a warm cluster with no removals and replays from its seed (seed 3, 128 members, 5 s)") {
+  ScenarioInputs in;
+  in.n = 128;
+  in.n_given = true;
+  in.seed = 3;
+  in.virtual_s = 5;
+  const ScenarioOutcome first = run_speed(in), second = run_speed(in);
+  INFO(first.error.value_or("no error"));
+  REQUIRE_FALSE(first.error);
+  CHECK(first.trace_hash == second.trace_hash);
+  const std::string figures = first.figures.str();
+  INFO(figures);
+  CHECK(figures.find("\"members\":128") != std::string::npos);
+  CHECK(figures.find("\"false_removals\":0") != std::string::npos);
+  CHECK(figures.find("\"all_alive_at_end\":true") != std::string::npos);
+  // 128 members probing every 150 ms for 5 s: about 13 datagrams per member-second (pings and acks).
+  const size_t at = figures.find("\"datagrams\":");
+  REQUIRE(at != std::string::npos);
+  const uint64_t datagrams = std::stoull(figures.substr(at + 12));
+  CHECK(datagrams > 128 * 5 * 10);
+  CHECK(datagrams < 128 * 5 * 20);
+  CHECK(first.virtual_s == doctest::Approx(5.0));
+}

@@ -208,3 +208,36 @@ TEST_CASE("a layer is fed every member event its own gossip core announces (seed
     CHECK(fed.size() >= 7);  // at least one event about each other member
   }
 }
+
+TEST_CASE(
+    "a warm start hands every core the roster: all know all at time 0 with no join, and a crash is still "
+    "detected by all (seed 12, 64 members)") {
+  ClusterOptions o = small_cluster(64, 12);
+  o.warm_start = true;
+  Cluster c(o);
+  FalseDeathCounter false_deaths(c);
+  c.start_all(Time(0));
+  c.run_until(Time(0));
+  REQUIRE(c.ok());
+  CHECK(c.ledger().all_know_all());
+  for (uint32_t m = 0; m < c.size(); ++m) {
+    CHECK(c.counters(m).streams_out == 0);  // no join push-pull: the roster was the state
+    CHECK(c.core(m)->live_count() == 64);
+  }
+  c.run_until(sec(10));
+  REQUIRE(c.ok());
+  CHECK(false_deaths.count == 0);
+  CHECK(c.ledger().all_know_all());
+  c.crash(17);
+  c.run_until(sec(15));
+  REQUIRE(c.ok());
+  CHECK(everyone_shows(c, 17, shoal::gossip::State::dead));
+  // A restart is a new process with no roster: it joins through the seeds as usual.
+  c.start(17, c.now());
+  c.run_until(c.now());  // the start itself, before "all know all" counts member 17 again
+  REQUIRE(c.status(17) == MemberStatus::running);
+  CHECK_FALSE(c.ledger().all_know_all());
+  const bool back = c.run_until(sec(30), ms(10), [&] { return c.ledger().all_know_all(); });
+  CHECK(back);
+  CHECK(c.counters(17).streams_out > 0);
+}
