@@ -1,4 +1,4 @@
-// EventQueue: the virtual clock and the pending events of a simulation, a binary heap ordered by
+// EventQueue: the virtual clock and the pending events of a simulation, a 4-ary heap ordered by
 // (time, sequence) so that events at the same instant run in the order they were scheduled.
 #pragma once
 

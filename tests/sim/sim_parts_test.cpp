@@ -2,10 +2,13 @@
 // invariant rules, the view ledger and the shoal-sim command line. No protocol core runs here.
 #include <doctest/doctest.h>
 
+#include <set>
+
 #include "addresses.hpp"
 #include "event_queue.hpp"
 #include "invariant_checker.hpp"
 #include "network.hpp"
+#include "rng.hpp"
 #include "sim_args.hpp"
 #include "trace_hash.hpp"
 #include "view_ledger.hpp"
@@ -44,6 +47,27 @@ TEST_CASE("events run in time order, and events at the same time in the order th
   while (!q.empty()) order.push_back(q.pop().node);
   CHECK(order == std::vector<uint32_t>{2, 4, 1, 3});
   CHECK(q.now() == Time(50));
+}
+
+TEST_CASE("against a sorted model: 50,000 random pushes and pops come out in (time, sequence) order (seed 3)") {
+  EventQueue q;
+  std::set<std::pair<int64_t, uint32_t>> model;  // (time, push order) for the events still queued
+  SimRng rng(3);
+  uint32_t pushed = 0;
+  for (int step = 0; step < 50000; ++step) {
+    if (rng.below(5) < 3 || q.empty()) {
+      const int64_t t = q.now().count() + static_cast<int64_t>(rng.below(1000));  // many ties
+      q.push(at_time(t, pushed));
+      model.emplace(t, pushed++);
+    } else {
+      const Event e = q.pop();
+      REQUIRE_FALSE(model.empty());
+      CHECK(e.at.count() == model.begin()->first);
+      CHECK(e.node == model.begin()->second);
+      model.erase(model.begin());
+    }
+    REQUIRE(q.size() == model.size());
+  }
 }
 
 TEST_CASE("an event scheduled in the past runs now: the clock never goes back") {
