@@ -256,7 +256,7 @@ void Cluster::on_resume(uint32_t m) {
     deliver(m, item.kind, item.channel, item.from, item.slot, item.aux);
   }
   for (uint8_t c = 0; c < nodes_[m].wake.size(); ++c) {
-    if (nodes_[m].wake.at[c] <= now()) fire_tick(m, c);
+    if (nodes_[m].wake.ch[c].at <= now()) fire_tick(m, c);
   }
 }
 

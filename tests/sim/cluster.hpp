@@ -125,32 +125,36 @@ class Cluster {
   // comes due and is put back at the new time, without calling the core (most probes end with an
   // ack well before their timeout, which would otherwise cost a call per probe).
   static constexpr size_t kMaxChannels = 8;  // the gossip core and up to 7 layers
+  struct Tick {
+    Time at{0};      // wanted (kNever: none)
+    Time queued{0};  // the pending tick event's time (kNever: none)
+  };
   struct Wakes {
-    std::array<Time, kMaxChannels> at{};      // wanted (kNever: none)
-    std::array<Time, kMaxChannels> queued{};  // the pending tick event's time (kNever: none)
+    std::array<Tick, kMaxChannels> ch{};
     uint8_t count = 0;
     size_t size() const { return count; }
     void assign(size_t n, Time v) {
       count = static_cast<uint8_t>(n);
-      at.fill(v);
-      queued.fill(v);
+      ch.fill(Tick{v, v});
     }
     void clear() { count = 0; }
   };
+  // What every event reads comes first (one cache line: status, life, the core, the layers and
+  // the gossip channel's tick), because at thousands of members each event finds its node cold.
   struct Node {
     MemberStatus status = MemberStatus::idle;
     uint32_t life = 0;        // bumped at every start and stop: timers and answers of an earlier life are stale
     uint32_t generation = 0;  // 1 at the first start
-    std::string name, addr;
     std::unique_ptr<gossip::Swim> swim;
     std::vector<std::unique_ptr<Layer>> layers;
     Wakes wake;
+    MemberCounters counters;
+    std::string name, addr;
     Time paused_until{0};
     uint64_t pause_seq = 0;
     std::deque<InboxItem> inbox;
     size_t inbox_bytes = 0;
     size_t open_streams = 0;
-    MemberCounters counters;
   };
   struct StreamRecord {
     uint32_t requester = 0;

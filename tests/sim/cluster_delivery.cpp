@@ -99,19 +99,19 @@ void Cluster::send_stream(uint32_t m, uint8_t channel, gossip::StreamRequest& r)
 }
 
 void Cluster::schedule_wake(uint32_t m, uint8_t channel, Time t) {
-  if (std::max(t, now()) < nodes_[m].wake.at[channel]) set_wake(m, channel, t);
+  if (std::max(t, now()) < nodes_[m].wake.ch[channel].at) set_wake(m, channel, t);
 }
 
 void Cluster::set_wake(uint32_t m, uint8_t channel, Time t) {
   Wakes& w = nodes_[m].wake;
   if (t != kNever) t = std::max(t, now());
-  w.at[channel] = t;
-  if (t < w.queued[channel]) queue_tick(m, channel, t);  // else the queued event comes first
+  w.ch[channel].at = t;
+  if (t < w.ch[channel].queued) queue_tick(m, channel, t);  // else the queued event comes first
 }
 
 void Cluster::queue_tick(uint32_t m, uint8_t channel, Time t) {
   Node& n = nodes_[m];
-  n.wake.queued[channel] = t;
+  n.wake.ch[channel].queued = t;
   Event e;
   e.at = t;
   e.kind = EventKind::tick;
@@ -323,9 +323,9 @@ void Cluster::on_stream_deadline(const Event& e) {
 
 void Cluster::on_tick(const Event& e) {
   Node& n = nodes_[e.node];
-  if (n.life != e.life || e.channel >= n.wake.size() || n.wake.queued[e.channel] != e.at) return;  // superseded
-  n.wake.queued[e.channel] = kNever;
-  const Time wanted = n.wake.at[e.channel];
+  if (n.life != e.life || e.channel >= n.wake.size() || n.wake.ch[e.channel].queued != e.at) return;  // superseded
+  n.wake.ch[e.channel].queued = kNever;
+  const Time wanted = n.wake.ch[e.channel].at;
   if (wanted == kNever) return;
   if (wanted > now()) {  // the core moved its deadline later since this event was queued
     queue_tick(e.node, e.channel, wanted);
@@ -337,7 +337,7 @@ void Cluster::on_tick(const Event& e) {
 
 void Cluster::fire_tick(uint32_t m, uint8_t channel) {
   Node& n = nodes_[m];
-  n.wake.at[channel] = kNever;
+  n.wake.ch[channel].at = kNever;
   gossip::Effects& out = scratch();
   if (channel == 0) {
     n.swim->on_tick(now(), out);
