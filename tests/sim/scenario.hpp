@@ -54,6 +54,7 @@ struct ScenarioOutcome {
   std::optional<std::string> error;  // an invariant violation or a failed setup: the run is invalid
   uint64_t trace_hash = 0;           // over every run, in order
   double virtual_s = 0;              // virtual time simulated, all runs together
+  std::optional<size_t> n;           // the members it ran, when the scenario chose its own default
 };
 
 struct Scenario {

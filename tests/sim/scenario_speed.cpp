@@ -31,6 +31,7 @@ double peak_rss_mb() {
 ScenarioOutcome run_speed(const ScenarioInputs& in) {
   ScenarioOutcome out;
   const size_t n = in.n_given ? in.n : 10000;
+  out.n = n;
   const double length_s = in.virtual_s.value_or(600);
   double setup_wall_s = 0, run_wall_s = 0;
   uint64_t datagrams = 0, events = 0, false_removals = 0;

@@ -208,6 +208,7 @@ ScenarioOutcome run_view_safety(const ScenarioInputs& in) {
 ScenarioOutcome run_bootstrap(const ScenarioInputs& in) {
   ScenarioOutcome out;
   const size_t n = in.n_given ? in.n : 2000;
+  out.n = n;
   std::vector<double> boot_ms;
   size_t max_distinct = 0;
   for (size_t r = 0; r < in.runs && !out.error; ++r) {

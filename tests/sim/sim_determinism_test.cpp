@@ -71,6 +71,7 @@ TEST_CASE("the speed scenario runs a warm cluster with no removals and replays f
   INFO(first.error.value_or("no error"));
   REQUIRE_FALSE(first.error);
   CHECK(first.trace_hash == second.trace_hash);
+  CHECK(first.n == 128u);  // the line's "n" is the members run
   const std::string figures = first.figures.str();
   INFO(figures);
   CHECK(figures.find("\"members\":128") != std::string::npos);

@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
 
   JsonLine line;
   line.text("scenario", cmd->scenario->name);
-  line.count("n", in.n);
+  line.count("n", outcome.n.value_or(in.n));
   line.count("seed", in.seed);
   line.count("runs", in.runs);
   line.number("virtual_s", outcome.virtual_s);
