@@ -10,12 +10,19 @@ constexpr uint8_t kLenTag(int field) { return static_cast<uint8_t>((field << 3) 
 constexpr int kPacketUpdatesField = 5;    // pb::Packet.updates
 constexpr int kEnvelopeGossipField = 11;  // wire::Envelope.gossip
 
-void put_varint(std::string& out, uint64_t v) {
+// Writes v as a varint at `at` (room for 10 bytes); returns the end.
+std::byte* write_varint(std::byte* at, uint64_t v) {
   while (v >= 0x80) {
-    out.push_back(static_cast<char>(v | 0x80));
+    *at++ = std::byte(static_cast<uint8_t>(v | 0x80));
     v >>= 7;
   }
-  out.push_back(static_cast<char>(v));
+  *at++ = std::byte(static_cast<uint8_t>(v));
+  return at;
+}
+
+void put_varint(std::string& out, uint64_t v) {
+  std::byte buf[10];
+  out.append(reinterpret_cast<const char*>(buf), static_cast<size_t>(write_varint(buf, v) - buf));
 }
 
 size_t varint_size(uint64_t v) {
@@ -246,13 +253,7 @@ std::vector<std::byte> PacketWriter::finish(const std::string& body) const {
   std::memcpy(at, prefix_.data(), prefix_.size());
   at += prefix_.size();
   *at++ = std::byte{kLenTag(kEnvelopeGossipField)};
-  for (uint64_t v = body.size(); ; v >>= 7) {
-    if (v < 0x80) {
-      *at++ = std::byte(v);
-      break;
-    }
-    *at++ = std::byte((v & 0x7f) | 0x80);
-  }
+  at = write_varint(at, body.size());
   std::memcpy(at, body.data(), body.size());
   return out;
 }

@@ -133,7 +133,6 @@ void SwimCore::enter(Time now) {
 
 void SwimCore::finish(Effects& out) {
   run_due();
-  timers_.prune();  // next_wake reads the earliest live timer
   const Time wake = next_wake();
   if (wake != kNever) {
     out.wake_no_later_than(wake);
@@ -146,7 +145,7 @@ void SwimCore::finish(Effects& out) {
 
 Time SwimCore::next_wake() const {
   Time t = kNever;
-  if (!timers_.empty()) t = std::min(t, timers_.next_at());  // pruned by run_due
+  if (!timers_.empty()) t = std::min(t, timers_.next_at());
   if (!started_) return t;
   t = std::min({t, next_probe_at_, next_push_pull_at_, next_reconnect_at_, next_reap_at_});
   if (!queue_.empty()) t = std::min(t, next_gossip_at_);

@@ -1,6 +1,6 @@
 // The core's one-shot timers: a binary heap ordered by (deadline, token) over a pool of actions.
 // Cancelling marks the pool slot free and leaves the heap entry behind, to be dropped when it
-// reaches the top; the top is always a live timer after prune(), so a cancelled timer never wakes
+// reaches the top; every operation leaves a live timer on top, so a cancelled timer never wakes
 // the runtime. Two timers per probe made a node-based map allocate and free four times per probe.
 #pragma once
 
@@ -42,25 +42,22 @@ class TimerHeap {
   void cancel(const Key& k) {
     if (k.token == 0 || k.slot >= pool_.size() || pool_[k.slot].token != k.token) return;
     release(k.slot);
+    prune();
   }
 
-  // Drops cancelled entries from the top; then top() is live (unless empty()).
-  void prune() {
-    while (!heap_.empty() && pool_[heap_.front().slot].token != heap_.front().token) pop_top();
-  }
   bool empty() const { return live_ == 0; }
   size_t size() const { return live_; }
-  // The earliest deadline; only after prune() and when !empty().
+  // The earliest live deadline; only when !empty().
   Time next_at() const { return heap_.front().at; }
 
   // Removes the earliest timer if it is due at `now`, moving its action out; false otherwise.
   bool pop_due(Time now, Action& out) {
-    prune();
     if (heap_.empty() || heap_.front().at > now) return false;
     const uint32_t slot = heap_.front().slot;
     pop_top();
     out = std::move(pool_[slot].action);
     release(slot);
+    prune();
     return true;
   }
 
@@ -75,6 +72,10 @@ class TimerHeap {
     Action action{};
   };
   static bool later(const Node& a, const Node& b) { return a.at != b.at ? a.at > b.at : a.token > b.token; }
+  // Drops cancelled entries from the top, so that the top is live (or the heap empty).
+  void prune() {
+    while (!heap_.empty() && pool_[heap_.front().slot].token != heap_.front().token) pop_top();
+  }
   void pop_top() {
     std::pop_heap(heap_.begin(), heap_.end(), later);
     heap_.pop_back();

@@ -3,7 +3,6 @@
 // measures ten virtual minutes of protocol, not the N^2 work of a join; every datagram is still
 // encoded and decoded as on the wire, and invariants are checked after every event.
 #include <chrono>
-#include <cstdio>
 #include <fstream>
 #include <string>
 
