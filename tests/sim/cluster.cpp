@@ -137,6 +137,7 @@ bool Cluster::run_until(Time deadline, Time poll, const std::function<bool()>& d
 void Cluster::step() {
   const Event e = queue_.pop();
   ++events_processed_;
+  prefetch_ahead();
   switch (e.kind) {
     case EventKind::start:
       if (nodes_[e.node].status != MemberStatus::running && nodes_[e.node].status != MemberStatus::paused) {
@@ -167,6 +168,33 @@ void Cluster::step() {
   }
   // In-flight datagrams and timers scale with the members; anything far beyond is a runaway.
   checker_.check_bound("the event queue", queue_.size(), 256 * nodes_.size() + 100000, now());
+}
+
+void Cluster::prefetch_ahead() const {
+  // Each step reads what the step one event earlier loaded: the node, then its core object, then
+  // the core's fields, its index slot of the sender, the sender's record and text.
+  constexpr size_t d = EventQueue::kAhead;
+  auto core_event = [this](const Event* e) {
+    return e != nullptr && (e->kind == EventKind::packet || e->kind == EventKind::tick) && e->channel == 0 &&
+           e->node < nodes_.size();
+  };
+  if (const Event* e = queue_.ahead(d - 1); core_event(e)) {
+    __builtin_prefetch(&nodes_[e->node]);
+    if (e->kind == EventKind::packet) {
+      __builtin_prefetch(&nodes_[e->from].name);
+      __builtin_prefetch(&buffers_[e->slot]);
+    }
+  }
+  if (const Event* e = queue_.ahead(d - 2); core_event(e)) {
+    if (nodes_[e->node].swim) __builtin_prefetch(nodes_[e->node].swim.get());
+    if (e->kind == EventKind::packet) __builtin_prefetch(buffers_[e->slot].data());
+  }
+  for (int step = 0; step < 4; ++step) {
+    const Event* e = queue_.ahead(d - 3 - static_cast<size_t>(step));
+    if (!core_event(e) || !nodes_[e->node].swim) continue;
+    nodes_[e->node].swim->prefetch(step, e->kind == EventKind::packet ? std::string_view(nodes_[e->from].name)
+                                                                       : std::string_view());
+  }
 }
 
 void Cluster::on_start(uint32_t m) {

@@ -172,6 +172,8 @@ class Cluster {
 
   // cluster.cpp: lifecycle and the event loop
   void step();
+  // Starts loading what the next few events will read (EventQueue::ahead); changes nothing.
+  void prefetch_ahead() const;
   void on_start(uint32_t m);
   void stop(uint32_t m, MemberStatus why);
   void on_resume(uint32_t m);

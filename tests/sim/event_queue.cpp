@@ -10,6 +10,38 @@ namespace shoal::sim {
 uint64_t EventQueue::push(Event e) {
   if (e.at < now_) e.at = now_;
   e.seq = next_seq_++;
+  if (ahead_n_ < kAhead) {
+    insert_ahead(e);  // the heap is empty
+  } else if (later(ahead_[kAhead - 1], e)) {
+    heap_push(ahead_[kAhead - 1]);
+    --ahead_n_;
+    insert_ahead(e);
+  } else {
+    heap_push(e);
+  }
+  return e.seq;
+}
+
+Event EventQueue::pop() {
+  const Event top = ahead_[0];
+  std::copy(ahead_.begin() + 1, ahead_.begin() + static_cast<std::ptrdiff_t>(ahead_n_), ahead_.begin());
+  --ahead_n_;
+  if (!heap_.empty()) ahead_[ahead_n_++] = heap_pop();
+  now_ = top.at;
+  return top;
+}
+
+void EventQueue::insert_ahead(const Event& e) {
+  size_t i = ahead_n_;
+  while (i > 0 && later(ahead_[i - 1], e)) {
+    ahead_[i] = ahead_[i - 1];
+    --i;
+  }
+  ahead_[i] = e;
+  ++ahead_n_;
+}
+
+void EventQueue::heap_push(const Event& e) {
   size_t i = heap_.size();
   heap_.push_back(e);
   while (i > 0) {
@@ -19,10 +51,9 @@ uint64_t EventQueue::push(Event e) {
     i = parent;
   }
   heap_[i] = e;
-  return e.seq;
 }
 
-Event EventQueue::pop() {
+Event EventQueue::heap_pop() {
   const Event top = heap_.front();
   const Event last = heap_.back();
   heap_.pop_back();
@@ -43,7 +74,6 @@ Event EventQueue::pop() {
     }
     heap_[i] = last;
   }
-  now_ = top.at;
   return top;
 }
 

@@ -1,7 +1,11 @@
-// EventQueue: the virtual clock and the pending events of a simulation, a 4-ary heap ordered by
-// (time, sequence) so that events at the same instant run in the order they were scheduled.
+// EventQueue: the virtual clock and the pending events of a simulation, ordered by (time,
+// sequence) so that events at the same instant run in the order they were scheduled. The next
+// kAhead events wait in a small sorted buffer in front of a 4-ary heap, so that the harness can
+// see what comes next and start loading the members those events will touch.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -36,11 +40,16 @@ struct Event {
 
 class EventQueue {
  public:
+  static constexpr size_t kAhead = 7;
+
   Time now() const { return now_; }
-  bool empty() const { return heap_.empty(); }
-  size_t size() const { return heap_.size(); }
+  bool empty() const { return ahead_n_ == 0; }
+  size_t size() const { return ahead_n_ + heap_.size(); }
   // The time of the next event; only when !empty().
-  Time next_time() const { return heap_.front().at; }
+  Time next_time() const { return ahead_[0].at; }
+  // The event i places after the next one would pop now (0: the next), if i < kAhead and there are
+  // that many; nullptr otherwise. For prefetching: what runs before it may still change the order.
+  const Event* ahead(size_t i) const { return i < ahead_n_ ? &ahead_[i] : nullptr; }
 
   // Schedules e at e.at (an event in the past runs now). Returns its sequence number.
   uint64_t push(Event e);
@@ -48,7 +57,7 @@ class EventQueue {
   Event pop();
   // Moves the clock forward to t when nothing is scheduled before it.
   void advance_to(Time t) {
-    if (t > now_ && (heap_.empty() || heap_.front().at >= t)) now_ = t;
+    if (t > now_ && (empty() || ahead_[0].at >= t)) now_ = t;
   }
 
  private:
@@ -56,6 +65,15 @@ class EventQueue {
     if (a.at != b.at) return a.at > b.at;
     return a.seq > b.seq;
   }
+  void heap_push(const Event& e);
+  Event heap_pop();
+  // Puts e into the sorted buffer (which has room), after every event that comes before it.
+  void insert_ahead(const Event& e);
+
+  // The earliest events, in order; every one comes before every event in the heap, and the buffer
+  // is full whenever the heap is not empty.
+  std::array<Event, kAhead> ahead_{};
+  size_t ahead_n_ = 0;
   std::vector<Event> heap_;
   uint64_t next_seq_ = 0;
   Time now_{0};

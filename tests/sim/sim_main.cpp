@@ -4,11 +4,34 @@
 #include <cstdlib>
 #include <iostream>
 
+#include <unistd.h>
+
 #include "base/log.hpp"
 #include "sim_args.hpp"
 
+namespace {
+
+// At thousands of members the cores' tables fill gigabytes that are read at random, and on 4 KiB
+// pages half of the setup is page faults. glibc reads its allocator tunables only at start, so
+// unless the caller chose some, shoal-sim runs itself again with these: the heap grows in 64 MiB
+// steps marked for transparent huge pages, and blocks under 32 MiB come from the heap rather than
+// from their own mappings (which would be too small for huge pages). The run is the same; at
+// 10,000 members the setup takes about half as long.
+void use_huge_pages(char** argv) {
+  if (std::getenv("GLIBC_TUNABLES") != nullptr) return;
+  if (::setenv("GLIBC_TUNABLES",
+               "glibc.malloc.hugetlb=1:glibc.malloc.top_pad=67108864:glibc.malloc.mmap_threshold=33554432", 1) != 0) {
+    return;
+  }
+  ::execv("/proc/self/exe", argv);
+  ::unsetenv("GLIBC_TUNABLES");  // could not run itself again: go on as it is
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace shoal::sim;
+  use_huge_pages(argv);
   std::vector<std::string> args(argv + 1, argv + argc);
   auto cmd = parse_sim_args(args);
   if (!cmd) {

@@ -49,7 +49,7 @@ TEST_CASE("events run in time order, and events at the same time in the order th
   CHECK(q.now() == Time(50));
 }
 
-TEST_CASE("against a sorted model: 50,000 random pushes and pops come out in (time, sequence) order (seed 3)") {
+TEST_CASE("against a sorted model: 50,000 random pushes and pops come out in (time, sequence) order, and the next events are seen ahead (seed 3)") {
   EventQueue q;
   std::set<std::pair<int64_t, uint32_t>> model;  // (time, push order) for the events still queued
   SimRng rng(3);
@@ -67,6 +67,20 @@ TEST_CASE("against a sorted model: 50,000 random pushes and pops come out in (ti
       model.erase(model.begin());
     }
     REQUIRE(q.size() == model.size());
+    // What the harness prefetches for: the next events, in the order they will run.
+    auto expected = model.begin();
+    for (size_t i = 0; i < EventQueue::kAhead; ++i) {
+      const Event* ahead = q.ahead(i);
+      if (expected == model.end()) {
+        CHECK(ahead == nullptr);
+        continue;
+      }
+      REQUIRE(ahead != nullptr);
+      CHECK(ahead->at.count() == expected->first);
+      CHECK(ahead->node == expected->second);
+      ++expected;
+    }
+    CHECK(q.ahead(EventQueue::kAhead) == nullptr);
   }
 }
 
