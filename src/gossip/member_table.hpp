@@ -129,6 +129,11 @@ class MemberTable {
     const uint32_t at = index_.likely_position(name_hash);
     if (at < rows_.size()) prefetch_record(at, step == 2);
   }
+  // The table's own fields that lookups and counts read.
+  void prefetch_fields() const {
+    __builtin_prefetch(&rows_);
+    __builtin_prefetch(&layout_);
+  }
   // The record at a position (text: its text, which needs the record loaded).
   void prefetch_record(uint32_t position, bool text) const {
     if (text) {

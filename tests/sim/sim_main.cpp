@@ -23,7 +23,13 @@ void use_huge_pages(char** argv) {
                "glibc.malloc.hugetlb=1:glibc.malloc.top_pad=67108864:glibc.malloc.mmap_threshold=33554432", 1) != 0) {
     return;
   }
-  ::execv("/proc/self/exe", argv);
+  // The program's own path rather than /proc/self/exe, so that the process keeps its name.
+  char self[4096];
+  const ssize_t len = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (len > 0) {
+    self[len] = '\0';
+    ::execv(self, argv);
+  }
   ::unsetenv("GLIBC_TUNABLES");  // could not run itself again: go on as it is
 }
 
