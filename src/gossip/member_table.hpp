@@ -137,7 +137,10 @@ class MemberTable {
   // The record at a position (text: its text, which needs the record loaded).
   void prefetch_record(uint32_t position, bool text) const {
     if (text) {
-      __builtin_prefetch(rows_[position].text);
+      const StoredRecord& r = rows_[position];
+      if (r.text == nullptr) return;
+      __builtin_prefetch(r.text);
+      __builtin_prefetch(r.text + r.name_len + r.addr_len);  // a lookup reads the name, a probe the address
     } else {
       __builtin_prefetch(&rows_[position]);
     }
