@@ -306,7 +306,7 @@ MemberRef SwimCore::sender_record(const wire::MemberId& sender, const pb::Packet
 // ---- prefetching: what the next call reads, for a runtime that runs many cores ----------------
 
 void SwimCore::prefetch(int step, std::string_view peer) const {
-  const uint64_t h = peer.empty() || step == 0 ? 0 : NameIndex::hash(peer);
+  const uint64_t h = (peer.empty() || step == 0) ? 0 : NameIndex::hash(peer);
   switch (step) {
     case 0:
       // The lines of this object that calls read, not its 4.4 KB: every line loaded here is one

@@ -1,6 +1,7 @@
-// The heap behind EventQueue: 4-ary rather than binary, because at thousands of members the heap
-// outgrows the cache and a 4-ary one is half as deep (each level one cache miss); its 4 children
-// share one or two cache lines. Keys (time, sequence) are unique, so any heap pops the same order.
+// EventQueue: the sorted buffer of the next events, and the heap behind it: 4-ary rather than
+// binary, because at thousands of members the heap outgrows the cache and a 4-ary one is half as
+// deep (each level one cache miss); its 4 children share one or two cache lines. Keys (time,
+// sequence) are unique, so any such queue pops the same order.
 #include "event_queue.hpp"
 
 #include <algorithm>

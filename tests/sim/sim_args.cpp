@@ -41,7 +41,9 @@ agent::FlagSet make_flags(RawFlags& f) {
       "bytes_out_per_s_mean (datagram and stream payload bytes); join: join_all_ms; view-crash and view-leave:\n"
       "view_all_p50_ms view_all_p99_ms; view-safety: divergences minority_commits unconverged (any nonzero\n"
       "exits 1; with --quorum-policy any: 2-member splits, diverged_runs); bootstrap: bootstrap_ms\n"
-      "max_distinct_views; speed: run_wall_s us_per_datagram (and setup_wall_s for the warm start).";
+      "max_distinct_views; speed: run_wall_s us_per_datagram (and setup_wall_s for the warm start).\n\n"
+      "Unless GLIBC_TUNABLES is set, shoal-sim runs itself again with glibc's tunables for transparent huge\n"
+      "pages (the tables of thousands of members fill gigabytes); the run and its trace are the same.";
   agent::FlagSet flags("shoal-sim SCENARIO [flags]", summary);
   flags.add_int("n", "N", "members (default 64; bootstrap 2000; speed 10000; view-safety 3..9 drawn per seed)", &f.n, 1, 65536);
   flags.add_int("members", "N", "the same as --n", &f.members, 1, 65536);
