@@ -129,13 +129,18 @@ GlooPairSockets GlooPairSockets::find(const gloo::rendezvous::Context& context, 
       by_local.push_back(s.inode);
       if (peer && same_endpoint(s.peer, *peer)) exact.push_back(s.inode);
     }
+    // Without an exact match every socket on the pair's own port belongs to this pair: the port was
+    // bound for it alone. More than one (seen under load: a connection the peer gave up on and
+    // retried, not yet closed) are all kept, so that the live one is tuned and shut down too.
     const auto& chosen = exact.empty() ? by_local : exact;
-    if (chosen.size() == 1) {
-      result.inodes_.push_back(chosen.front());
-    } else {
-      logger.warn("gloo rank {}: {} sockets match the pair to rank {}; abort will rely on the op timeout for it",
-                  context.rank, chosen.size(), j);
+    if (chosen.empty()) {
+      logger.warn("gloo rank {}: no socket matches the pair to rank {}; abort will rely on the op timeout for it",
+                  context.rank, j);
+    } else if (chosen.size() > 1) {
+      logger.info("gloo rank {}: {} sockets share the pair to rank {}'s own address; all are tracked", context.rank,
+                  chosen.size(), j);
     }
+    result.inodes_.insert(result.inodes_.end(), chosen.begin(), chosen.end());
   }
   return result;
 }

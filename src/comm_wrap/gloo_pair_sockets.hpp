@@ -33,7 +33,7 @@ class GlooPairSockets {
   // `adapter` is the store `context` connected through (it remembers the peers' published addresses).
   static GlooPairSockets find(const gloo::rendezvous::Context& context, const GlooStoreAdapter& adapter);
 
-  // How many of the context's pairs had a socket identified.
+  // How many sockets were identified (one per pair, more where a pair's port holds several).
   size_t found() const { return inodes_.size(); }
   // Shuts down every identified socket still open; returns how many it shut down. Thread-safe.
   size_t shutdown_all() const;
