@@ -527,6 +527,23 @@ class Lab:
             code = t.proc.poll() if t.proc is not None else None
             if not t.expected_exit and code not in (None, 0):
                 problems.append(f"the trainer on {t.name} exited with {code}: {t.stderr_tail(3).strip()}")
+        # A leak is growth that stays. Right after a fault ends an agent may still hold the TCP requests
+        # it started under it (fallback probes, push-pulls), each closed by its 1 s deadline: growth
+        # beyond the slack is sampled again for up to 3 s before it counts.
+        deadline = time.monotonic() + 3.0
+        while True:
+            growth_problems = self._resource_growth(fd_slack, thread_slack)
+            if not growth_problems or time.monotonic() >= deadline:
+                break
+            time.sleep(0.25)
+        problems += growth_problems
+        for a in self.agents:
+            if a.running() and not a.paused:
+                problems += a.segment_fd_problems()
+        return problems
+
+    def _resource_growth(self, fd_slack, thread_slack):
+        problems = []
         self.growth = {"fds": 0, "threads": 0}  # the largest growth over the agents that lived throughout
         for name, (pid, fds, threads) in self.baseline.items():
             a = self.agent(name)
@@ -539,9 +556,6 @@ class Lab:
                 problems.append(f"{name}: file descriptors grew from {fds} to {now_fds}")
             if now_threads > threads + thread_slack:
                 problems.append(f"{name}: threads grew from {threads} to {now_threads}")
-        for a in self.agents:
-            if a.running() and not a.paused:
-                problems += a.segment_fd_problems()
         return problems
 
     def log_tails(self, lines=25):
