@@ -130,8 +130,8 @@ GlooPairSockets GlooPairSockets::find(const gloo::rendezvous::Context& context, 
       if (peer && same_endpoint(s.peer, *peer)) exact.push_back(s.inode);
     }
     // Without an exact match every socket on the pair's own port belongs to this pair: the port was
-    // bound for it alone. More than one (seen under load: a connection the peer gave up on and
-    // retried, not yet closed) are all kept, so that the live one is tuned and shut down too.
+    // bound for it alone. More than one (seen once in CI under load, most likely a connection the
+    // peer gave up on and retried, not yet closed) are all kept, so the live one is tuned and shut too.
     const auto& chosen = exact.empty() ? by_local : exact;
     if (chosen.empty()) {
       logger.warn("gloo rank {}: no socket matches the pair to rank {}; abort will rely on the op timeout for it",
