@@ -27,10 +27,7 @@ class ProbeOrder {
                            const std::function<std::vector<Slot>()>& candidates, std::mt19937_64& rng);
 
   // The entry next() reads first, if the round has one left (a hint for prefetching).
-  std::optional<Slot> upcoming() const {
-    return pos_ < order_.size() ? std::optional<Slot>(order_[pos_]) : std::nullopt;
-  }
-  const Slot* upcoming_address() const { return pos_ < order_.size() ? &order_[pos_] : nullptr; }
+  const Slot* upcoming() const { return pos_ < order_.size() ? &order_[pos_] : nullptr; }
 
   // Forgets the round (positions changed): the next call draws a new one.
   void clear() {

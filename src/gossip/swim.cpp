@@ -329,15 +329,15 @@ void SwimCore::prefetch(int step, std::string_view peer) const {
       if (!peer.empty()) table_.prefetch_lookup(h, 0);
       timers_.prefetch(0);
       writer_.prefetch();
-      if (const ProbeOrder::Slot* next = order_.upcoming_address()) __builtin_prefetch(next);
+      if (const ProbeOrder::Slot* next = order_.upcoming()) __builtin_prefetch(next);
       if (!probes_.empty()) __builtin_prefetch(&*probes_.begin());
       break;
     case 2:
     case 3: {
       if (!peer.empty()) table_.prefetch_lookup(h, step - 1);
       if (step == 2) timers_.prefetch(1);
-      const std::optional<ProbeOrder::Slot> next = order_.upcoming();
-      if (next && *next < table_.size()) table_.prefetch_record(*next, step == 3);
+      const ProbeOrder::Slot* next = order_.upcoming();
+      if (next != nullptr && *next < table_.size()) table_.prefetch_record(*next, step == 3);
       break;
     }
     default:
