@@ -21,13 +21,13 @@
 #include <thread>
 #include <vector>
 
-#include "agent/agent.hpp"
-#include "agent/ckpt_transfer.hpp"
-#include "baseline_measure.hpp"
 #include "base/log.hpp"
+#include "baseline_measure.hpp"
+#include "ckpt_service/transfer.hpp"
 #include "ckpt_shm/rank_store.hpp"
 #include "ckpt_shm/replica_store.hpp"
 #include "ckpt_shm/shm_segment.hpp"
+#include "daemon/agent.hpp"
 
 namespace {
 
@@ -37,10 +37,10 @@ using namespace shoal;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 struct Host {
-  std::unique_ptr<agent::Agent> agent;
+  std::unique_ptr<shoal::daemon::Agent> agent;
   std::thread thread;
-  Host(const std::string& name, const std::string& job, std::vector<agent::HostPort> seeds) {
-    agent::AgentConfig cfg;
+  Host(const std::string& name, const std::string& job, std::vector<shoal::net::HostPort> seeds) {
+    shoal::daemon::AgentConfig cfg;
     cfg.name = name;
     cfg.bind = {"127.0.0.1", 0};
     cfg.seeds = std::move(seeds);
@@ -50,7 +50,7 @@ struct Host {
     cfg.ckpt.store = job + "-" + name;
     cfg.ckpt.stall_timeout = std::chrono::milliseconds(60'000);
     cfg.ckpt.keep_per_rank = 1;  // one replica plus the one arriving: 4 GiB versions fit this machine
-    agent = std::make_unique<agent::Agent>(std::move(cfg));
+    agent = std::make_unique<shoal::daemon::Agent>(std::move(cfg));
     if (auto ok = agent->start(); !ok) throw std::runtime_error("agent: " + ok.error().message);
     thread = std::thread([a = agent.get()] { (void)a->run(); });
   }
@@ -81,8 +81,8 @@ Result measure(size_t bytes, int runs, const std::string& job, Host& receiver) {
   for (size_t i = 0; i < bytes; i += 4096) state[i] = std::byte(i >> 12);
   const std::vector<ckpt::BufferSpec> spec = {{"state", bytes}};
   std::vector<double> saves, pushes, fetches;
-  const agent::TransferPeer peer{receiver.agent->addr(), receiver.agent->hello(wire::Hello::CKPT_STREAM)};
-  agent::TransferLimits limits{.stall_timeout = std::chrono::milliseconds(60'000), .cancel = nullptr};
+  const shoal::ckpt_service::TransferPeer peer{receiver.agent->addr(), receiver.agent->hello(wire::Hello::CKPT_STREAM)};
+  shoal::ckpt_service::TransferLimits limits{.stall_timeout = std::chrono::milliseconds(60'000), .cancel = nullptr};
   std::vector<std::byte> into;
   for (int r = 0; r < runs + 2; ++r) {
     const uint64_t step = ++g_step;
@@ -102,18 +102,19 @@ Result measure(size_t bytes, int runs, const std::string& job, Host& receiver) {
     if (!info) throw std::runtime_error(info.error().detail);
     const auto version = std::span<const std::byte>(seg->bytes()).first(info->total_bytes);
     const auto t1 = Clock::now();
-    auto pushed = agent::push_version(peer, version, *info, limits);
-    if (!pushed || *pushed != agent::PushOutcome::stored) {
+    auto pushed = shoal::ckpt_service::push_version(peer, version, *info, limits);
+    if (!pushed || *pushed != shoal::ckpt_service::PushOutcome::stored) {
       throw std::runtime_error("push: " + (pushed ? std::string("the peer already held it") : pushed.error().message));
     }
     const double push_s = since(t1);
     if (into.size() != info->total_bytes) into.assign(info->total_bytes, std::byte{1});  // pre-faulted, as the baseline's
     const auto t2 = Clock::now();
-    auto got = agent::fetch_version(peer, job, 0, step,
-                                    [&](const ckpt::VersionInfo& v) -> shoal::Result<std::span<std::byte>> {
-                                      return std::span<std::byte>(into).first(v.total_bytes);
-                                    },
-                                    limits);
+    auto got = shoal::ckpt_service::fetch_version(
+        peer, job, 0, step,
+        [&](const ckpt::VersionInfo& v) -> shoal::Result<std::span<std::byte>> {
+          return std::span<std::byte>(into).first(v.total_bytes);
+        },
+        limits);
     if (!got) throw std::runtime_error("fetch: " + got.error().message);
     // The first two rounds fault in both save slots and both replica segments, as a trainer's first
     // saves do; after them every save and receive reuses memory already mapped.

@@ -42,20 +42,20 @@ declare -A sources=(
   [fuzz_packet]="src/wire/packet.cpp src/wire/reject.cpp $proto/envelope.pb.cc"
   [fuzz_sealed]="src/wire/sealed_packet.cpp src/wire/cluster_key.cpp src/wire/replay_guard.cpp"
   [fuzz_frame]="src/wire/frame.cpp src/wire/reject.cpp"
-  [fuzz_hello]="src/agent/stream_hello.cpp src/wire/packet.cpp src/wire/reject.cpp $proto/envelope.pb.cc"
+  [fuzz_hello]="src/net/stream_hello.cpp src/wire/packet.cpp src/wire/reject.cpp $proto/envelope.pb.cc"
   [fuzz_view_codec]="src/membership/view_codec.cpp src/membership/view.cpp src/wire/reject.cpp $proto/membership.pb.cc"
   [fuzz_ckpt_header]="src/ckpt_shm/version_layout.cpp src/ckpt_shm/version_stream.cpp src/ckpt_shm/checksum.cpp
-    src/ckpt_shm/shm_segment.cpp src/ckpt_shm/device_copy_absent.cpp"
-  [fuzz_json]="src/agent/json_reader.cpp src/agent/json_writer.cpp src/agent/control_handlers.cpp"
+    src/ckpt_shm/shm_segment.cpp src/ckpt_shm/device/absent_copy.cpp"
+  [fuzz_json]="src/control/json_reader.cpp src/control/json_writer.cpp src/control/handlers.cpp"
   [fuzz_key_text]="src/wire/cluster_key.cpp"
   [fuzz_swim]="$gossip src/wire/packet.cpp src/wire/reject.cpp $proto/envelope.pb.cc"
   [fuzz_manifest]="src/ckpt_shm/persist_files.cpp src/ckpt_shm/persist_io.cpp src/ckpt_shm/version_layout.cpp
-    src/ckpt_shm/checksum.cpp src/ckpt_shm/shm_segment.cpp src/ckpt_shm/device_copy_absent.cpp src/base/log.cpp"
-  [fuzz_rendezvous_request]="src/comm_wrap/rendezvous_table.cpp $proto/rendezvous.pb.cc"
+    src/ckpt_shm/checksum.cpp src/ckpt_shm/shm_segment.cpp src/ckpt_shm/device/absent_copy.cpp src/base/log.cpp"
+  [fuzz_rendezvous_request]="src/comm_wrap/stores/rendezvous_table.cpp $proto/rendezvous.pb.cc"
   [make_corpus]="src/wire/packet.cpp src/wire/reject.cpp src/wire/frame.cpp src/wire/sealed_packet.cpp
-    src/wire/cluster_key.cpp src/wire/replay_guard.cpp src/agent/stream_hello.cpp src/membership/view_codec.cpp
+    src/wire/cluster_key.cpp src/wire/replay_guard.cpp src/net/stream_hello.cpp src/membership/view_codec.cpp
     src/membership/view.cpp src/ckpt_shm/version_layout.cpp src/ckpt_shm/checksum.cpp src/ckpt_shm/shm_segment.cpp
-    src/ckpt_shm/device_copy_absent.cpp src/ckpt_shm/persist_files.cpp src/ckpt_shm/persist_io.cpp
+    src/ckpt_shm/device/absent_copy.cpp src/ckpt_shm/persist_files.cpp src/ckpt_shm/persist_io.cpp
     $proto/envelope.pb.cc $proto/membership.pb.cc $proto/rendezvous.pb.cc $gossip"
 )
 declare -A libs=(

@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   g++ git meson ninja-build pkg-config cmake
   libboost-dev libprotobuf-dev protobuf-compiler libspdlog-dev libfmt-dev doctest-dev
-  libgloo-dev libsystemd-dev systemd libsodium-dev
+  libgloo-dev systemd libsodium-dev nlohmann-json3-dev libcli11-dev
   iproute2 nftables procps
   python3-torch slurm-wlm munge clang libclang-rt-14-dev
 )

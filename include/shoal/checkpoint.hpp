@@ -19,6 +19,8 @@
 #include <string_view>
 #include <vector>
 
+#include "shoal/api.hpp"
+
 namespace shoal {
 
 struct CheckpointBuffer {
@@ -28,7 +30,7 @@ struct CheckpointBuffer {
 
 // One save in progress. Not thread-safe. Destroying it without commit() abandons it: the previous
 // complete version stays the newest.
-class CheckpointSave {
+class SHOAL_API CheckpointSave {
  public:
   virtual ~CheckpointSave() = default;
   // The writable bytes of one buffer, inside the shared-memory segment. Throws shoal::Error for a
@@ -50,7 +52,7 @@ class CheckpointSave {
 };
 
 // A version loaded for a restore; its bytes are verified against their checksums.
-struct RestoredCheckpoint {
+struct SHOAL_API RestoredCheckpoint {
   uint64_t step = 0;
   uint32_t saved_world = 0;  // the world size when it was saved
   uint32_t saved_rank = 0;   // whose state this is

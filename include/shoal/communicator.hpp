@@ -8,12 +8,14 @@
 #include <cstdint>
 #include <string>
 
+#include "shoal/api.hpp"
+
 namespace shoal {
 
 enum class ReduceOp : uint8_t { sum, avg, min, max };
 enum class DataType : uint8_t { f32, f64, i32, i64, bf16, f16 };  // bf16/f16: NCCL only
 
-class Communicator {
+class SHOAL_API Communicator {
  public:
   virtual ~Communicator() = default;
 

@@ -17,6 +17,7 @@
 #include <optional>
 #include <vector>
 
+#include "shoal/api.hpp"
 #include "shoal/communicator.hpp"
 #include "shoal/session.hpp"
 
@@ -41,7 +42,7 @@ struct ElasticHooks {
   std::function<void(const RankInfo& ranks, double rebuild_ms)> rebuilt;
 };
 
-class ElasticLoop {
+class SHOAL_API ElasticLoop {
  public:
   ElasticLoop(Session& session, ElasticHooks hooks);
 

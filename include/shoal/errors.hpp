@@ -7,16 +7,18 @@
 #include <stdexcept>
 #include <string>
 
+#include "shoal/api.hpp"
+
 namespace shoal {
 
-class Error : public std::runtime_error {
+class SHOAL_API Error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
 
 // The communicator's (or the rendezvous') epoch is no longer current: a member of its view failed or
 // left, or a newer view was committed. Roll back to the last consistent state, rebuild, continue.
-class ViewChanged : public Error {
+class SHOAL_API ViewChanged : public Error {
  public:
   ViewChanged(uint64_t epoch, const std::string& why)
       : Error("view of epoch " + std::to_string(epoch) + " changed: " + why), epoch_(epoch) {}
@@ -27,7 +29,7 @@ class ViewChanged : public Error {
 };
 
 // A rendezvous or collective did not complete in time; the message names what was missing.
-class Timeout : public Error {
+class SHOAL_API Timeout : public Error {
  public:
   using Error::Error;
 };

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "shoal/api.hpp"
 #include "shoal/checkpoint.hpp"
 #include "shoal/communicator.hpp"
 #include "shoal/errors.hpp"
@@ -69,7 +70,7 @@ struct RankInfo {
   uint32_t attempt = 0;
 };
 
-class Session {
+class SHOAL_API Session {
  public:
   // Starts the embedded agent and joins. Throws shoal::Error with what to change (port in use, ...).
   static std::unique_ptr<Session> start(const SessionOptions& options);

@@ -3,9 +3,11 @@
 
 #include <string_view>
 
+#include "shoal/api.hpp"
+
 namespace shoal::build {
 
-std::string_view version();
-std::string_view git_revision();
+SHOAL_API std::string_view version();
+SHOAL_API std::string_view git_revision();
 
 }  // namespace shoal::build

@@ -1,5 +1,5 @@
 // The epoch-scoped key-value store communicators bootstrap from (Gloo's addresses, NCCL's unique id).
-// One store per epoch; no outside service: the agents serve it (see agent/rendezvous_service.hpp), and
+// One store per epoch; no outside service: the agents serve it (see daemon/rendezvous_service.hpp), and
 // LocalRendezvousStore serves ranks that share one process. A call on a superseded epoch throws
 // shoal::ViewChanged at once; a wait that does not complete throws shoal::Timeout naming the missing keys.
 #pragma once

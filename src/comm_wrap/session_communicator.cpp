@@ -7,10 +7,10 @@
 #include "shoal/errors.hpp"
 #include "comm_wrap/rebuild_plan.hpp"
 #if defined(SHOAL_HAVE_GLOO)
-#include "comm_wrap/gloo_communicator.hpp"
+#include "comm_wrap/gloo/communicator.hpp"
 #endif
 #if defined(SHOAL_HAVE_NCCL)
-#include "comm_wrap/nccl_communicator.hpp"
+#include "comm_wrap/nccl/communicator.hpp"
 #endif
 
 namespace shoal::comm {

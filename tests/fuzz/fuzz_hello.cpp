@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <span>
 
-#include "agent/stream_hello.hpp"
+#include "net/stream_hello.hpp"
 #include "wire/packet.hpp"
 
 namespace {
@@ -17,21 +17,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace shoal;
   const auto bytes = std::as_bytes(std::span(data, size));
 
-  auto any = agent::decode_hello(bytes, "");
-  auto ours = agent::decode_hello(bytes, kCluster);
+  auto any = shoal::net::decode_hello(bytes, "");
+  auto ours = shoal::net::decode_hello(bytes, kCluster);
   if (ours && !any) __builtin_trap();
   if (!any) return 0;
 
   // The cluster id is not in PeerHello; the packet decoder gives it (it accepted these bytes already).
   wire::PacketLimits limits;
-  limits.max_bytes = agent::kMaxHelloBytes;
+  limits.max_bytes = shoal::net::kMaxHelloBytes;
   auto env = wire::decode_packet(bytes, limits);
   if (!env) __builtin_trap();
   const auto sender = wire::make_envelope(env->cluster_id(), any->name, any->generation, any->addr);
   // No larger than the hello it came from (its canonical encoding), so within kMaxHelloBytes.
-  const auto again = agent::encode_hello(sender, any->channel);
+  const auto again = shoal::net::encode_hello(sender, any->channel);
   if (again.empty()) __builtin_trap();
-  auto back = agent::decode_hello(again, env->cluster_id());
+  auto back = shoal::net::decode_hello(again, env->cluster_id());
   if (!back || back->channel != any->channel || back->name != any->name || back->generation != any->generation ||
       back->addr != any->addr) {
     __builtin_trap();

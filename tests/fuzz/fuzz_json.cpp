@@ -10,13 +10,13 @@
 #include <string>
 #include <string_view>
 
-#include "agent/control_handlers.hpp"
-#include "agent/json_reader.hpp"
-#include "agent/json_writer.hpp"
+#include "control/handlers.hpp"
+#include "control/json_reader.hpp"
+#include "control/json_writer.hpp"
 
 namespace {
 
-using namespace shoal::agent;
+using namespace shoal::control;
 
 void write(const JsonValue& v, JsonWriter& w) {
   switch (v.kind()) {

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "comm_wrap/rendezvous_table.hpp"
+#include "comm_wrap/stores/rendezvous_table.hpp"
 
 namespace {
 

@@ -9,19 +9,19 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
-#include <fstream>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "agent/stream_hello.hpp"
 #include "ckpt_shm/persist_files.hpp"
 #include "ckpt_shm/version_layout.hpp"
 #include "gossip/swim.hpp"
 #include "membership/view_codec.hpp"
+#include "net/stream_hello.hpp"
 #include "rendezvous.pb.h"
 #include "wire/cluster_key.hpp"
 #include "wire/frame.hpp"
@@ -124,7 +124,7 @@ void sealed() {
 
 void frames() {
   // [payload limit: 1 << (b % 21)][read size - 1][stream]
-  const Bytes hello = agent::encode_hello(gossip_envelope(kCluster), wire::Hello::PUSH_PULL);
+  const Bytes hello = shoal::net::encode_hello(gossip_envelope(kCluster), wire::Hello::PUSH_PULL);
   Bytes two = {std::byte{10}, std::byte{2}};
   wire::append_frame(two, 1, hello);
   wire::append_frame(two, 2, bytes_of("request"));
@@ -144,11 +144,11 @@ void frames() {
 
 void hellos() {
   const auto sender = gossip_envelope(kCluster);
-  save("fuzz_hello", "push-pull", agent::encode_hello(sender, wire::Hello::PUSH_PULL));
-  save("fuzz_hello", "view", agent::encode_hello(sender, wire::Hello::VIEW));
-  save("fuzz_hello", "ckpt-stream", agent::encode_hello(sender, wire::Hello::CKPT_STREAM));
-  save("fuzz_hello", "unspecified", agent::encode_hello(sender, wire::Hello::CHANNEL_UNSPECIFIED));
-  save("fuzz_hello", "other-cluster", agent::encode_hello(gossip_envelope("other"), wire::Hello::PROBE));
+  save("fuzz_hello", "push-pull", shoal::net::encode_hello(sender, wire::Hello::PUSH_PULL));
+  save("fuzz_hello", "view", shoal::net::encode_hello(sender, wire::Hello::VIEW));
+  save("fuzz_hello", "ckpt-stream", shoal::net::encode_hello(sender, wire::Hello::CKPT_STREAM));
+  save("fuzz_hello", "unspecified", shoal::net::encode_hello(sender, wire::Hello::CHANNEL_UNSPECIFIED));
+  save("fuzz_hello", "other-cluster", shoal::net::encode_hello(gossip_envelope("other"), wire::Hello::PROBE));
   save("fuzz_hello", "gossip-not-hello", packet(sender));
 }
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "../ckpt/ckpt_pattern.hpp"
+#include "../ckpt_shm/ckpt_pattern.hpp"
 #include "ckpt_shm/rank_store.hpp"
 
 using namespace shoal::ckpt;

@@ -12,8 +12,8 @@
 #include <exception>
 #include <vector>
 
-#include "comm_wrap/local_rendezvous_store.hpp"
-#include "comm_wrap/nccl_communicator.hpp"
+#include "comm_wrap/nccl/communicator.hpp"
+#include "comm_wrap/stores/local_rendezvous_store.hpp"
 #include "shoal/errors.hpp"
 
 using shoal::comm::DataType;

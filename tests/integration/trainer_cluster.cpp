@@ -4,7 +4,7 @@
 #include <doctest/doctest.h>
 #include <signal.h>
 
-#include "agent/json_reader.hpp"
+#include <nlohmann/json.hpp>
 
 using namespace std::chrono_literals;
 
@@ -16,9 +16,9 @@ Trainer& TrainerCluster::launch(const std::string& name, std::vector<std::string
   t.process = std::make_unique<ChildProcess>(argv, dir_.path() + "/" + name + ".log");
   const auto line = t.process->read_line(10s);
   REQUIRE_MESSAGE(line, name << " printed no start line; its log:\n" << log(name));
-  auto doc = agent::parse_json(*line);
-  REQUIRE(doc);
-  t.addr = doc->find("addr")->as_string().value_or("");
+  const auto doc = nlohmann::json::parse(*line, nullptr, false);
+  REQUIRE(doc.is_object());
+  t.addr = doc.value("addr", "");
   REQUIRE(!t.addr.empty());
   auto& slot = trainers_[name];
   slot = std::move(t);
@@ -74,23 +74,23 @@ void TrainerCluster::pump(std::chrono::milliseconds ms) {
     for (auto& [name, t] : trainers_) {
       if (!t.process || t.exit_code) continue;
       while (auto line = t.process->read_line(5ms)) {
-        auto doc = agent::parse_json(*line);
-        if (!doc || !doc->find("step")) continue;
+        const auto doc = nlohmann::json::parse(*line, nullptr, false);
+        if (!doc.is_object() || !doc.contains("step")) continue;
         StepRecord r;
-        r.t = doc->find("t")->as_double().value_or(0);
-        r.step = doc->find("step")->as_uint64().value_or(0);
-        r.epoch = doc->find("epoch")->as_uint64().value_or(0);
-        r.world = static_cast<int>(doc->find("world")->as_uint64().value_or(0));
-        r.rank = static_cast<int>(doc->find("rank")->as_double().value_or(-1));
-        r.ok = doc->find("ok")->as_bool().value_or(false);
-        r.rebuilt = doc->find("rebuild_ms") != nullptr;
-        if (const auto* attempt = doc->find("attempt")) r.attempt = static_cast<uint32_t>(attempt->as_uint64().value_or(0));
-        if (const auto* restored = doc->find("restored_step")) {
-          r.restored_step = restored->as_uint64();
-          r.restore_source = doc->find("restore_source")->as_string().value_or("");
-          r.state_ok = doc->find("state_ok")->as_bool().value_or(false);
+        r.t = doc.value("t", 0.0);
+        r.step = doc.value("step", uint64_t{0});
+        r.epoch = doc.value("epoch", uint64_t{0});
+        r.world = doc.value("world", 0);
+        r.rank = doc.value("rank", -1);
+        r.ok = doc.value("ok", false);
+        r.rebuilt = doc.contains("rebuild_ms");
+        r.attempt = doc.value("attempt", uint32_t{0});
+        if (doc.contains("restored_step")) {
+          r.restored_step = doc["restored_step"].get<uint64_t>();
+          r.restore_source = doc.value("restore_source", "");
+          r.state_ok = doc.value("state_ok", false);
         }
-        r.saved = doc->find("saved") != nullptr;
+        r.saved = doc.contains("saved");
         t.steps.push_back(r);
       }
     }

@@ -1,23 +1,40 @@
 // Flags of shoal-sim, their defaults and the help text.
 #include "sim_args.hpp"
 
+#include <CLI/CLI.hpp>
 #include <charconv>
 #include <cmath>
 #include <functional>
-
-#include "agent/flags.hpp"
+#include <memory>
 
 namespace shoal::sim {
 namespace {
 
 struct RawFlags {
   bool fresh_quorum = false;
+  std::string scenario;
   std::optional<int64_t> n, members, seed, runs, repeat, tracked, seeds;
   std::optional<std::string> quorum_policy, coalesce_ms, loss, virtual_s, delay_ms, jitter_ms, stall_share, stall_pause_s, stall_every_s, update,
       revival;
 };
 
-agent::FlagSet make_flags(RawFlags& f) {
+// An optional integer flag in [min_value, max_value]; the value is kept only when the flag is given.
+void add_int(CLI::App& app, const std::string& name, const std::string& help, std::optional<int64_t>& target,
+             int64_t min_value, int64_t max_value) {
+  app.add_option_function<int64_t>(
+         "--" + name, [&target](const int64_t& v) { target = v; }, help)
+      ->type_name("N")
+      ->check(CLI::Range(min_value, max_value));
+}
+
+void add_text(CLI::App& app, const std::string& name, const std::string& value_name, const std::string& help,
+              std::optional<std::string>& target) {
+  app.add_option_function<std::string>(
+         "--" + name, [&target](const std::string& v) { target = v; }, help)
+      ->type_name(value_name);
+}
+
+std::unique_ptr<CLI::App> make_app(RawFlags& f) {
   std::string summary =
       "Runs the gossip core in a deterministic simulation and prints one JSON object per line with the\n"
       "scenario, its inputs and its figures. Every line carries scenario, n, seed, runs, virtual_s (virtual\n"
@@ -44,41 +61,43 @@ agent::FlagSet make_flags(RawFlags& f) {
       "max_distinct_views; speed: run_wall_s us_per_datagram (and setup_wall_s for the warm start).\n\n"
       "Unless GLIBC_TUNABLES is set, shoal-sim runs itself again with glibc's tunables for transparent huge\n"
       "pages (the tables of thousands of members fill gigabytes); the run and its trace are the same.";
-  agent::FlagSet flags("shoal-sim SCENARIO [flags]", summary);
-  flags.add_int("n", "N", "members (default 64; bootstrap 2000; speed 10000; view-safety 3..9 drawn per seed)", &f.n, 1, 65536);
-  flags.add_int("members", "N", "the same as --n", &f.members, 1, 65536);
-  flags.add_int("seeds", "K", "view-safety: property runs with seeds S..S+K-1 (default 1000; soak: 10000)", &f.seeds, 1,
-                100000000);
-  flags.add_bool("fresh-quorum",
-                 "view-safety: let --min-hosts members that know no view be up at once (a cut-off group of\n"
-                 "                            them bootstraps a second epoch 1: the known hazard)",
-                 &f.fresh_quorum);
-  flags.add_string("coalesce-ms", "MS",
-                   "view scenarios: hand gossip changes to each keeper at most every MS (default 0: after every\n"
-                   "                            batch, as the agent does; bootstrap at 2000: ~2 min of wall time)",
-                   &f.coalesce_ms);
-  flags.add_string("quorum-policy", "POLICY", "view scenarios: majority (default) or any", &f.quorum_policy);
-  flags.add_int("seed", "S", "seed of run 1; run r uses S + r - 1 (default 1)", &f.seed, 0, INT64_MAX);
-  flags.add_int("runs", "R", "independent runs, figures pooled over them (default 1)", &f.runs, 1, 1000000);
-  flags.add_string("loss", "FRACTION", "datagram loss on every link in the measured phase (default 0; loss: 0.1)",
-                   &f.loss);
-  flags.add_string("virtual-s", "S",
-                   "measured virtual time (loss: 3600, stall: 300, load: 60, speed: 600; join: the time limit, 300)", &f.virtual_s);
-  flags.add_string("delay-ms", "MS", "one-way delay of every link (default 0.1)", &f.delay_ms);
-  flags.add_string("jitter-ms", "MS", "plus uniform jitter in [0, MS] (default 0.15)", &f.jitter_ms);
-  flags.add_int("repeat", "K", "crashes (crash) or updates (spread) per run (default 5)", &f.repeat, 1, 100000);
-  flags.add_string("stall-share", "FRACTION", "stall: share of members paused (default 0.1)", &f.stall_share);
-  flags.add_string("stall-pause-s", "S", "stall: length of each pause (default 1.5)", &f.stall_pause_s);
-  flags.add_string("stall-every-s", "S", "stall: period of the pauses (default 10)", &f.stall_every_s);
-  flags.add_string("update", "KIND", "spread: leave or join (default leave)", &f.update);
-  flags.add_string("revival", "RULE",
-                   "never (default): a generation once shown dead never shows alive again;\n"
-                   "                            refutation: it may, with a higher incarnation than it died at",
-                   &f.revival);
-  flags.add_int("tracked", "N",
-                "observers checked for invariants and convergence; above N members a sample (default 2048)", &f.tracked,
-                1, 65536);
-  return flags;
+  auto app = std::make_unique<CLI::App>(summary, "shoal-sim");
+  app->get_formatter()->column_width(30);
+  app->add_option("scenario", f.scenario, "the scenario to run (see above)")->type_name("SCENARIO");
+  add_int(*app, "n", "members (default 64; bootstrap 2000; speed 10000; view-safety 3..9 drawn per seed)", f.n, 1,
+          65536);
+  add_int(*app, "members", "the same as --n", f.members, 1, 65536);
+  add_int(*app, "seeds", "view-safety: property runs with seeds S..S+K-1 (default 1000; soak: 10000)", f.seeds, 1,
+          100000000);
+  app->add_flag("--fresh-quorum", f.fresh_quorum,
+                "view-safety: let --min-hosts members that know no view be up at once (a cut-off group of them "
+                "bootstraps a second epoch 1: the known hazard)");
+  add_text(*app, "coalesce-ms", "MS",
+           "view scenarios: hand gossip changes to each keeper at most every MS (default 0: after every batch, as "
+           "the agent does; bootstrap at 2000: ~2 min of wall time)",
+           f.coalesce_ms);
+  add_text(*app, "quorum-policy", "POLICY", "view scenarios: majority (default) or any", f.quorum_policy);
+  add_int(*app, "seed", "seed of run 1; run r uses S + r - 1 (default 1)", f.seed, 0, INT64_MAX);
+  add_int(*app, "runs", "independent runs, figures pooled over them (default 1)", f.runs, 1, 1000000);
+  add_text(*app, "loss", "FRACTION", "datagram loss on every link in the measured phase (default 0; loss: 0.1)",
+           f.loss);
+  add_text(*app, "virtual-s", "S",
+           "measured virtual time (loss: 3600, stall: 300, load: 60, speed: 600; join: the time limit, 300)",
+           f.virtual_s);
+  add_text(*app, "delay-ms", "MS", "one-way delay of every link (default 0.1)", f.delay_ms);
+  add_text(*app, "jitter-ms", "MS", "plus uniform jitter in [0, MS] (default 0.15)", f.jitter_ms);
+  add_int(*app, "repeat", "crashes (crash) or updates (spread) per run (default 5)", f.repeat, 1, 100000);
+  add_text(*app, "stall-share", "FRACTION", "stall: share of members paused (default 0.1)", f.stall_share);
+  add_text(*app, "stall-pause-s", "S", "stall: length of each pause (default 1.5)", f.stall_pause_s);
+  add_text(*app, "stall-every-s", "S", "stall: period of the pauses (default 10)", f.stall_every_s);
+  add_text(*app, "update", "KIND", "spread: leave or join (default leave)", f.update);
+  add_text(*app, "revival", "RULE",
+           "never (default): a generation once shown dead never shows alive again; refutation: it may, with a "
+           "higher incarnation than it died at",
+           f.revival);
+  add_int(*app, "tracked", "observers checked for invariants and convergence; above N members a sample (default 2048)",
+          f.tracked, 1, 65536);
+  return app;
 }
 
 Result<double> parse_number(const std::string& flag, const std::string& v, double min_value, double max_value) {
@@ -98,23 +117,25 @@ Result<double> parse_number(const std::string& flag, const std::string& v, doubl
 
 std::string sim_help() {
   RawFlags f;
-  return make_flags(f).help();
+  return make_app(f)->help();
 }
 
 Result<SimCommand> parse_sim_args(std::span<const std::string> args) {
   RawFlags f;
-  auto flags = make_flags(f);
-  auto parsed = flags.parse(args);
-  if (!parsed) return fail(parsed.error().message);
+  auto app = make_app(f);
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes the arguments last first
   SimCommand cmd;
-  if (parsed->help) {
+  try {
+    app->parse(reversed);
+  } catch (const CLI::CallForHelp&) {
     cmd.help = true;
     return cmd;
+  } catch (const CLI::ParseError& e) {
+    return fail(e.what());
   }
-  if (parsed->positional.empty()) return fail("no scenario given (see --help)");
-  if (parsed->positional.size() > 1) return fail("one scenario at a time, got '" + parsed->positional[1] + "' too");
-  cmd.scenario = find_scenario(parsed->positional[0]);
-  if (cmd.scenario == nullptr) return fail("unknown scenario '" + parsed->positional[0] + "' (see --help)");
+  if (f.scenario.empty()) return fail("no scenario given (see --help)");
+  cmd.scenario = find_scenario(f.scenario);
+  if (cmd.scenario == nullptr) return fail("unknown scenario '" + f.scenario + "' (see --help)");
 
   ScenarioInputs& in = cmd.inputs;
   if (f.n && f.members && *f.n != *f.members) return fail("--n and --members disagree");

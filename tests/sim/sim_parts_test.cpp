@@ -340,7 +340,7 @@ TEST_CASE("shoal-sim: scenario and flags are parsed; unknown ones and bad values
   CHECK(ok->inputs.delay_ms == 0.1);
   CHECK(parse({"--help"})->help);
   CHECK(parse({"nosuch"}).error().message.find("unknown scenario 'nosuch'") != std::string::npos);
-  CHECK(parse({"crash", "--bogus", "1"}).error().message.find("unknown flag '--bogus'") != std::string::npos);
+  CHECK(parse({"crash", "--bogus", "1"}).error().message.find("--bogus") != std::string::npos);
   CHECK(parse({"crash", "--loss", "1.5"}).error().message.find("out of range") != std::string::npos);
   CHECK(parse({"crash", "--loss", "abc"}).error().message.find("not a number") != std::string::npos);
   CHECK(parse({"spread", "--update", "sideways"}).error().message.find("leave or join") != std::string::npos);

@@ -1,5 +1,5 @@
 // ViewLayer: the committed-view keeper (membership::ViewKeeper) as a simulator Layer on every member,
-// driven the way the agent drives it (src/agent/membership_runtime.cpp): gossip's whole member list
+// driven the way the agent drives it (src/daemon/membership_runtime.cpp): gossip's whole member list
 // after every batch of member events, peers' requests and answers over the layer's stream channel,
 // and its own timer. ViewKeepers builds one per member at each (re)start and tells its observers
 // about every view committed and every acceptance a proposer received, which is what the safety

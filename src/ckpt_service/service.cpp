@@ -1,0 +1,442 @@
+// The agent's checkpoint service: outbound replication on one thread, inbound transfers on one thread
+// each, replicas in this host's shared memory within the memory budget.
+#include "ckpt_service/service.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include "base/log.hpp"
+#include "ckpt_service/held_versions.hpp"
+#include "ckpt_shm/host_budget.hpp"
+#include "ckpt_shm/shm_segment.hpp"
+#include "control/json_writer.hpp"
+#include "ranks/replica_placement.hpp"
+
+namespace shoal::ckpt_service {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+spdlog::logger& logger() { return log::get(log::Component::ckpt); }
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+double gbps(uint64_t bytes, double s) { return s > 0 ? static_cast<double>(bytes) / s / 1e9 : 0.0; }
+
+// A member name as one directory level: hosts that share a network filesystem for --ckpt-dir each
+// write their own files and manifest.
+std::string path_component(const std::string& name) {
+  std::string out = name;
+  for (char& c : out) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+  }
+  return out == "." || out == ".." ? "_" + out : out;
+}
+
+}  // namespace
+
+CheckpointService::CheckpointService(CheckpointConfig config, std::string self_name,
+                                     std::function<net::OutgoingHello()> hello)
+    : cfg_(std::move(config)), self_(std::move(self_name)), hello_(std::move(hello)) {
+  if (cfg_.store.empty()) cfg_.store = cfg_.job;
+}
+
+CheckpointService::~CheckpointService() { stop(); }
+
+Status CheckpointService::start(net::StreamListener& listener) {
+  if (auto ok = ckpt::check_job_name(cfg_.job); !ok) {
+    return fail("checkpoint job name: " + ok.error().message +
+                " (set --job to a name of letters, digits, '-' and '_')");
+  }
+  if (auto ok = ckpt::check_job_name(cfg_.store); !ok) return fail("checkpoint store name: " + ok.error().message);
+  auto store = ckpt::ReplicaStore::open(
+      ckpt::ReplicaStoreConfig{.job = cfg_.job, .store = cfg_.store, .keep_per_rank = cfg_.keep_per_rank});
+  if (!store) return fail("checkpoint replicas: " + store.error().message);
+  if (store->discarded_at_open() > 0) {
+    logger().warn("ckpt: removed {} incomplete replica(s) left by an earlier run", store->discarded_at_open());
+  }
+  if (const auto kept = store->list(); !kept.empty()) {
+    logger().info("ckpt: adopted {} replica(s) kept by an earlier run", kept.size());
+  }
+  replicas_.emplace(std::move(*store));
+  if (!cfg_.persist_dir.empty()) {
+    auto dir = ckpt::PersistDir::open(ckpt::PersistConfig{
+        .dir = cfg_.persist_dir + "/" + path_component(self_), .job = cfg_.job, .keep_per_rank = cfg_.persist_keep});
+    if (!dir) return fail("checkpoint directory: " + dir.error().message);
+    logger().info("ckpt: persisting local versions to {} ({} held there from earlier runs)", dir->job_dir(),
+                  dir->list().size());
+    load_persisted(*dir);
+    persister_ = std::make_unique<CheckpointPersister>(std::move(*dir), cfg_.store);
+    persister_->start();
+  }
+  listener.add_takeover_channel(wire::Hello::CKPT_STREAM, kMaxCkptRequestBytes,
+                                [this](const net::StreamPeer& peer, std::span<const std::byte> bytes, int fd) {
+                                  net::BlockingConn conn(fd);
+                                  wire::CkptRequest request;
+                                  if (!request.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+                                    logger().warn("ckpt: a malformed request from {}", peer.remote);
+                                    (void)send_ckpt_response(conn, wire::CkptResponse::REFUSED, "malformed request",
+                                                             limits(nullptr));
+                                    return;
+                                  }
+                                  serve(peer, std::move(request), std::move(conn));
+                                });
+  replicator_ = std::thread([this] { replicate_loop(); });
+  logger().info("ckpt: job {} (segments /dev/shm/shoal.{}.*), {} replica(s) per version, budget {}", cfg_.job,
+                cfg_.store, cfg_.replicas,
+                cfg_.budget_bytes ? std::to_string(cfg_.budget_bytes) + " bytes" : std::string("unlimited"));
+  return Ok{};
+}
+
+void CheckpointService::stop() {
+  {
+    // Under the lock, so the replicator cannot miss the wake-up between its check and its wait.
+    std::lock_guard lock(mu_);
+    if (stopping_.exchange(true)) return;
+    cancel_stream_ = true;
+  }
+  wake_.notify_all();
+  if (replicator_.joinable()) replicator_.join();
+  std::list<Inbound> inbound;
+  {
+    std::lock_guard lock(mu_);
+    inbound.swap(inbound_);
+  }
+  for (auto& in : inbound) in.thread.join();
+  if (persister_) persister_->stop();
+}
+
+void CheckpointService::flush_persisted() {
+  if (persister_) persister_->flush();
+}
+
+bool CheckpointService::persisting() const { return persister_ && persister_->busy(); }
+
+TransferLimits CheckpointService::limits(const std::atomic<bool>* cancel) const {
+  return TransferLimits{.stall_timeout = cfg_.stall_timeout, .cancel = cancel ? cancel : &stopping_};
+}
+
+void CheckpointService::on_view(const membership::View& view) {
+  // The newest sealed local version of each rank, also those committed before this agent started.
+  const auto local = newest_local_steps(held(), cfg_.job);
+  std::lock_guard lock(mu_);
+  view_ = view;
+  for (const auto& [rank, step] : local) {
+    newest_[rank] = std::max(newest_[rank], step);
+    pending_[rank] = newest_[rank];
+  }
+  wake_.notify_all();
+}
+
+void CheckpointService::committed(uint32_t rank, uint64_t step) {
+  std::lock_guard lock(mu_);
+  ++counters_.committed;
+  newest_[rank] = std::max(newest_[rank], step);
+  pending_[rank] = newest_[rank];
+  if (streaming_ && streaming_rank_ == rank && streaming_step_ < step) cancel_stream_ = true;
+  wake_.notify_all();
+  if (persister_) persister_->committed(rank, step);
+}
+
+void CheckpointService::replicate_loop() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    wake_.wait(lock, [&] { return stopping_ || (!pending_.empty() && view_); });
+    if (stopping_) break;
+    const auto [rank, step] = *pending_.begin();
+    pending_.erase(pending_.begin());
+    streaming_ = true;
+    streaming_rank_ = rank;
+    streaming_step_ = step;
+    cancel_stream_ = false;
+    lock.unlock();
+    replicate(rank, step);
+    lock.lock();
+    streaming_ = false;
+  }
+}
+
+void CheckpointService::replicate(uint32_t rank, uint64_t step) {
+  std::optional<membership::View> view;
+  {
+    std::lock_guard lock(mu_);
+    view = view_;
+  }
+  const auto placement = ranks::place_replicas(*view, cfg_.replicas);
+  const auto* mine = placement.of(self_);
+  if (mine == nullptr || mine->holders.empty()) {
+    logger().debug("ckpt: rank {} step {} has no peer to go to in epoch {}", rank, step, view->epoch());
+    return;
+  }
+  std::optional<MappedVersion> version;
+  for (const auto& h : holding(held(), cfg_.job, rank, step)) {
+    if (h.replica) continue;
+    if ((version = map_version(h, cfg_.job, rank, step))) break;
+  }
+  if (!version) {
+    logger().debug("ckpt: rank {} step {} is no longer held here; nothing to replicate", rank, step);
+    return;
+  }
+  const auto bytes = std::span<const std::byte>(version->segment.bytes()).first(version->info.total_bytes);
+  size_t held_by = 0;
+  for (const auto& holder : mine->holders) {
+    const auto* member = view->find(holder);
+    if (member == nullptr) continue;
+    const auto started = Clock::now();
+    auto outcome = push_version(TransferPeer{member->addr, hello_()}, bytes, version->info, limits(&cancel_stream_));
+    std::lock_guard lock(mu_);
+    if (outcome) ++held_by;
+    if (outcome && *outcome == PushOutcome::stored) {
+      ++counters_.pushed;
+      counters_.pushed_bytes += version->info.total_bytes;
+      const double s = seconds_since(started);
+      logger().info("ckpt: rank {} step {} replicated to {} ({} bytes in {:.3f} s, {:.2f} GB/s)", rank, step, holder,
+                    version->info.total_bytes, s, gbps(version->info.total_bytes, s));
+    } else if (outcome) {
+      ++counters_.push_skipped;
+    } else if (cancel_stream_ && !stopping_) {
+      ++counters_.push_superseded;
+      logger().info("ckpt: rank {} step {} to {} superseded by a newer save", rank, step, holder);
+      return;
+    } else {
+      ++counters_.push_failed;
+      logger().warn("ckpt: rank {} step {} could not be replicated to {} at {}: {}", rank, step, holder, member->addr,
+                    outcome.error().message);
+    }
+  }
+  if (held_by == mine->holders.size()) {
+    std::lock_guard lock(mu_);
+    auto& done = replicated_[rank];
+    done = std::max(done, step);
+  }
+}
+
+std::vector<ReplicationLag> CheckpointService::replication_lag() const {
+  std::lock_guard lock(mu_);
+  std::vector<ReplicationLag> out;
+  for (const auto& [rank, step] : newest_) {
+    const auto r = replicated_.find(rank);
+    out.push_back({rank, step, r == replicated_.end() ? std::nullopt : std::optional<uint64_t>(r->second)});
+  }
+  return out;
+}
+
+void CheckpointService::reap_finished() {
+  for (auto it = inbound_.begin(); it != inbound_.end();) {
+    if (it->done->load()) {
+      it->thread.join();
+      it = inbound_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void CheckpointService::serve(const net::StreamPeer& peer, wire::CkptRequest request, net::BlockingConn conn) {
+  std::lock_guard lock(mu_);
+  reap_finished();
+  if (stopping_ || inbound_.size() >= cfg_.max_transfers) {
+    (void)send_ckpt_response(conn, wire::CkptResponse::REFUSED,
+                             stopping_ ? "the agent is stopping" : "too many transfers in progress; try again",
+                             limits(nullptr));
+    return;
+  }
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  inbound_.push_back(
+      Inbound{std::thread([this, peer, request = std::move(request), conn = std::move(conn), done]() mutable {
+                conn.set_cancel(&stopping_);
+                if (request.kind() == wire::CkptRequest::PUSH) {
+                  serve_push_request(peer, request, conn);
+                } else if (request.kind() == wire::CkptRequest::FETCH) {
+                  serve_fetch_request(request, conn);
+                } else {
+                  (void)send_ckpt_response(conn, wire::CkptResponse::REFUSED, "unknown request kind", limits(nullptr));
+                }
+                *done = true;
+              }),
+              done});
+}
+
+void CheckpointService::serve_push_request(const net::StreamPeer& peer, const wire::CkptRequest& request,
+                                           net::BlockingConn& conn) {
+  const uint32_t rank = request.rank();
+  const uint64_t step = request.step();
+  std::optional<ckpt::Incoming> incoming;
+  const auto started = Clock::now();
+  const auto accept = [&]() -> Result<bool> {
+    if (request.job() != cfg_.job) return fail("this host serves job " + cfg_.job + ", not " + request.job());
+    std::lock_guard lock(store_mu_);
+    return !replicas_->find(rank, step).has_value();
+  };
+  const auto destination = [&](const ckpt::VersionInfo& info) -> Result<std::span<std::byte>> {
+    std::lock_guard lock(store_mu_);
+    if (auto room = make_room(info.total_bytes); !room) return fail(room.error().message);
+    auto in = replicas_->begin(rank, step, info.total_bytes);
+    if (!in) return fail(in.error().message);
+    incoming.emplace(std::move(*in));
+    return incoming->bytes().first(info.total_bytes);
+  };
+  const auto kept = [&](const ckpt::VersionInfo&) -> Status {
+    std::lock_guard lock(store_mu_);
+    return replicas_->complete(std::move(*incoming));
+  };
+  auto outcome = serve_push(conn, request, accept, destination, kept, limits(nullptr));
+  {
+    std::lock_guard lock(store_mu_);
+    incoming.reset();  // a receive cut short: its segment goes
+  }
+  std::lock_guard lock(mu_);
+  if (outcome) {
+    ++counters_.received;
+    origins_[{rank, step}] = peer.hello.name;
+    // Only the replicas a rank can still have here are worth remembering.
+    auto first = origins_.lower_bound({rank, 0});
+    while (std::count_if(first, origins_.end(), [&](const auto& o) { return o.first.first == rank; }) >
+           static_cast<std::ptrdiff_t>(cfg_.keep_per_rank) + 1) {
+      first = origins_.erase(first);
+    }
+    const double s = seconds_since(started);
+    logger().info("ckpt: kept rank {} step {} from {} ({} bytes in {:.3f} s, {:.2f} GB/s)", rank, step, peer.hello.name,
+                  outcome->total_bytes, s, gbps(outcome->total_bytes, s));
+  } else if (outcome.error().message != "already held") {
+    ++counters_.receive_refused;
+    logger().warn("ckpt: refused rank {} step {} from {}: {}", rank, step, peer.hello.name, outcome.error().message);
+  }
+}
+
+void CheckpointService::serve_fetch_request(const wire::CkptRequest& request, net::BlockingConn& conn) {
+  // What keeps the bytes mapped while they go out: a replica's own mapping in the store, already in
+  // memory (a new mapping of a large segment costs tens of milliseconds per GB before the first byte),
+  // else a new mapping of a local slot.
+  std::shared_ptr<const ckpt::ShmSegment> segment;
+  std::optional<ckpt::VersionInfo> info;
+  if (request.job() == cfg_.job) {
+    {
+      std::lock_guard lock(store_mu_);
+      segment = replicas_->share(request.rank(), request.step());
+    }
+    if (segment) {
+      if (auto decoded = ckpt::decode_version(segment->bytes(), ckpt::DataCheck::skip)) info = std::move(*decoded);
+    }
+    for (const auto& h : holding(held(), cfg_.job, request.rank(), request.step())) {
+      if (info) break;
+      auto version = map_version(h, cfg_.job, request.rank(), request.step());
+      if (!version) continue;
+      segment = std::make_shared<const ckpt::ShmSegment>(std::move(version->segment));
+      info = std::move(version->info);
+    }
+  }
+  if (!info) {
+    (void)serve_fetch(conn, {}, nullptr, limits(nullptr));
+    return;
+  }
+  const auto started = Clock::now();
+  auto sent = serve_fetch(conn, segment->bytes().first(info->total_bytes), &*info, limits(nullptr));
+  std::lock_guard lock(mu_);
+  if (sent) {
+    ++counters_.fetches_served;
+    logger().debug("ckpt: served rank {} step {} ({} bytes in {:.3f} s)", request.rank(), request.step(),
+                   info->total_bytes, seconds_since(started));
+  } else {
+    logger().warn("ckpt: serving rank {} step {} failed: {}", request.rank(), request.step(), sent.error().message);
+  }
+}
+
+Status CheckpointService::make_room(uint64_t incoming) {
+  if (cfg_.budget_bytes == 0) return Ok{};
+  uint64_t local = 0;
+  for (const auto& h : held()) {
+    if (!h.replica) local += h.segment_bytes;
+  }
+  // Local versions are the trainers' (two slots per rank, bounded by the model); only replicas are
+  // evicted here, and never a rank's newest.
+  if (local >= cfg_.budget_bytes) {
+    return fail("the checkpoint budget of " + std::to_string(cfg_.budget_bytes) +
+                " bytes is taken by local versions (" + std::to_string(local) + " bytes)");
+  }
+  const auto held_replicas = replicas_->held_versions();
+  auto plan =
+      ckpt::plan_eviction(held_replicas, ckpt::IncomingSave{cfg_.job, 0, incoming + replicas_->receiving_bytes()},
+                          cfg_.budget_bytes - local);
+  if (!plan) return fail("checkpoint budget: " + plan.error().message);
+  for (const size_t i : plan->drop) {
+    const auto& v = held_replicas[i];
+    if (replicas_->drop(v.rank, v.step)) {
+      std::lock_guard lock(mu_);
+      ++counters_.evicted;
+      logger().info("ckpt: dropped the replica of rank {} step {} ({} bytes) for the memory budget", v.rank, v.step,
+                    v.bytes);
+    }
+  }
+  return Ok{};
+}
+
+std::vector<ckpt::HeldSegment> CheckpointService::held() const { return ckpt::scan_held(cfg_.store); }
+
+CheckpointCounters CheckpointService::counters() const {
+  std::lock_guard lock(mu_);
+  return counters_;
+}
+
+std::string CheckpointService::ls_json(bool verify) const {
+  control::JsonWriter w;
+  w.begin_object().key("job").value(cfg_.job).key("store").value(cfg_.store);
+  w.key("replicas").value(cfg_.replicas).key("budget_bytes").value(cfg_.budget_bytes);
+  w.key("held").begin_array();
+  for (const auto& h : held()) {
+    w.begin_object().key("segment").value(h.segment).key("kind").value(h.replica ? "replica" : "local");
+    w.key("segment_bytes").value(h.segment_bytes);
+    if (h.version) {
+      if (h.replica) {
+        std::lock_guard lock(mu_);
+        const auto o = origins_.find({h.version->id.rank, h.version->id.step});
+        w.key("from").value(o != origins_.end() ? o->second : std::string("(an earlier run of this agent)"));
+      } else {
+        w.key("from").value("(a trainer on this host)");
+      }
+      w.key("sealed").value(true).key("job").value(h.version->id.job).key("rank").value(h.version->id.rank);
+      w.key("step").value(h.version->id.step).key("world").value(h.version->id.world);
+      w.key("bytes")
+          .value(h.version->total_bytes)
+          .key("buffers")
+          .value(static_cast<uint64_t>(h.version->buffers.size()));
+      if (verify) {
+        auto seg = ckpt::ShmSegment::open_existing(h.segment);
+        auto checked = seg ? ckpt::decode_version(seg->bytes(), ckpt::DataCheck::verify)
+                           : Result<ckpt::VersionInfo, ckpt::LayoutError>(Unexpected<ckpt::LayoutError>{
+                                 ckpt::LayoutError{ckpt::LayoutCause::truncated, "gone"}});
+        w.key("verified").value(checked.ok());
+        if (!checked)
+          w.key("problem").value(std::string(ckpt::name(checked.error().cause)) + ": " + checked.error().detail);
+      }
+    } else {
+      w.key("sealed").value(false).key("problem").value(h.problem);
+    }
+    w.end_object();
+  }
+  w.end_array();
+  const auto c = counters();
+  w.key("counters").begin_object();
+  w.key("pushed").value(c.pushed).key("push_skipped").value(c.push_skipped).key("push_failed").value(c.push_failed);
+  w.key("push_superseded").value(c.push_superseded).key("received").value(c.received);
+  w.key("receive_refused").value(c.receive_refused).key("fetches_served").value(c.fetches_served);
+  w.key("evicted").value(c.evicted);
+  w.end_object();
+  if (persister_) {
+    const auto& dir = persister_->dir();
+    w.key("persist_dir").value(dir.job_dir()).key("persisted").begin_array();
+    for (const auto& p : dir.list()) {
+      w.begin_object().key("rank").value(p.rank).key("step").value(p.step).key("world").value(p.world);
+      w.key("bytes").value(p.bytes).key("path").value(p.path).end_object();
+    }
+    w.end_array();
+    const auto pc = dir.counters();
+    w.key("persist_counters").begin_object().key("persisted").value(pc.persisted).key("bytes").value(pc.bytes);
+    w.key("refused").value(pc.refused).key("cancelled").value(pc.cancelled).key("failed").value(pc.failed);
+    w.key("removed").value(pc.removed).key("busy").value(persister_->busy()).end_object();
+  }
+  w.end_object();
+  return w.str();
+}
+
+}  // namespace shoal::ckpt_service

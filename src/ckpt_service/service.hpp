@@ -1,0 +1,140 @@
+// CheckpointService: the agent's part of in-memory checkpoints. It replicates each version a local
+// rank commits to the peers that the placement function names for this member, serves pushes from
+// peers (keeping replicas in this host's shared memory, within the memory budget) and fetches of any
+// version this host holds. Bulk bytes move on threads of their own, never on the agent's loop.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ckpt_service/persister.hpp"
+#include "ckpt_service/transfer.hpp"
+#include "ckpt_shm/held_scan.hpp"
+#include "ckpt_shm/replica_store.hpp"
+#include "membership/view.hpp"
+#include "net/stream_hello.hpp"
+#include "net/stream_listener.hpp"
+
+namespace shoal::ckpt_service {
+
+struct CheckpointConfig {
+  std::string job;        // the job's name: the identity every version carries
+  std::string store;      // this host's segment names (default: the job; tests give hosts sharing a machine their own)
+  uint32_t replicas = 1;  // R: peers that keep a copy of each version
+  uint64_t budget_bytes = 0;   // replicas plus local versions on this host; 0: no limit
+  uint32_t max_transfers = 8;  // concurrent inbound transfers; more are refused (the sender retries later)
+  uint32_t keep_per_rank = 2;  // replicas kept of each peer rank, newest steps
+  std::chrono::milliseconds stall_timeout{10'000};
+  std::string persist_dir;    // also persist each local rank's newest version here; empty: not at all
+  uint32_t persist_keep = 2;  // steps kept per rank in persist_dir
+};
+
+struct CheckpointCounters {
+  uint64_t committed = 0;     // versions local ranks sealed (as the agent was told)
+  uint64_t pushed = 0;        // replicas stored at a peer
+  uint64_t pushed_bytes = 0;  // their bytes
+  uint64_t push_skipped = 0;  // the peer already held it
+  uint64_t push_failed = 0;
+  uint64_t push_superseded = 0;  // cancelled in flight by a newer version of the same rank
+  uint64_t received = 0;         // replicas kept here
+  uint64_t receive_refused = 0;  // bad streams, checksum mismatches, budget
+  uint64_t fetches_served = 0;
+  uint64_t evicted = 0;  // replicas dropped for the budget
+};
+
+// How far replication trails a local rank's saves: the newest step committed here and the newest that
+// reached every peer it was sent to (nullopt: none yet).
+struct ReplicationLag {
+  uint32_t rank = 0;
+  uint64_t committed = 0;
+  std::optional<uint64_t> replicated;
+};
+
+class CheckpointService {
+ public:
+  // `hello` makes the CKPT_STREAM hello of this member (valid once the agent has started).
+  CheckpointService(CheckpointConfig config, std::string self_name, std::function<net::OutgoingHello()> hello);
+  ~CheckpointService();
+  CheckpointService(const CheckpointService&) = delete;
+  CheckpointService& operator=(const CheckpointService&) = delete;
+
+  // Opens the replica store (adopting replicas from an earlier run) and the persist directory when one is
+  // configured, and serves CKPT_STREAM on `listener`.
+  Status start(net::StreamListener& listener);
+  // Cancels transfers in flight and joins every thread.
+  void stop();
+  // The agent is leaving: queue each local rank's newest version that persist_dir lacks (no-op without
+  // one). persisting() tells when that is done.
+  void flush_persisted();
+  bool persisting() const;
+
+  // A committed view: its placement decides where local versions go. Re-offers the newest version of
+  // each local rank, so a holder that replaced a failed one gets a copy. Any thread.
+  void on_view(const membership::View& view);
+  // A local rank sealed `step`: replicate it. Any thread; returns at once.
+  void committed(uint32_t rank, uint64_t step);
+
+  const CheckpointConfig& config() const { return cfg_; }
+  // What this host holds, read from /dev/shm.
+  std::vector<ckpt::HeldSegment> held() const;
+  CheckpointCounters counters() const;
+  std::vector<ReplicationLag> replication_lag() const;
+  // The `ckpt-ls` control reply; `verify` also checks every sealed version's data checksums.
+  std::string ls_json(bool verify = false) const;
+
+ private:
+  struct Outbound;
+  void replicate_loop();
+  void replicate(uint32_t rank, uint64_t step);
+  void serve(const net::StreamPeer& peer, wire::CkptRequest request, net::BlockingConn conn);
+  void serve_push_request(const net::StreamPeer& peer, const wire::CkptRequest& request, net::BlockingConn& conn);
+  void serve_fetch_request(const wire::CkptRequest& request, net::BlockingConn& conn);
+  // Under store_mu_: frees replica memory so that `incoming` more bytes fit the budget.
+  Status make_room(uint64_t incoming);
+  void reap_finished();
+  // At start, with persist_dir: the newest persisted version of each rank that this host holds nothing
+  // as new of in memory is loaded (verified) into a replica segment, so that after every host lost its
+  // memory a restore finds it like any other holder's (ckpt_service_disk.cpp).
+  void load_persisted(const ckpt::PersistDir& dir);
+  TransferLimits limits(const std::atomic<bool>* cancel) const;
+
+  CheckpointConfig cfg_;
+  std::string self_;
+  std::function<net::OutgoingHello()> hello_;
+  std::atomic<bool> stopping_{false};
+
+  mutable std::mutex store_mu_;  // the replica store
+  std::optional<ckpt::ReplicaStore> replicas_;
+
+  mutable std::mutex mu_;  // everything below
+  std::condition_variable wake_;
+  std::optional<membership::View> view_;
+  std::map<uint32_t, uint64_t> pending_;     // rank -> newest committed step not yet replicated
+  std::map<uint32_t, uint64_t> newest_;      // rank -> newest committed step seen
+  std::map<uint32_t, uint64_t> replicated_;  // rank -> newest step every chosen peer holds
+  uint32_t streaming_rank_ = 0;
+  uint64_t streaming_step_ = 0;
+  bool streaming_ = false;
+  std::atomic<bool> cancel_stream_{false};  // the outbound stream in flight is superseded
+  CheckpointCounters counters_;
+  struct Inbound {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  std::list<Inbound> inbound_;
+  std::map<std::pair<uint32_t, uint64_t>, std::string> origins_;  // (rank, step) -> member that pushed it here
+  std::thread replicator_;
+  std::unique_ptr<CheckpointPersister> persister_;  // with persist_dir
+};
+
+}  // namespace shoal::ckpt_service

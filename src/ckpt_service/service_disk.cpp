@@ -1,0 +1,63 @@
+// CheckpointService's part of --ckpt-dir at start: bringing persisted versions back into memory.
+#include <map>
+
+#include "base/log.hpp"
+#include "ckpt_service/service.hpp"
+
+namespace shoal::ckpt_service {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+spdlog::logger& logger() { return log::get(log::Component::ckpt); }
+
+}  // namespace
+
+void CheckpointService::load_persisted(const ckpt::PersistDir& dir) {
+  // Rank -> the newest step this host holds in memory, its own slots or replicas.
+  std::map<uint32_t, uint64_t> in_memory;
+  for (const auto& h : held()) {
+    if (!h.version || h.version->id.job != cfg_.job) continue;
+    auto& step = in_memory[h.version->id.rank];
+    step = std::max(step, h.version->id.step);
+  }
+  std::map<uint32_t, ckpt::PersistedVersion> newest;  // list() is by rank, then step ascending
+  for (auto& p : dir.list()) newest[p.rank] = std::move(p);
+  for (const auto& [rank, p] : newest) {
+    if (auto m = in_memory.find(rank); m != in_memory.end() && m->second >= p.step) continue;
+    const auto started = Clock::now();
+    std::lock_guard lock(store_mu_);
+    if (auto room = make_room(p.bytes); !room) {
+      logger().warn("ckpt: rank {} step {} stays on disk only ({}): {}", rank, p.step, p.path, room.error().message);
+      continue;
+    }
+    auto incoming = replicas_->begin(rank, p.step, p.bytes);
+    if (!incoming) {
+      logger().warn("ckpt: rank {} step {} stays on disk only ({}): {}", rank, p.step, p.path,
+                    incoming.error().message);
+      continue;
+    }
+    auto loaded = dir.load_into(rank, p.step, [&](uint64_t bytes) -> Result<std::span<std::byte>> {
+      if (bytes > incoming->bytes().size()) return fail("the file grew since it was listed");
+      return incoming->bytes().first(static_cast<size_t>(bytes));
+    });
+    if (!loaded) {
+      replicas_->abandon(std::move(*incoming));
+      logger().warn("ckpt: rank {} step {} could not be loaded from disk: {}", rank, p.step, loaded.error().message);
+      continue;
+    }
+    if (auto kept = replicas_->complete(std::move(*incoming)); !kept) {
+      logger().warn("ckpt: rank {} step {} loaded from disk was not kept: {}", rank, p.step, kept.error().message);
+      continue;
+    }
+    {
+      std::lock_guard origins_lock(mu_);
+      origins_[{rank, p.step}] = "(disk: " + p.path + ")";
+    }
+    const double s = std::chrono::duration<double>(Clock::now() - started).count();
+    logger().info("ckpt: loaded rank {} step {} from {} into memory ({} bytes in {:.3f} s), for restores", rank, p.step,
+                  p.path, p.bytes, s);
+  }
+}
+
+}  // namespace shoal::ckpt_service

@@ -1,0 +1,203 @@
+// Checkpoint transfers over one TCP connection each: frames for the requests and answers, raw bytes
+// for the version itself.
+#include "ckpt_service/transfer.hpp"
+
+#include "ckpt_shm/version_stream.hpp"
+#include "net/stream_hello.hpp"
+
+namespace shoal::ckpt_service {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Clock::time_point stall_deadline(const TransferLimits& limits) { return Clock::now() + limits.stall_timeout; }
+
+std::vector<std::byte> encode(const google::protobuf::MessageLite& m) {
+  std::vector<std::byte> out(m.ByteSizeLong());
+  m.SerializeToArray(out.data(), static_cast<int>(out.size()));
+  return out;
+}
+
+Result<wire::CkptResponse> read_response(net::BlockingConn& conn, const TransferLimits& limits, const char* when) {
+  auto frame = conn.read_frame(kMaxCkptRequestBytes, stall_deadline(limits));
+  if (!frame) return fail(std::string("no answer ") + when + ": " + frame.error().message);
+  if (frame->type != wire::type_byte(wire::FrameType::response)) {
+    return fail(std::string("unexpected frame type ") + std::to_string(frame->type) + " " + when);
+  }
+  wire::CkptResponse r;
+  if (!r.ParseFromArray(frame->payload.data(), static_cast<int>(frame->payload.size()))) {
+    return fail(std::string("a malformed answer ") + when);
+  }
+  return r;
+}
+
+// Writes the version's stream: its prefix, then each buffer's bytes. With the segment's descriptor
+// the bytes go by sendfile, which neither copies them through user space nor faults in a mapping.
+Status send_stream(net::BlockingConn& conn, std::span<const std::byte> segment, const ckpt::VersionInfo& info,
+                   const TransferLimits& limits, int segment_fd) {
+  // Writes of at most this much each, so the stall deadline means "no progress", not "slow".
+  constexpr size_t kSlice = 8u << 20;
+  for (const auto piece : ckpt::stream_pieces(segment, info)) {
+    if (segment_fd >= 0) {
+      const auto offset = static_cast<uint64_t>(piece.data() - segment.data());
+      for (size_t off = 0; off < piece.size(); off += kSlice) {
+        const size_t n = std::min(kSlice, piece.size() - off);
+        if (auto r = conn.send_file(segment_fd, offset + off, n, stall_deadline(limits)); !r) return r;
+      }
+      continue;
+    }
+    for (size_t off = 0; off < piece.size(); off += kSlice) {
+      const auto part = piece.subspan(off, std::min(kSlice, piece.size() - off));
+      if (auto r = conn.write_all(part, stall_deadline(limits)); !r) return r;
+    }
+  }
+  return Ok{};
+}
+
+// Reads a version's stream of `stream_bytes` bytes, verifying it; the destination seals on success.
+Result<ckpt::VersionInfo> receive_stream(net::BlockingConn& conn, uint64_t stream_bytes,
+                                         const ReceiveDestination& destination, const TransferLimits& limits) {
+  ckpt::VersionReceiver receiver;
+  while (true) {
+    if (receiver.complete()) return receiver.info();  // a version without data bytes completes at attach
+    const auto into = receiver.next();
+    if (into.empty()) return fail("the receiver expects no more bytes before it is complete");
+    auto n = conn.read_some(into, stall_deadline(limits));
+    if (!n) return fail(n.error().message);
+    auto progress = receiver.advance(*n);
+    if (!progress) {
+      return fail(std::string("refused: ") + std::string(ckpt::name(progress.error().cause)) + ": " +
+                  progress.error().detail);
+    }
+    if (*progress == ckpt::VersionReceiver::Progress::need_destination) {
+      if (receiver.expected() != stream_bytes) {
+        return fail("the stream announced " + std::to_string(stream_bytes) + " bytes but its version has " +
+                    std::to_string(receiver.expected()));
+      }
+      auto dest = destination(receiver.info());
+      if (!dest) return fail(dest.error().message);
+      if (auto a = receiver.attach(*dest); !a) return fail(a.error().message);
+    } else if (*progress == ckpt::VersionReceiver::Progress::complete) {
+      return receiver.info();
+    }
+  }
+}
+
+Result<net::BlockingConn> open(const TransferPeer& peer, const wire::CkptRequest& request,
+                               const TransferLimits& limits) {
+  auto conn = net::BlockingConn::connect(peer.addr, stall_deadline(limits));
+  if (!conn) return conn;
+  conn->set_cancel(limits.cancel);
+  if (auto r = conn->write_frame(wire::type_byte(wire::FrameType::hello), peer.hello.for_connection(),
+                                 stall_deadline(limits));
+      !r) {
+    return fail(r.error().message);
+  }
+  if (auto r = conn->write_frame(wire::type_byte(wire::FrameType::request), encode(request), stall_deadline(limits));
+      !r) {
+    return fail(r.error().message);
+  }
+  return conn;
+}
+
+}  // namespace
+
+Status send_ckpt_response(net::BlockingConn& conn, wire::CkptResponse::Status status, const std::string& message,
+                          const TransferLimits& limits, uint64_t stream_bytes) {
+  wire::CkptResponse r;
+  r.set_status(status);
+  r.set_message(message);
+  r.set_stream_bytes(stream_bytes);
+  return conn.write_frame(wire::type_byte(wire::FrameType::response), encode(r), stall_deadline(limits));
+}
+
+Result<PushOutcome> push_version(const TransferPeer& peer, std::span<const std::byte> segment,
+                                 const ckpt::VersionInfo& info, const TransferLimits& limits, int segment_fd) {
+  wire::CkptRequest request;
+  request.set_kind(wire::CkptRequest::PUSH);
+  request.set_job(info.id.job);
+  request.set_rank(info.id.rank);
+  request.set_step(info.id.step);
+  request.set_stream_bytes(ckpt::stream_bytes(info));
+  auto conn = open(peer, request, limits);
+  if (!conn) return fail(conn.error().message);
+  auto first = read_response(*conn, limits, "to the push");
+  if (!first) return fail(first.error().message);
+  if (first->status() == wire::CkptResponse::ALREADY_HELD) return PushOutcome::already_held;
+  if (first->status() != wire::CkptResponse::ACCEPT) return fail("refused: " + first->message());
+  if (auto r = send_stream(*conn, segment, info, limits, segment_fd); !r) return fail(r.error().message);
+  auto last = read_response(*conn, limits, "after the stream");
+  if (!last) return fail(last.error().message);
+  if (last->status() != wire::CkptResponse::STORED) return fail("refused: " + last->message());
+  return PushOutcome::stored;
+}
+
+Result<ckpt::VersionInfo> fetch_version(const TransferPeer& peer, std::string_view job, uint32_t rank, uint64_t step,
+                                        const ReceiveDestination& destination, const TransferLimits& limits) {
+  wire::CkptRequest request;
+  request.set_kind(wire::CkptRequest::FETCH);
+  request.set_job(std::string(job));
+  request.set_rank(rank);
+  request.set_step(step);
+  auto conn = open(peer, request, limits);
+  if (!conn) return fail(conn.error().message);
+  auto answer = read_response(*conn, limits, "to the fetch");
+  if (!answer) return fail(answer.error().message);
+  if (answer->status() == wire::CkptResponse::NOT_HELD) {
+    return fail(peer.addr + " does not hold rank " + std::to_string(rank) + " step " + std::to_string(step));
+  }
+  if (answer->status() != wire::CkptResponse::OK) return fail("refused: " + answer->message());
+  auto info = receive_stream(*conn, answer->stream_bytes(), destination, limits);
+  if (!info) return info;
+  if (info->id.job != job || info->id.rank != rank || info->id.step != step) {
+    return fail("the peer sent rank " + std::to_string(info->id.rank) + " step " + std::to_string(info->id.step) +
+                " of job " + info->id.job + " instead");
+  }
+  return info;
+}
+
+Result<ckpt::VersionInfo> serve_push(net::BlockingConn& conn, const wire::CkptRequest& request,
+                                     const std::function<Result<bool>()>& accept, const ReceiveDestination& destination,
+                                     const std::function<Status(const ckpt::VersionInfo&)>& kept,
+                                     const TransferLimits& limits) {
+  auto take = accept();
+  if (!take) {
+    (void)send_ckpt_response(conn, wire::CkptResponse::REFUSED, take.error().message, limits);
+    return fail(take.error().message);
+  }
+  if (!*take) {
+    (void)send_ckpt_response(conn, wire::CkptResponse::ALREADY_HELD, "", limits);
+    return fail("already held");
+  }
+  if (auto r = send_ckpt_response(conn, wire::CkptResponse::ACCEPT, "", limits); !r) return fail(r.error().message);
+  const auto checked = [&](const ckpt::VersionInfo& info) -> Result<std::span<std::byte>> {
+    if (info.id.job != request.job() || info.id.rank != request.rank() || info.id.step != request.step()) {
+      return fail("the stream holds rank " + std::to_string(info.id.rank) + " step " + std::to_string(info.id.step) +
+                  ", not the announced rank " + std::to_string(request.rank()) + " step " +
+                  std::to_string(request.step()));
+    }
+    return destination(info);
+  };
+  auto info = receive_stream(conn, request.stream_bytes(), checked, limits);
+  if (!info) {
+    (void)send_ckpt_response(conn, wire::CkptResponse::REFUSED, info.error().message, limits);
+    return info;
+  }
+  if (auto k = kept(*info); !k) {
+    (void)send_ckpt_response(conn, wire::CkptResponse::REFUSED, k.error().message, limits);
+    return fail(k.error().message);
+  }
+  if (auto r = send_ckpt_response(conn, wire::CkptResponse::STORED, "", limits); !r) return fail(r.error().message);
+  return info;
+}
+
+Status serve_fetch(net::BlockingConn& conn, std::span<const std::byte> segment, const ckpt::VersionInfo* info,
+                   const TransferLimits& limits, int segment_fd) {
+  if (info == nullptr || segment.empty()) {
+    return send_ckpt_response(conn, wire::CkptResponse::NOT_HELD, "", limits);
+  }
+  if (auto r = send_ckpt_response(conn, wire::CkptResponse::OK, "", limits, ckpt::stream_bytes(*info)); !r) return r;
+  return send_stream(conn, segment, *info, limits, segment_fd);
+}
+
+}  // namespace shoal::ckpt_service

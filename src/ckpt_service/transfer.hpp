@@ -1,0 +1,70 @@
+// Moving one checkpoint version between hosts over the CKPT_STREAM channel (proto/ckpt.proto): the
+// client halves (push a replica, fetch a version) and the server halves, all blocking, for threads
+// of their own. Bytes go straight from one host's shared memory to the socket and from the socket into
+// the other host's shared memory; the receiver verifies every checksum as the data arrives, and seals
+// what it received only when all of it checked out.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.hpp"
+#include "ckpt.pb.h"
+#include "ckpt_shm/version_layout.hpp"
+#include "net/blocking_conn.hpp"
+#include "net/stream_hello.hpp"
+
+namespace shoal::ckpt_service {
+
+// A request larger than this is refused before it is read.
+inline constexpr size_t kMaxCkptRequestBytes = 4096;
+
+struct TransferPeer {
+  std::string addr;          // "ip:port" of the agent serving the host
+  net::OutgoingHello hello;  // the CKPT_STREAM hello naming the caller
+};
+
+struct TransferLimits {
+  // A transfer fails when no byte moves for this long (a dead or wedged peer).
+  std::chrono::milliseconds stall_timeout{10'000};
+  const std::atomic<bool>* cancel = nullptr;  // polled between chunks; may be null
+};
+
+// Where received bytes go, asked once the version's prefix has been verified and its size is known:
+// a span of info.total_bytes (a new shared-memory segment, a caller's buffer).
+using ReceiveDestination = std::function<Result<std::span<std::byte>>(const ckpt::VersionInfo& info)>;
+
+enum class PushOutcome { stored, already_held };
+
+// Streams a sealed version (its whole segment, mapped by the caller) to `peer` to keep as a replica.
+// With the segment's descriptor (segment_fd >= 0) the data goes by sendfile, never through the mapping.
+Result<PushOutcome> push_version(const TransferPeer& peer, std::span<const std::byte> segment,
+                                 const ckpt::VersionInfo& info, const TransferLimits& limits, int segment_fd = -1);
+
+// Fetches (job, rank, step) from `peer` into the destination; returns the verified, sealed version's
+// description (its bytes are in the destination).
+Result<ckpt::VersionInfo> fetch_version(const TransferPeer& peer, std::string_view job, uint32_t rank, uint64_t step,
+                                        const ReceiveDestination& destination, const TransferLimits& limits);
+
+// Server halves, on a connection taken over after its request frame.
+//   serve_push: `accept` answers whether to take the version (an error: REFUSED with its message;
+//     false: ALREADY_HELD); `destination` gives the memory; `kept` runs after a verified receipt and
+//     says whether the version was kept (its error is sent as REFUSED). Returns what happened, for the log.
+Result<ckpt::VersionInfo> serve_push(net::BlockingConn& conn, const wire::CkptRequest& request,
+                                     const std::function<Result<bool>()>& accept, const ReceiveDestination& destination,
+                                     const std::function<Status(const ckpt::VersionInfo&)>& kept,
+                                     const TransferLimits& limits);
+//   serve_fetch: `segment` is the held version's whole segment (empty: NOT_HELD).
+Status serve_fetch(net::BlockingConn& conn, std::span<const std::byte> segment, const ckpt::VersionInfo* info,
+                   const TransferLimits& limits, int segment_fd = -1);
+
+// Sends a response frame (used for refusals before any transfer).
+Status send_ckpt_response(net::BlockingConn& conn, wire::CkptResponse::Status status, const std::string& message,
+                          const TransferLimits& limits, uint64_t stream_bytes = 0);
+
+}  // namespace shoal::ckpt_service

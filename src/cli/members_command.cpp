@@ -1,0 +1,65 @@
+// `shoal members`: asks a running agent, over its control socket, for its member list and prints it
+// as a table (or as the agent's JSON document with --json).
+#include <iostream>
+
+#include "cli/cli.hpp"
+#include "cli/flags.hpp"
+#include "cli/members_table.hpp"
+#include "control/client.hpp"
+#include "control/json_reader.hpp"
+#include "control/socket_path.hpp"
+
+namespace shoal::cli {
+
+int members_command(std::span<const std::string> args) {
+  std::optional<std::string> control, name;
+  bool json = false;
+  FlagSet flags("shoal members [--control PATH | --name NAME] [--json]",
+                "Print a running agent's view of the cluster: every member with its address, state (alive,\n"
+                "suspect, dead, left), incarnation and generation, and the inputs it refused by cause.\n"
+                "Without --control or --name, asks the only agent running on this machine.\n"
+                "Exit status: 0 on success, 1 when no agent answers, 2 on a usage error.");
+  flags.add_string("control", "PATH", "the agent's control socket", &control);
+  flags.add_string("name", "NAME", "the agent's member name (its socket is looked up in the default places)", &name);
+  flags.add_bool("json", "print the agent's JSON document: {\"self\", \"members\": [...], \"rejected\": {...}}", &json);
+  int exit_code = kExitOk;
+  if (!parse_subcommand(flags, args, "shoal members", &exit_code)) return exit_code;
+  if (control && name) {
+    std::cerr << "shoal members: give --control or --name, not both\n";
+    return kExitUsage;
+  }
+  auto path = control::choose_control_socket(control, name);
+  if (!path) {
+    std::cerr << "shoal members: " << path.error().message << "\n";
+    return kExitFailure;
+  }
+  auto reply = control::control_request(*path, "members");
+  if (!reply) {
+    std::cerr << "shoal members: " << reply.error().message << "\n";
+    return kExitFailure;
+  }
+  auto doc = control::parse_json(*reply);
+  if (!doc) {
+    std::cerr << "shoal members: the agent at " << *path << " sent an unreadable reply: " << doc.error().message
+              << "\n";
+    return kExitFailure;
+  }
+  if (const control::JsonValue* err = doc->find("error")) {
+    std::cerr << "shoal members: the agent refused: " << err->as_string().value_or("?") << "\n";
+    return kExitFailure;
+  }
+  if (json) {
+    std::cout << *reply;
+    if (reply->empty() || reply->back() != '\n') std::cout << "\n";
+    return kExitOk;
+  }
+  auto table = render_members_table(*doc);
+  if (!table) {
+    std::cerr << "shoal members: " << table.error().message << "\n";
+    return kExitFailure;
+  }
+  std::cout << *table;
+  return kExitOk;
+}
+
+}  // namespace shoal::cli

@@ -1,0 +1,301 @@
+// The NCCL communicator: non-blocking init and shrink with deadlines, collectives waited for by
+// polling the stream, the communicator's async error and the abort flag (see nccl_communicator.hpp).
+#include "comm_wrap/nccl/communicator.hpp"
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "base/log.hpp"
+#include "comm_wrap/nccl/unique_id.hpp"
+#include "shoal/errors.hpp"
+
+namespace shoal::comm {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string nccl_text(ncclResult_t r, ncclComm_t comm) {
+  std::string text = ncclGetErrorString(r);
+  const char* last = comm != nullptr ? ncclGetLastError(comm) : nullptr;
+  if (last != nullptr && *last != '\0') text += std::string(" (") + last + ")";
+  return text;
+}
+
+void check_cuda(cudaError_t e, const std::string& what) {
+  if (e != cudaSuccess) throw Error("nccl backend: " + what + ": " + cudaGetErrorString(e));
+}
+
+ncclDataType_t nccl_type(DataType t) {
+  switch (t) {
+    case DataType::f32:
+      return ncclFloat32;
+    case DataType::f64:
+      return ncclFloat64;
+    case DataType::i32:
+      return ncclInt32;
+    case DataType::i64:
+      return ncclInt64;
+    case DataType::bf16:
+      return ncclBfloat16;
+    case DataType::f16:
+      return ncclFloat16;
+  }
+  return ncclFloat32;
+}
+
+ncclRedOp_t nccl_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum:
+      return ncclSum;
+    case ReduceOp::avg:
+      return ncclAvg;
+    case ReduceOp::min:
+      return ncclMin;
+    case ReduceOp::max:
+      return ncclMax;
+  }
+  return ncclSum;
+}
+
+// Short sleeps: a collective usually completes in micro- to milliseconds, and the abort must be seen
+// well within a second; 200 us costs little CPU and bounds the reaction time.
+void pause_briefly() { std::this_thread::sleep_for(std::chrono::microseconds(200)); }
+
+// Waits until a non-blocking init or shrink has finished. On failure or deadline the half-built
+// communicator is aborted (never destroyed) and the matching exception thrown.
+void wait_until_ready(ncclComm_t comm, const NcclOptions& o, Clock::time_point deadline, const char* what) {
+  const std::string who =
+      std::string("nccl ") + what + " of rank " + std::to_string(o.rank) + ", epoch " + std::to_string(o.epoch);
+  for (;;) {
+    ncclResult_t state = ncclSuccess;
+    const ncclResult_t r = ncclCommGetAsyncError(comm, &state);
+    if (r != ncclSuccess) state = r;
+    if (state == ncclSuccess) return;
+    if (state != ncclInProgress) {
+      const std::string text = nccl_text(state, comm);
+      ncclCommAbort(comm);
+      throw ViewChanged(o.epoch, who + " failed: " + text);
+    }
+    if (Clock::now() >= deadline) {
+      ncclCommAbort(comm);
+      throw Timeout(who + ": not complete within " + std::to_string(o.init_timeout.count()) + " ms");
+    }
+    pause_briefly();
+  }
+}
+
+void check_options(const NcclOptions& o) {
+  if (o.world_size < 1 || o.rank < 0 || o.rank >= o.world_size) {
+    throw Error("nccl backend: rank " + std::to_string(o.rank) + " is outside a world of " +
+                std::to_string(o.world_size));
+  }
+  if (o.init_timeout.count() <= 0 || o.op_timeout.count() <= 0) {
+    throw Error("nccl backend: init_timeout and op_timeout must be positive");
+  }
+}
+
+ncclConfig_t non_blocking_config() {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;  // every call returns at once; completion is polled, so every wait has a bound
+  return config;
+}
+
+}  // namespace
+
+std::unique_ptr<NcclCommunicator> NcclCommunicator::create(const NcclOptions& options, RendezvousStore& store) {
+  check_options(options);
+  const auto deadline = Clock::now() + options.init_timeout;
+  check_cuda(cudaSetDevice(options.cuda_device), "cudaSetDevice(" + std::to_string(options.cuda_device) + ")");
+
+  const ncclUniqueId id = exchange_unique_id(options.rank, store, options.init_timeout);
+
+  ncclConfig_t config = non_blocking_config();
+  ncclComm_t comm = nullptr;
+  const ncclResult_t r = ncclCommInitRankConfig(&comm, options.world_size, id, options.rank, &config);
+  if (r != ncclSuccess && r != ncclInProgress) {
+    const std::string text = nccl_text(r, comm);
+    if (comm != nullptr) ncclCommAbort(comm);
+    throw Error("nccl backend: ncclCommInitRankConfig: " + text);
+  }
+  wait_until_ready(comm, options, deadline, "init");
+  log::get(log::Component::comm)
+      .info("nccl rank {} of {} ready for epoch {} (fresh init)", options.rank, options.world_size, options.epoch);
+  return std::unique_ptr<NcclCommunicator>(new NcclCommunicator(options, comm));
+}
+
+std::unique_ptr<NcclCommunicator> NcclCommunicator::shrink(NcclCommunicator& parent, const Shrink& plan,
+                                                           const NcclOptions& options) {
+  check_options(options);
+  const auto deadline = Clock::now() + options.init_timeout;
+  std::lock_guard lock(parent.op_mu_);
+  if (parent.comm_ == nullptr) throw Error("nccl backend: cannot shrink a released communicator");
+  check_cuda(cudaSetDevice(options.cuda_device), "cudaSetDevice(" + std::to_string(options.cuda_device) + ")");
+  // A revoked parent reports ncclInProgress until it is quiescent; shrinking before that is invalid.
+  if (parent.revoked_.load()) {
+    for (;;) {
+      ncclResult_t state = ncclSuccess;
+      ncclCommGetAsyncError(parent.comm_, &state);
+      if (state != ncclInProgress) break;
+      if (Clock::now() >= deadline) {
+        throw Timeout("nccl shrink of rank " + std::to_string(options.rank) +
+                      ": the revoked parent did not become quiescent within " +
+                      std::to_string(options.init_timeout.count()) + " ms");
+      }
+      pause_briefly();
+    }
+  }
+  std::vector<int> excluded = plan.excluded_old_ranks;
+  ncclConfig_t config = non_blocking_config();
+  ncclComm_t comm = nullptr;
+  const int flags = plan.abort_in_flight ? NCCL_SHRINK_ABORT : NCCL_SHRINK_DEFAULT;
+  const ncclResult_t r = ncclCommShrink(parent.comm_, excluded.data(), int(excluded.size()), &comm, &config, flags);
+  if (r != ncclSuccess && r != ncclInProgress) {
+    const std::string text = nccl_text(r, parent.comm_);
+    if (comm != nullptr) ncclCommAbort(comm);
+    throw ViewChanged(options.epoch, "nccl shrink failed: " + text);
+  }
+  wait_until_ready(comm, options, deadline, "shrink");
+  int nccl_rank = -1, nccl_count = -1;
+  ncclCommUserRank(comm, &nccl_rank);
+  ncclCommCount(comm, &nccl_count);
+  if (nccl_rank != options.rank || nccl_count != options.world_size) {
+    ncclCommAbort(comm);
+    throw Error("nccl backend: shrink made rank " + std::to_string(nccl_rank) + " of " + std::to_string(nccl_count) +
+                ", but the new rank table says " + std::to_string(options.rank) + " of " +
+                std::to_string(options.world_size));
+  }
+  log::get(log::Component::comm)
+      .info("nccl rank {} of {} ready for epoch {} (shrunk by {} ranks{})", options.rank, options.world_size,
+            options.epoch, excluded.size(), plan.abort_in_flight ? ", parent operations aborted" : "");
+  return std::unique_ptr<NcclCommunicator>(new NcclCommunicator(options, comm));
+}
+
+NcclCommunicator::NcclCommunicator(NcclOptions options, ncclComm* comm) : options_(std::move(options)), comm_(comm) {
+  // On failure here the destructor does not run: release what exists before throwing.
+  cudaStream_t stream = nullptr;
+  cudaError_t e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  if (e == cudaSuccess) e = cudaMalloc(&scratch_, sizeof(int32_t));
+  if (e != cudaSuccess) {
+    if (stream != nullptr) cudaStreamDestroy(stream);
+    ncclCommAbort(comm_);
+    check_cuda(e, "creating the communicator's stream and scratch buffer");
+  }
+  stream_ = stream;
+}
+
+NcclCommunicator::~NcclCommunicator() {
+  if (!op_mu_.try_lock()) {
+    abort("communicator destroyed during a collective");
+    op_mu_.lock();
+  }
+  op_mu_.unlock();
+  if (comm_ != nullptr) ncclCommAbort(comm_);  // local and never blocking, unlike ncclCommDestroy
+  if (scratch_ != nullptr) cudaFree(scratch_);
+  if (stream_ != nullptr) cudaStreamDestroy(stream_);
+}
+
+void NcclCommunicator::allreduce(void* buf, size_t count, DataType type, ReduceOp op) {
+  run("allreduce", [&] { return ncclAllReduce(buf, buf, count, nccl_type(type), nccl_op(op), comm_, stream_); });
+}
+
+void NcclCommunicator::broadcast(void* buf, size_t bytes, int root) {
+  if (root < 0 || root >= world_size()) {
+    throw Error("nccl backend: broadcast root " + std::to_string(root) + " is outside [0, " +
+                std::to_string(world_size()) + ")");
+  }
+  run("broadcast", [&] { return ncclBroadcast(buf, buf, bytes, ncclUint8, root, comm_, stream_); });
+}
+
+void NcclCommunicator::allgather(const void* in, void* out, size_t bytes_per_rank) {
+  run("allgather", [&] { return ncclAllGather(in, out, bytes_per_rank, ncclUint8, comm_, stream_); });
+}
+
+void NcclCommunicator::barrier() {
+  run("barrier", [&] { return ncclAllReduce(scratch_, scratch_, 1, ncclInt32, ncclSum, comm_, stream_); });
+}
+
+void NcclCommunicator::abort(const std::string& why) {
+  std::lock_guard lock(why_mu_);
+  if (aborted_.load()) return;
+  why_ = why;
+  aborted_.store(true);
+  log::get(log::Component::comm).info("nccl rank {} of epoch {} aborted: {}", rank(), epoch(), why);
+}
+
+OldCommunicatorState NcclCommunicator::rebuild_state() const {
+  OldCommunicatorState state;
+  state.exists = true;
+  state.released = comm_ == nullptr;
+  state.aborted = aborted_.load() || revoked_.load();
+  state.in_flight = in_flight_.load();
+  return state;
+}
+
+template <class Enqueue>
+void NcclCommunicator::run(const char* what, Enqueue&& enqueue) {
+  std::lock_guard lock(op_mu_);
+  if (aborted_.load()) throw_aborted();
+  check_cuda(cudaSetDevice(options_.cuda_device), "cudaSetDevice");
+  const auto deadline = Clock::now() + options_.op_timeout;
+  in_flight_.store(true);
+  const ncclResult_t r = enqueue();
+  if (r != ncclSuccess && r != ncclInProgress) fail(std::string(what) + ": " + nccl_text(r, comm_));
+  // Non-blocking: the enqueue itself may still be in progress; then the stream runs the kernel.
+  bool enqueued = false;
+  for (;;) {
+    if (aborted_.load()) {
+      stop_in_flight();
+      throw_aborted();
+    }
+    ncclResult_t state = ncclSuccess;
+    ncclCommGetAsyncError(comm_, &state);
+    if (state != ncclSuccess && state != ncclInProgress) {
+      fail(std::string(what) + " failed, a peer is gone: " + nccl_text(state, comm_));
+    }
+    if (!enqueued) enqueued = state == ncclSuccess;
+    if (enqueued) {
+      const cudaError_t e = cudaStreamQuery(stream_);
+      if (e == cudaSuccess) break;
+      if (e != cudaErrorNotReady) fail(std::string(what) + ": CUDA error " + cudaGetErrorString(e));
+    }
+    if (Clock::now() >= deadline) {
+      const std::string text = std::string("nccl ") + what + " of rank " + std::to_string(rank()) + ", epoch " +
+                               std::to_string(epoch()) + ": not complete within " +
+                               std::to_string(options_.op_timeout.count()) + " ms";
+      abort(std::string(what) + " timed out");
+      stop_in_flight();
+      throw Timeout(text);
+    }
+    pause_briefly();
+  }
+  in_flight_.store(false);
+}
+
+// Stops the kernels of the collective in flight so that the stream drains and the handle can still be
+// shrunk. Called on the owning thread only.
+void NcclCommunicator::stop_in_flight() {
+  if (revoked_.load() || comm_ == nullptr) return;
+  const ncclResult_t r = ncclCommRevoke(comm_, NCCL_REVOKE_DEFAULT);
+  revoked_.store(true);
+  if (r != ncclSuccess && r != ncclInProgress) {
+    log::get(log::Component::comm).warn("nccl rank {}: ncclCommRevoke: {}", rank(), nccl_text(r, comm_));
+  }
+}
+
+void NcclCommunicator::throw_aborted() const {
+  std::lock_guard lock(why_mu_);
+  throw ViewChanged(epoch(), "nccl communicator aborted: " + why_);
+}
+
+void NcclCommunicator::fail(const std::string& why) {
+  abort(why);
+  stop_in_flight();
+  throw_aborted();
+}
+
+}  // namespace shoal::comm

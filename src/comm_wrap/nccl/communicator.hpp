@@ -1,0 +1,96 @@
+// The NCCL backend: collectives on GPU buffers with non-blocking communicators, so that nothing ever
+// waits on a dead peer without a bound. Built only where NCCL was found (SHOAL_HAVE_NCCL).
+//
+// Abort: abort() (any thread) only raises a flag. The thread running the collective sees it in its
+// wait loop, revokes the communicator (ncclCommRevoke: stops the kernels, keeps the handle so that
+// ncclCommShrink can still build the next epoch from it) and throws ViewChanged. The handle is
+// released with ncclCommAbort, never ncclCommDestroy (destroy is collective and can hang on a dead
+// peer). Keeping every NCCL call on the owning thread avoids relying on NCCL's thread safety.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "comm_wrap/communicator.hpp"
+#include "comm_wrap/rebuild_plan.hpp"
+#include "comm_wrap/rendezvous_store.hpp"
+
+struct ncclComm;     // ncclComm_t is ncclComm*
+struct CUstream_st;  // cudaStream_t is CUstream_st*
+
+namespace shoal::comm {
+
+struct NcclOptions {
+  int rank = 0;
+  int world_size = 1;
+  uint64_t epoch = 0;
+  int cuda_device = 0;
+  // Bounds the unique id's rendezvous, ncclCommInitRankConfig and ncclCommShrink together.
+  std::chrono::milliseconds init_timeout{std::chrono::seconds(120)};
+  // Bounds each collective from enqueue to completion on the stream.
+  std::chrono::milliseconds op_timeout{std::chrono::seconds(300)};
+};
+
+class NcclCommunicator final : public Communicator {
+ public:
+  // Fresh init, all ranks of the epoch at once. Throws shoal::ViewChanged (store superseded, or init
+  // failed because a peer failed), shoal::Timeout (no unique id, or init not complete in
+  // init_timeout: the half-built communicator is aborted), shoal::Error (bad options, CUDA errors).
+  static std::unique_ptr<NcclCommunicator> create(const NcclOptions& options, RendezvousStore& store);
+
+  // ncclCommShrink of `parent` per `plan` (from plan_rebuild), by every survivor at once; `options`
+  // holds this rank's new rank, world size and epoch (checked against what NCCL made). Same errors
+  // as create(). `parent` stays valid and is released by its destructor.
+  static std::unique_ptr<NcclCommunicator> shrink(NcclCommunicator& parent, const Shrink& plan,
+                                                  const NcclOptions& options);
+
+  ~NcclCommunicator() override;
+  NcclCommunicator(const NcclCommunicator&) = delete;
+  NcclCommunicator& operator=(const NcclCommunicator&) = delete;
+
+  int rank() const override { return options_.rank; }
+  int world_size() const override { return options_.world_size; }
+  uint64_t epoch() const override { return options_.epoch; }
+  const char* backend() const override { return "nccl"; }
+
+  // Buffers are device memory of options.cuda_device. Each call returns once the operation completed
+  // on the communicator's stream.
+  void allreduce(void* buf, size_t count, DataType type, ReduceOp op) override;
+  void broadcast(void* buf, size_t bytes, int root) override;
+  void allgather(const void* in, void* out, size_t bytes_per_rank) override;
+  void barrier() override;  // a one-element allreduce: NCCL has no barrier
+
+  void abort(const std::string& why) override;
+  bool aborted() const override { return aborted_.load(); }
+
+  // What plan_rebuild needs to know about this communicator.
+  OldCommunicatorState rebuild_state() const;
+  // The cudaStream_t the collectives run on (the trainer may order its own work after it).
+  CUstream_st* stream() const { return stream_; }
+
+ private:
+  NcclCommunicator(NcclOptions options, ncclComm* comm);
+
+  template <class Enqueue>
+  void run(const char* what, Enqueue&& enqueue);
+  void stop_in_flight();
+  [[noreturn]] void throw_aborted() const;
+  [[noreturn]] void fail(const std::string& why);
+
+  const NcclOptions options_;
+  ncclComm* comm_ = nullptr;
+  CUstream_st* stream_ = nullptr;
+  void* scratch_ = nullptr;  // one device int for barrier()
+  std::mutex op_mu_;         // one collective at a time on the owning thread
+  std::atomic<bool> aborted_{false};
+  std::atomic<bool> revoked_{false};    // ncclCommRevoke was called
+  std::atomic<bool> in_flight_{false};  // a collective is between enqueue and completion
+  mutable std::mutex why_mu_;
+  std::string why_;
+};
+
+}  // namespace shoal::comm

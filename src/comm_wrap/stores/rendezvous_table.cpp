@@ -1,0 +1,156 @@
+// The rendezvous store's state: per-epoch keys, parked waits, and the epoch rule.
+#include "comm_wrap/stores/rendezvous_table.hpp"
+
+#include <algorithm>
+
+namespace shoal::comm {
+
+using wire::RendezvousRequest;
+using wire::RendezvousResponse;
+
+RendezvousResponse RendezvousTable::refuse(const std::string& why) {
+  ++counters_.refused;
+  RendezvousResponse r;
+  r.set_status(RendezvousResponse::REFUSED);
+  r.set_current_epoch(current_epoch_);
+  r.set_message(why);
+  return r;
+}
+
+RendezvousResponse RendezvousTable::view_changed(uint64_t epoch) const {
+  RendezvousResponse r;
+  r.set_status(RendezvousResponse::VIEW_CHANGED);
+  r.set_current_epoch(current_epoch_);
+  r.set_message("epoch " + std::to_string(epoch) + " was superseded by epoch " + std::to_string(current_epoch_));
+  return r;
+}
+
+std::optional<RendezvousResponse> RendezvousTable::try_answer(const EpochTable& table,
+                                                              const RendezvousRequest& r) const {
+  RendezvousResponse out;
+  for (const auto& key : r.keys()) {
+    const auto it = table.values.find(key);
+    if (it == table.values.end()) return std::nullopt;
+    if (r.op() == RendezvousRequest::GET) out.add_values(it->second);
+  }
+  out.set_status(RendezvousResponse::OK);
+  out.set_current_epoch(current_epoch_);
+  return out;
+}
+
+std::optional<RendezvousResponse> RendezvousTable::handle(Waiter waiter, const RendezvousRequest& r, Time now,
+                                                          std::vector<Reply>& completed) {
+  if (r.epoch() < current_epoch_) {
+    ++counters_.view_changed;
+    return view_changed(r.epoch());
+  }
+  if (r.epoch() > current_epoch_ + limits_.max_future_epochs) {
+    return refuse("epoch " + std::to_string(r.epoch()) + " is too far ahead of the committed epoch " +
+                  std::to_string(current_epoch_));
+  }
+  if (r.keys().empty()) return refuse("a request without keys");
+  auto& table = epochs_[r.epoch()];
+  switch (r.op()) {
+    case RendezvousRequest::SET: {
+      if (r.keys_size() != 1) return refuse("a set names exactly one key");
+      if (r.value().size() > limits_.max_value_bytes) {
+        return refuse("value of " + std::to_string(r.value().size()) + " bytes is above the limit of " +
+                      std::to_string(limits_.max_value_bytes));
+      }
+      const std::string& key = r.keys(0);
+      auto it = table.values.find(key);
+      const size_t old_bytes = it == table.values.end() ? 0 : key.size() + it->second.size();
+      const size_t new_bytes = key.size() + r.value().size();
+      if (it == table.values.end() && table.values.size() >= limits_.max_keys_per_epoch) {
+        return refuse("epoch " + std::to_string(r.epoch()) + " already holds " + std::to_string(table.values.size()) +
+                      " keys");
+      }
+      if (table.bytes - old_bytes + new_bytes > limits_.max_bytes_per_epoch) {
+        return refuse("epoch " + std::to_string(r.epoch()) + " would hold more than " +
+                      std::to_string(limits_.max_bytes_per_epoch) + " bytes");
+      }
+      table.bytes = table.bytes - old_bytes + new_bytes;
+      table.values[key] = r.value();
+      ++counters_.sets;
+      complete_waiters(r.epoch(), completed);
+      RendezvousResponse ok;
+      ok.set_status(RendezvousResponse::OK);
+      ok.set_current_epoch(current_epoch_);
+      return ok;
+    }
+    case RendezvousRequest::GET:
+    case RendezvousRequest::WAIT: {
+      ++counters_.gets;
+      if (auto answer = try_answer(table, r)) return answer;
+      if (waiters_.size() >= limits_.max_waiters) return refuse("too many waiting requests");
+      const uint32_t timeout_ms = std::min(r.timeout_ms(), limits_.max_timeout_ms);
+      waiters_[waiter] = Parked{r.epoch(), r, now + std::chrono::milliseconds(timeout_ms)};
+      return std::nullopt;
+    }
+    default:
+      return refuse("unknown operation " + std::to_string(static_cast<int>(r.op())));
+  }
+}
+
+void RendezvousTable::complete_waiters(uint64_t epoch, std::vector<Reply>& out) {
+  const auto table = epochs_.find(epoch);
+  if (table == epochs_.end()) return;
+  for (auto it = waiters_.begin(); it != waiters_.end();) {
+    if (it->second.epoch == epoch) {
+      if (auto answer = try_answer(table->second, it->second.request)) {
+        out.push_back(Reply{it->first, std::move(*answer)});
+        it = waiters_.erase(it);
+        continue;
+      }
+    }
+    ++it;
+  }
+}
+
+void RendezvousTable::advance(uint64_t epoch, std::vector<Reply>& out) {
+  if (epoch <= current_epoch_) return;
+  current_epoch_ = epoch;
+  epochs_.erase(epochs_.begin(), epochs_.lower_bound(epoch));
+  for (auto it = waiters_.begin(); it != waiters_.end();) {
+    if (it->second.epoch < epoch) {
+      ++counters_.view_changed;
+      out.push_back(Reply{it->first, view_changed(it->second.epoch)});
+      it = waiters_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void RendezvousTable::expire(Time now, std::vector<Reply>& out) {
+  for (auto it = waiters_.begin(); it != waiters_.end();) {
+    if (it->second.deadline > now) {
+      ++it;
+      continue;
+    }
+    RendezvousResponse r;
+    r.set_status(RendezvousResponse::TIMEOUT);
+    r.set_current_epoch(current_epoch_);
+    const auto table = epochs_.find(it->second.epoch);
+    for (const auto& key : it->second.request.keys()) {
+      if (table == epochs_.end() || !table->second.values.contains(key)) r.add_missing(key);
+    }
+    r.set_message("waited " + std::to_string(it->second.request.timeout_ms()) + " ms in epoch " +
+                  std::to_string(it->second.epoch) + " for " + std::to_string(r.missing_size()) + " missing key(s)");
+    ++counters_.timeouts;
+    out.push_back(Reply{it->first, std::move(r)});
+    it = waiters_.erase(it);
+  }
+}
+
+void RendezvousTable::cancel(Waiter waiter) { waiters_.erase(waiter); }
+
+std::optional<RendezvousTable::Time> RendezvousTable::next_deadline() const {
+  std::optional<Time> next;
+  for (const auto& [id, parked] : waiters_) {
+    if (!next || parked.deadline < *next) next = parked.deadline;
+  }
+  return next;
+}
+
+}  // namespace shoal::comm

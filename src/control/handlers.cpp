@@ -1,0 +1,107 @@
+// Parsing of control request lines and dispatch to registered handlers.
+#include "control/handlers.hpp"
+
+#include <exception>
+
+#include "control/json_writer.hpp"
+
+namespace shoal::control {
+
+void ControlHandlers::add(std::string name, std::string summary, Handler handler) {
+  for (auto& e : entries_) {
+    if (e.name == name) {
+      e.summary = std::move(summary);
+      e.handler = std::move(handler);
+      return;
+    }
+  }
+  entries_.push_back({std::move(name), std::move(summary), std::move(handler), {}, {}});
+}
+
+void ControlHandlers::add_async(std::string name, std::string summary, std::chrono::milliseconds max_wait,
+                                AsyncHandler handler) {
+  for (auto& e : entries_) {
+    if (e.name == name) {
+      e = Entry{std::move(name), std::move(summary), {}, std::move(handler), max_wait};
+      return;
+    }
+  }
+  entries_.push_back({std::move(name), std::move(summary), {}, std::move(handler), max_wait});
+}
+
+namespace {
+
+// Splits a request line into words; nullopt with `why` for lines that are not acceptable.
+std::optional<std::vector<std::string>> split_request(std::string_view line, std::string& why) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (line.size() > kMaxControlRequestBytes) {
+    why = "request longer than " + std::to_string(kMaxControlRequestBytes) + " bytes";
+    return std::nullopt;
+  }
+  std::vector<std::string> words;
+  std::string word;
+  for (char c : line) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == ' ' || c == '\t') {
+      if (!word.empty()) words.push_back(std::move(word));
+      word.clear();
+      continue;
+    }
+    if (u < 0x21 || u > 0x7E) {
+      why = "request contains a byte that is not printable ASCII";
+      return std::nullopt;
+    }
+    word += c;
+  }
+  if (!word.empty()) words.push_back(std::move(word));
+  if (words.empty()) {
+    why = "empty request";
+    return std::nullopt;
+  }
+  return words;
+}
+
+}  // namespace
+
+std::optional<std::chrono::milliseconds> ControlHandlers::dispatch_async(std::string_view line, Reply reply) const {
+  std::string why;
+  const auto words = split_request(line, why);
+  if (!words) return std::nullopt;
+  for (const auto& e : entries_) {
+    if (e.name != words->front() || !e.async_handler) continue;
+    try {
+      e.async_handler(std::span<const std::string>(*words).subspan(1), reply);
+    } catch (const std::exception& ex) {
+      reply(error_reply("request '" + e.name + "' failed: " + ex.what()));
+    }
+    return e.max_wait;
+  }
+  return std::nullopt;
+}
+
+std::string ControlHandlers::error_reply(std::string_view message) const {
+  JsonWriter w;
+  w.begin_object().key("error").value(message).key("requests").begin_array();
+  for (const auto& e : entries_) w.value(e.name);
+  w.end_array().end_object();
+  return w.str();
+}
+
+std::string ControlHandlers::dispatch(std::string_view line) const {
+  std::string why;
+  const auto words = split_request(line, why);
+  if (!words) return error_reply(why);
+  for (const auto& e : entries_) {
+    if (e.name == words->front()) {
+      if (!e.handler) return error_reply("request '" + e.name + "' is not served here");
+      try {
+        return e.handler(std::span<const std::string>(*words).subspan(1));
+      } catch (const std::exception& ex) {
+        return error_reply("request '" + e.name + "' failed: " + ex.what());
+      }
+    }
+  }
+  return error_reply("unknown request '" + words->front() + "'");
+}
+
+}  // namespace shoal::control

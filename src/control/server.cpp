@@ -1,0 +1,196 @@
+// Accepting control connections, reading one bounded request line, replying and closing.
+#include "control/server.hpp"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <array>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/streambuf.hpp>
+#include <boost/asio/write.hpp>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+#include "base/log.hpp"
+
+namespace shoal::control {
+namespace {
+
+using stream = asio::local::stream_protocol;
+
+enum class Probe { nothing, live, stale, not_a_socket };
+
+// Is someone serving `path`? A connect that is refused means the owner died without cleaning up.
+Probe probe_socket_file(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return Probe::nothing;
+  if (!S_ISSOCK(st.st_mode)) return Probe::not_a_socket;
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Probe::stale;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  const int rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr));
+  ::close(fd);
+  return rc == 0 ? Probe::live : Probe::stale;
+}
+
+// One client: read a line (bounded), write the reply, close.
+class ControlSession : public std::enable_shared_from_this<ControlSession> {
+ public:
+  ControlSession(stream::socket socket, const ControlHandlers& handlers, std::chrono::milliseconds timeout)
+      : socket_(std::move(socket)),
+        handlers_(handlers),
+        timer_(socket_.get_executor()),
+        buf_(kMaxControlRequestBytes + 2),
+        timeout_(timeout) {}
+
+  void start() {
+    auto self = shared_from_this();
+    timer_.expires_after(timeout_);
+    timer_.async_wait([self](boost::system::error_code ec) {
+      if (!ec) self->reply(self->handlers_.error_reply("no request line within the time limit"));
+    });
+    asio::async_read_until(socket_, buf_, '\n', [self](boost::system::error_code ec, size_t n) {
+      if (self->replied_) return;
+      if (ec == asio::error::not_found) {
+        self->reply(
+            self->handlers_.error_reply("request longer than " + std::to_string(kMaxControlRequestBytes) + " bytes"));
+        return;
+      }
+      if (ec && ec != asio::error::eof) {
+        self->finish();
+        return;
+      }
+      // At EOF without a newline the request is whatever arrived.
+      std::string line(asio::buffers_begin(self->buf_.data()), asio::buffers_begin(self->buf_.data()) + n);
+      if (ec == asio::error::eof)
+        line.assign(asio::buffers_begin(self->buf_.data()), asio::buffers_end(self->buf_.data()));
+      if (!line.empty() && line.back() == '\n') line.pop_back();
+      const auto wait = self->handlers_.dispatch_async(line, [self](std::string doc) { self->reply(std::move(doc)); });
+      if (!wait) return self->reply(self->handlers_.dispatch(line));
+      if (self->replied_) return;
+      // A long poll: the handler answers within max_wait; past it (plus a margin), the client is told.
+      self->timer_.expires_after(*wait + std::chrono::seconds(1));
+      self->timer_.async_wait([self](boost::system::error_code tec) {
+        if (!tec) self->reply(self->handlers_.error_reply("no answer within the time limit"));
+      });
+    });
+  }
+
+ private:
+  void reply(std::string doc) {
+    if (replied_) return;
+    replied_ = true;
+    timer_.cancel();
+    boost::system::error_code ignored;
+    socket_.cancel(ignored);  // a read still waiting for the request line (on timeout) ends here
+    out_ = std::move(doc);
+    out_ += '\n';
+    auto self = shared_from_this();
+    // The write is bounded by the same kind of deadline: a client that never reads is dropped.
+    timer_.expires_after(timeout_);
+    timer_.async_wait([self](boost::system::error_code ec) {
+      if (!ec) self->finish();
+    });
+    asio::async_write(socket_, asio::buffer(out_), [self](boost::system::error_code ec, size_t) {
+      if (ec) return self->finish();
+      // Closing with unread request bytes would reset the connection and could destroy the reply
+      // before the client reads it: half-close, then discard what is left until the client closes.
+      boost::system::error_code ignored;
+      self->socket_.shutdown(stream::socket::shutdown_send, ignored);
+      self->drain();
+    });
+  }
+
+  void drain() {
+    auto self = shared_from_this();
+    socket_.async_read_some(asio::buffer(discard_), [self](boost::system::error_code ec, size_t) {
+      if (ec) return self->finish();
+      self->drain();
+    });
+  }
+
+  void finish() {
+    boost::system::error_code ignored;
+    timer_.cancel();
+    socket_.shutdown(stream::socket::shutdown_both, ignored);
+    socket_.close(ignored);
+  }
+
+  stream::socket socket_;
+  const ControlHandlers& handlers_;
+  asio::steady_timer timer_;
+  asio::streambuf buf_;
+  std::chrono::milliseconds timeout_;
+  std::string out_;
+  std::array<char, 4096> discard_{};
+  bool replied_ = false;
+};
+
+}  // namespace
+
+ControlServer::ControlServer(asio::io_context& io, const ControlHandlers& handlers)
+    : io_(io), handlers_(handlers), acceptor_(io) {}
+
+ControlServer::~ControlServer() { close(); }
+
+Status ControlServer::open(const std::string& path) {
+  if (path.empty()) return fail("the control socket path is empty");
+  if (path.size() >= sizeof(sockaddr_un{}.sun_path)) {
+    return fail("control socket path '" + path + "' is longer than the " +
+                std::to_string(sizeof(sockaddr_un{}.sun_path) - 1) + " bytes a Unix socket allows");
+  }
+  switch (probe_socket_file(path)) {
+    case Probe::live:
+      return fail("another agent is already serving the control socket " + path);
+    case Probe::not_a_socket:
+      return fail(path + " exists and is not a socket; refusing to replace it");
+    case Probe::stale:
+      log::get(log::Component::agent).info("removing stale control socket {}", path);
+      ::unlink(path.c_str());
+      break;
+    case Probe::nothing:
+      break;
+  }
+  boost::system::error_code ec;
+  acceptor_.open(stream(), ec);
+  if (!ec) acceptor_.bind(stream::endpoint(path), ec);
+  if (ec) {
+    acceptor_.close();
+    return fail("cannot bind the control socket " + path + ": " + ec.message());
+  }
+  path_ = path;
+  open_ = true;
+  // Owner and group only: later requests (view override, checkpoint control) change the job.
+  ::chmod(path.c_str(), 0660);
+  acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    close();
+    return fail("cannot listen on the control socket " + path + ": " + ec.message());
+  }
+  accept_next();
+  return Ok{};
+}
+
+void ControlServer::accept_next() {
+  acceptor_.async_accept([this](boost::system::error_code ec, stream::socket socket) {
+    if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+    if (!ec) std::make_shared<ControlSession>(std::move(socket), handlers_, request_timeout)->start();
+    accept_next();
+  });
+}
+
+void ControlServer::close() {
+  if (!open_) return;
+  open_ = false;
+  boost::system::error_code ignored;
+  acceptor_.close(ignored);
+  ::unlink(path_.c_str());
+}
+
+}  // namespace shoal::control

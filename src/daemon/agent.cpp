@@ -1,0 +1,429 @@
+// Agent: start-up (port, control socket, seeds), the join watch, and the graceful stop.
+#include "daemon/agent.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <charconv>
+#include <random>
+
+#include "base/log.hpp"
+#include "control/json_writer.hpp"
+#include "control/server.hpp"
+#include "control/socket_path.hpp"
+#include "daemon/gossip_runtime.hpp"
+#include "daemon/membership_runtime.hpp"
+#include "daemon/metrics_server.hpp"
+#include "daemon/rendezvous_service.hpp"
+#include "daemon/reports/members_report.hpp"
+#include "daemon/reports/stats_report.hpp"
+#include "daemon/reports/view_report.hpp"
+#include "daemon/session_feed.hpp"
+#include "net/endpoint_text.hpp"
+#include "net/port_binding.hpp"
+#include "net/stream_hello.hpp"
+#include "net/stream_listener.hpp"
+#include "wire/packet.hpp"
+
+namespace shoal::daemon {
+namespace {
+
+spdlog::logger& logger() { return log::get(log::Component::agent); }
+
+// How often the join watch looks whether a seed has answered.
+constexpr std::chrono::milliseconds kJoinPoll{250};
+
+// A numeric address as is; a name through the resolver (IPv4 preferred). Runs before the loop does.
+Result<asio::ip::address> resolve_host(asio::io_context& io, const std::string& host) {
+  boost::system::error_code ec;
+  auto ip = asio::ip::make_address(host, ec);
+  if (!ec) return ip;
+  asio::ip::tcp::resolver resolver(io);
+  const auto results = resolver.resolve(host, "", ec);
+  if (ec || results.empty()) return fail("cannot resolve host '" + host + "'" + (ec ? ": " + ec.message() : ""));
+  for (const auto& r : results) {
+    if (r.endpoint().address().is_v4()) return r.endpoint().address();
+  }
+  return results.begin()->endpoint().address();
+}
+
+// For a wildcard bind: the first non-loopback address of this host's name.
+Result<asio::ip::address> host_address(asio::io_context& io) {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0) return fail("cannot read the host name");
+  asio::ip::tcp::resolver resolver(io);
+  boost::system::error_code ec;
+  const auto results = resolver.resolve(name, "", ec);
+  if (!ec) {
+    for (const auto& r : results) {
+      if (!r.endpoint().address().is_loopback()) return r.endpoint().address();
+    }
+  }
+  return fail(std::string("the host name '") + name + "' resolves to no usable address");
+}
+
+std::string join_list(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+// New at every start, strictly positive: wall-clock microseconds (a restart within the same
+// microsecond is not a concern for processes that take milliseconds to start).
+uint64_t new_generation() {
+  const auto us =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  return us > 0 ? static_cast<uint64_t>(us) : 1;
+}
+
+}  // namespace
+
+Agent::Agent(AgentConfig cfg) : cfg_(std::move(cfg)), leave_timer_(io_), join_timer_(io_) {
+  session_feed_ = std::make_unique<SessionFeed>(io_, control_handlers_, [this] {
+    return SessionInfo{cfg_.name,
+                       generation_,
+                       addr_,
+                       cfg_.gossip.cluster_id,
+                       cfg_.meta.slots,
+                       checkpoints_ ? checkpoints_->config().job : std::string(),
+                       checkpoints_ ? checkpoints_->config().store : std::string(),
+                       cfg_.key_file};
+  });
+  control_handlers_.add("members", "this member's view of the cluster and the inputs it refused",
+                        [this](std::span<const std::string> args) {
+                          if (!args.empty()) return control_handlers_.error_reply("members takes no arguments");
+                          return members_reply();
+                        });
+  control_handlers_.add("view", "the committed view, its status and the ranks derived from it",
+                        [this](std::span<const std::string> args) {
+                          if (!args.empty()) return control_handlers_.error_reply("view takes no arguments");
+                          return view_reply();
+                        });
+  control_handlers_.add("view-force", "operator override: commit the live set without a majority (`yes` to confirm)",
+                        [this](std::span<const std::string> args) { return force_reply(args); });
+  control_handlers_.add("ckpt-ls", "the checkpoint versions this host holds: its ranks' own and its replicas",
+                        [this](std::span<const std::string> args) {
+                          const bool verify = args.size() == 1 && args[0] == "verify";
+                          if (!args.empty() && !verify) return control_handlers_.error_reply("usage: ckpt-ls [verify]");
+                          if (!checkpoints_) return control_handlers_.error_reply("the agent has not started");
+                          return checkpoints_->ls_json(verify);
+                        });
+  control_handlers_.add("ckpt-committed", "a local trainer sealed a version: ckpt-committed RANK STEP",
+                        [this](std::span<const std::string> args) { return committed_reply(args); });
+  control_handlers_.add("status",
+                        "one screen for operators: this host, the view, members by state, the last view "
+                        "changes, checkpoints and replication lag",
+                        [this](std::span<const std::string> args) {
+                          if (!args.empty()) return control_handlers_.error_reply("status takes no arguments");
+                          return status_reply();
+                        });
+  control_handlers_.add("stats", "the gossip core's counters and local health", [this](std::span<const std::string>) {
+    if (!runtime_) return control_handlers_.error_reply("the agent has not started");
+    return stats_json(runtime_->swim(), listener_->rejected());
+  });
+}
+
+Agent::~Agent() = default;
+
+const gossip::Swim& Agent::swim() const { return runtime_->swim(); }
+
+net::StreamListener& Agent::streams() { return *listener_; }
+
+ckpt_service::CheckpointService& Agent::checkpoints() { return *checkpoints_; }
+
+net::OutgoingHello Agent::hello(wire::Hello::Channel channel) const {
+  return net::OutgoingHello(
+      net::encode_hello(wire::make_envelope(cfg_.gossip.cluster_id, cfg_.name, generation_, addr_), channel), seal_);
+}
+
+Status Agent::reload_keys() {
+  if (!seal_) return fail(std::string("the agent has not started"));
+  auto keys = net::load_cluster_keys(cfg_.key_file);
+  if (!keys) return fail(keys.error().message);
+  if (auto ok = seal_->set_keys(std::move(*keys)); !ok) return ok;
+  if (seal_->keyed())
+    logger().info("cluster key reloaded from {}: key ids {} (the first seals)", cfg_.key_file, seal_->key_ids());
+  return Ok{};
+}
+
+void Agent::add_member_observer(std::function<void(const gossip::MemberEvent&)> observer) {
+  if (runtime_) {
+    runtime_->add_observer(std::move(observer));
+  } else {
+    pending_observers_.push_back(std::move(observer));
+  }
+}
+
+const membership::ViewKeeper& Agent::keeper() const { return membership_->keeper(); }
+
+void Agent::add_view_observer(std::function<void(const membership::View&)> observer) {
+  if (membership_) {
+    membership_->add_view_observer(std::move(observer));
+  } else {
+    pending_view_observers_.push_back(std::move(observer));
+  }
+}
+
+std::string Agent::view_reply() const {
+  if (!membership_) return control_handlers_.error_reply("the agent has not started");
+  const auto& k = membership_->keeper();
+  return view_json(cfg_.name, k.view(), k.status());
+}
+
+std::string Agent::committed_reply(std::span<const std::string> args) {
+  const auto number = [](const std::string& text, uint64_t max) -> std::optional<uint64_t> {
+    uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || end != text.data() + text.size() || v > max) return std::nullopt;
+    return v;
+  };
+  const auto rank = args.size() == 2 ? number(args[0], UINT32_MAX) : std::nullopt;
+  const auto step = args.size() == 2 ? number(args[1], UINT64_MAX) : std::nullopt;
+  if (!rank || !step) return control_handlers_.error_reply("usage: ckpt-committed RANK STEP (non-negative integers)");
+  if (!checkpoints_) return control_handlers_.error_reply("the agent has not started");
+  checkpoints_->committed(static_cast<uint32_t>(*rank), *step);
+  control::JsonWriter w;
+  w.begin_object().key("ok").value(true).end_object();
+  return w.str();
+}
+
+std::string Agent::force_reply(std::span<const std::string> args) {
+  if (!membership_) return control_handlers_.error_reply("the agent has not started");
+  if (args.size() != 1 || args[0] != "yes") {
+    return control_handlers_.error_reply("view-force needs the confirmation word: view-force yes");
+  }
+  const Status st = membership_->force();
+  control::JsonWriter w;
+  w.begin_object();
+  w.key("forced").value(st.ok());
+  if (!st) w.key("error").value(st.error().message);
+  w.key("epoch").value(membership_->keeper().view().epoch());
+  w.end_object();
+  return w.str();
+}
+
+std::string Agent::members_reply() const {
+  if (!runtime_) return control_handlers_.error_reply("the agent has not started");
+  const auto& swim = runtime_->swim();
+  return members_json(cfg_.name, swim.members(), swim.stats().rejected, listener_->rejected());
+}
+
+Status Agent::start() {
+  if (runtime_) return fail("the agent is already started");
+  if (cfg_.name.empty()) return fail("the member name is empty");
+  if (cfg_.meta.host.empty()) {
+    char host[256] = {};
+    if (::gethostname(host, sizeof(host) - 1) == 0) cfg_.meta.host = host;
+  }
+
+  auto keys = net::load_cluster_keys(cfg_.key_file);
+  if (!keys) return fail("--key-file: " + keys.error().message);
+  seal_ = std::make_shared<net::ClusterSeal>(std::move(*keys));
+  if (seal_->keyed()) {
+    logger().info("cluster key from {}: key ids {} (the first seals); unsealed packets and connections are refused",
+                  cfg_.key_file, seal_->key_ids());
+  } else if (cfg_.warn_open_cluster) {
+    logger().warn(
+        "the cluster is open: no --key-file, so any host that reaches this port can join, read the member "
+        "list and checkpoints, and send views (see `shoal keygen`)");
+  }
+
+  origin_ = std::chrono::steady_clock::now();
+  next_join_warn_ = origin_ + cfg_.join_warn_interval;
+  auto bind_ip = resolve_host(io_, cfg_.bind.host);
+  if (!bind_ip) return fail("--bind: " + bind_ip.error().message);
+  auto bound = net::bind_shared_port(io_, *bind_ip, cfg_.bind.port);
+  if (!bound) return fail(bound.error().message);
+  port_ = bound->port;
+
+  Result<asio::ip::address> advertised = *bind_ip;
+  if (cfg_.advertise_host) {
+    advertised = resolve_host(io_, *cfg_.advertise_host);
+  } else if (bind_ip->is_unspecified()) {
+    advertised = host_address(io_);
+    if (!advertised) return fail(advertised.error().message + "; pass --advertise HOST");
+  }
+  if (!advertised) return fail("--advertise: " + advertised.error().message);
+  addr_ = net::ip_port_text(*advertised, port_);
+
+  seed_addrs_.clear();
+  for (const auto& seed : cfg_.seeds) {
+    auto ip = resolve_host(io_, seed.host);
+    if (!ip) return fail("seed " + seed.to_string() + ": " + ip.error().message);
+    const std::string text = net::ip_port_text(*ip, seed.port);
+    // Every host may be handed the same seed list; asking ourselves to join ourselves is pointless.
+    if (text != addr_) seed_addrs_.push_back(text);
+  }
+
+  if (!cfg_.control_path.empty()) {
+    if (auto dir = control::prepare_control_dir(cfg_.control_path); !dir) return fail(dir.error().message);
+    control_server_ = std::make_unique<control::ControlServer>(io_, control_handlers_);
+    if (auto opened = control_server_->open(cfg_.control_path); !opened) {
+      control_server_.reset();
+      return fail(opened.error().message);
+    }
+  }
+  if (cfg_.metrics) {
+    metrics_ = std::make_unique<MetricsServer>(io_, [this] { return metrics_text(); });
+    if (auto opened = metrics_->open(*cfg_.metrics); !opened) {
+      metrics_.reset();
+      return fail(opened.error().message);
+    }
+  }
+
+  generation_ = new_generation();
+  std::random_device entropy;
+  const uint64_t rng_seed = (uint64_t(entropy()) << 32) ^ entropy() ^ generation_;
+  gossip::Swim swim(cfg_.gossip, gossip::Identity{cfg_.name, generation_, addr_}, cfg_.meta, rng_seed);
+
+  listener_ = std::make_unique<net::StreamListener>(std::move(bound->tcp), cfg_.gossip.cluster_id,
+                                                    net::StreamListener::Limits{});
+  listener_->set_seal(seal_);
+  runtime_ = std::make_unique<GossipRuntime>(io_, std::move(bound->udp), std::move(swim), origin_, *listener_, seal_);
+  for (auto& o : pending_observers_) runtime_->add_observer(std::move(o));
+  pending_observers_.clear();
+  membership_ = std::make_unique<MembershipRuntime>(
+      io_, membership::ViewKeeper(cfg_.membership, gossip::Identity{cfg_.name, generation_, addr_}, rng_seed ^ 0x5eed),
+      runtime_->swim(), origin_, *listener_, cfg_.gossip.cluster_id, seal_);
+  rendezvous_ = std::make_unique<RendezvousService>(io_, *listener_, origin_);
+  if (cfg_.ckpt.job.empty()) cfg_.ckpt.job = cfg_.gossip.cluster_id;
+  checkpoints_ = std::make_unique<ckpt_service::CheckpointService>(cfg_.ckpt, cfg_.name,
+                                                                   [this] { return hello(wire::Hello::CKPT_STREAM); });
+  if (auto ok = checkpoints_->start(*listener_); !ok) {
+    checkpoints_.reset();
+    return fail(ok.error().message);
+  }
+  // The store learns of a view before anyone else on this loop, so a superseded wait fails first.
+  membership_->add_view_observer([this](const membership::View& v) {
+    rendezvous_->on_committed(v.epoch());
+    session_feed_->on_view(v);
+    checkpoints_->on_view(v);
+    history_.on_view(v);
+  });
+  runtime_->add_observer([this](const gossip::MemberEvent& e) {
+    history_.on_member(e);
+    session_feed_->on_member(e);
+  });
+  for (auto& o : pending_view_observers_) membership_->add_view_observer(std::move(o));
+  pending_view_observers_.clear();
+  runtime_->add_observer([this](const gossip::MemberEvent&) { membership_->gossip_changed(); });
+
+  logger().info(
+      "{} (generation {}) on {}{}", cfg_.name, generation_, addr_,
+      seed_addrs_.empty() ? std::string(", starting a new cluster") : ", joining via " + join_list(seed_addrs_));
+  listener_->start();
+  runtime_->start(seed_addrs_);
+  membership_->gossip_changed();
+  joined_ = seed_addrs_.empty();
+  if (!joined_) watch_join();
+  return Ok{};
+}
+
+void Agent::watch_join() {
+  join_timer_.expires_after(kJoinPoll);
+  join_timer_.async_wait([this](boost::system::error_code ec) {
+    if (ec || leaving_) return;
+    if (runtime_->swim().live_count() > 1) {
+      joined_ = true;
+      logger().info("joined the cluster: {} live members", runtime_->swim().live_count());
+      return;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (cfg_.join_timeout && now - origin_ >= *cfg_.join_timeout) {
+      const std::string what = fmt::format("no seed answered within {:.1f} s (seeds: {})",
+                                           cfg_.join_timeout->count() / 1000.0, join_list(seed_addrs_));
+      logger().error("{}", what);
+      finish(fail(what));
+      return;
+    }
+    if (now >= next_join_warn_) {
+      next_join_warn_ = now + cfg_.join_warn_interval;
+      logger().warn("no seed has answered yet; still trying {}", join_list(seed_addrs_));
+    }
+    watch_join();
+  });
+}
+
+void Agent::stop() {
+  asio::post(io_, [this] { begin_leave(); });
+}
+
+void Agent::stop_now() {
+  asio::post(io_, [this] { finish(Ok{}); });
+}
+
+void Agent::begin_leave() {
+  if (leaving_) return;
+  leaving_ = true;
+  join_timer_.cancel();
+  if (!runtime_) return finish(Ok{});
+  logger().info("leaving the cluster");
+  runtime_->leave();
+  if (checkpoints_) checkpoints_->flush_persisted();
+  linger(std::chrono::steady_clock::now());
+}
+
+void Agent::linger(std::chrono::steady_clock::time_point since) {
+  leave_timer_.expires_after(std::chrono::milliseconds(50));
+  leave_timer_.async_wait([this, since](boost::system::error_code ec) {
+    if (ec) return;
+    const auto waited = std::chrono::steady_clock::now() - since;
+    if (waited < cfg_.leave_grace) return linger(since);
+    const auto& view = membership_->keeper().view();
+    // Lingering serves the others' next view; once all of them have left too (the end of a job,
+    // scancel) there is nobody to serve.
+    const bool in_view = view.find(cfg_.name) != nullptr && view.size() > 1 && !view_peers_gone();
+    if (in_view && waited < cfg_.leave_linger_max) return linger(since);
+    // The checkpoint directory gets the newest versions before the process goes (SIGTERM is the last
+    // word a scheduler says before SIGKILL).
+    if (checkpoints_ && checkpoints_->persisting()) {
+      if (waited < cfg_.persist_exit_wait) return linger(since);
+      logger().warn("exiting after {:.0f} s with checkpoint versions still being persisted",
+                    std::chrono::duration<double>(waited).count());
+    }
+    if (in_view) {
+      logger().warn("left while still in the committed view of epoch {}: the others commit without us on their own",
+                    view.epoch());
+    }
+    finish(Ok{});
+  });
+}
+
+bool Agent::view_peers_gone() const {
+  const auto members = runtime_->swim().members();
+  for (const auto& vm : membership_->keeper().view().members()) {
+    if (vm.name == cfg_.name) continue;
+    const auto it = std::find_if(members.begin(), members.end(), [&](const gossip::Member& m) {
+      return m.id.name == vm.name && m.id.generation == vm.generation;
+    });
+    if (it != members.end() && (it->state == gossip::State::alive || it->state == gossip::State::suspect)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void Agent::finish(Status outcome) {
+  outcome_ = std::move(outcome);
+  leaving_ = true;
+  join_timer_.cancel();
+  leave_timer_.cancel();
+  if (control_server_) control_server_->close();
+  if (metrics_) metrics_->close();
+  if (listener_) listener_->close();
+  if (membership_) membership_->close();
+  if (runtime_) runtime_->close();
+  if (checkpoints_) checkpoints_->stop();
+  io_.stop();
+}
+
+Status Agent::run() {
+  if (!runtime_) return fail("the agent was not started");
+  io_.run();
+  return outcome_;
+}
+
+}  // namespace shoal::daemon

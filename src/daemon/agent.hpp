@@ -1,0 +1,161 @@
+// The agent as a library: one member of a shoal cluster with its UDP/TCP port, gossip runtime and
+// control socket on a single-threaded Asio loop. `shoal agent` is a thin main over this class; an
+// embedding trainer runs the same class on a thread of its own.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.hpp"
+#include "ckpt_service/service.hpp"
+#include "control/handlers.hpp"
+#include "daemon/view_history.hpp"
+#include "envelope.pb.h"
+#include "gossip/swim.hpp"
+#include "membership/view_keeper.hpp"
+#include "net/cluster_seal.hpp"
+#include "net/host_port.hpp"
+#include "net/stream_hello.hpp"
+
+namespace shoal::net {
+class StreamListener;
+}
+namespace shoal::control {
+class ControlServer;
+}
+
+namespace shoal::daemon {
+
+namespace asio = boost::asio;
+
+struct AgentConfig {
+  std::string name;                           // member name, stable across restarts
+  net::HostPort bind;                         // port 0: chosen by the OS
+  std::optional<std::string> advertise_host;  // what others use to reach us; default: the bind host
+  std::vector<net::HostPort> seeds;           // empty: start a new cluster
+  std::string control_path;                   // empty: no control socket
+  // Give up (run() fails) when no seed has answered within this time; nullopt: keep trying.
+  std::optional<std::chrono::milliseconds> join_timeout;
+  // How long a graceful stop keeps the loop running so that the leave gets out...
+  std::chrono::milliseconds leave_grace{300};
+  // ...and, while this member is still in the committed view, at most how long it lingers as an
+  // acceptor so the others can commit the view without it. Without this, hosts leaving at once (the end
+  // of a job, scancel) could take the majority of the last view with them and stall the rest.
+  std::chrono::milliseconds leave_linger_max{3000};
+  // With a checkpoint directory: how long a graceful stop waits for it to receive each local rank's
+  // newest version (SIGTERM under systemd or Slurm) before exiting anyway.
+  std::chrono::milliseconds persist_exit_wait{60'000};
+  // How often to warn while no seed has answered.
+  std::chrono::milliseconds join_warn_interval{5000};
+  gossip::Config gossip;  // cluster_id lives here
+  gossip::MemberMeta meta;
+  membership::Config membership;
+  // In-memory checkpoints: job, segment names, replicas, budget. An empty job means the cluster id.
+  ckpt_service::CheckpointConfig ckpt;
+  // The cluster key file (wire/cluster_key.hpp); empty: an open cluster, which start() warns about.
+  std::string key_file;
+  bool warn_open_cluster = true;  // false for the in-process demo, whose cluster lives on loopback only
+  // Where to serve Prometheus metrics (/metrics); nullopt: nowhere.
+  std::optional<net::HostPort> metrics;
+};
+
+class GossipRuntime;
+class MembershipRuntime;
+class RendezvousService;
+class SessionFeed;
+class MetricsServer;
+
+class Agent {
+ public:
+  explicit Agent(AgentConfig cfg);
+  ~Agent();
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  // Binds the port, opens the control socket and joins. Errors (port in use, control socket held by
+  // a live agent, a seed name that does not resolve) say what to change.
+  Status start();
+  // Runs the loop until stop() has finished, or the join timeout expired (then an error).
+  Status run();
+  // Graceful leave, then run() returns. Safe from any thread and from signal handlers' Asio callbacks.
+  void stop();
+  // Stops the loop at once, without a leave (a second Ctrl-C).
+  void stop_now();
+
+  // Valid after start().
+  const std::string& addr() const { return addr_; }  // "ip:port" others reach us at
+  uint16_t port() const { return port_; }
+  uint16_t metrics_port() const;  // 0 without --metrics
+  uint64_t generation() const { return generation_; }
+  const std::string& control_path() const { return cfg_.control_path; }
+  const std::string& key_file() const { return cfg_.key_file; }
+  const gossip::Swim& swim() const;
+
+  // Every member event, after the runtime has logged it (the membership layer subscribes here).
+  // Call before start() or from the loop: observers run on the loop's thread.
+  void add_member_observer(std::function<void(const gossip::MemberEvent&)> observer);
+  // Every committed view, on the loop's thread. Call before start() or from the loop.
+  void add_view_observer(std::function<void(const membership::View&)> observer);
+  // The view keeper (valid after start()).
+  const membership::ViewKeeper& keeper() const;
+  // Control requests; add before start() or from the loop.
+  control::ControlHandlers& control() { return control_handlers_; }
+  // More TCP channels register here (view agreement, rendezvous store, checkpoint streams). After start().
+  net::StreamListener& streams();
+  asio::io_context& io() { return io_; }
+  // In-memory checkpoints of this host (valid after start()).
+  ckpt_service::CheckpointService& checkpoints();
+  // The hello that opens a connection from this member on `channel` (for in-process clients such as the
+  // rendezvous store of an embedded trainer). After start().
+  net::OutgoingHello hello(wire::Hello::Channel channel) const;
+  // SIGHUP: reads the key file again (a rotation step). Fails, keeping the old keys, when it cannot.
+  Status reload_keys();
+
+ private:
+  void begin_leave();
+  void linger(std::chrono::steady_clock::time_point since);
+  bool view_peers_gone() const;  // every other member of the committed view has left or died
+  void finish(Status outcome);
+  void watch_join();
+  std::string members_reply() const;
+  std::string view_reply() const;
+  std::string force_reply(std::span<const std::string> args);
+  std::string committed_reply(std::span<const std::string> args);
+  std::string status_reply() const;  // agent_status.cpp
+  std::string metrics_text() const;  // agent_metrics.cpp
+
+  AgentConfig cfg_;
+  asio::io_context io_;
+  std::chrono::steady_clock::time_point origin_;  // time zero of the gossip core: the start
+  std::chrono::steady_clock::time_point next_join_warn_;
+  std::string addr_;
+  uint16_t port_ = 0;
+  uint64_t generation_ = 0;
+  std::vector<std::string> seed_addrs_;
+  control::ControlHandlers control_handlers_;
+  std::shared_ptr<net::ClusterSeal> seal_;
+  std::unique_ptr<net::StreamListener> listener_;
+  std::unique_ptr<GossipRuntime> runtime_;
+  std::unique_ptr<MembershipRuntime> membership_;
+  std::unique_ptr<RendezvousService> rendezvous_;
+  std::unique_ptr<SessionFeed> session_feed_;
+  std::unique_ptr<ckpt_service::CheckpointService> checkpoints_;  // what connected trainers follow (control socket)
+  std::vector<std::function<void(const membership::View&)>> pending_view_observers_;
+  std::unique_ptr<control::ControlServer> control_server_;
+  ViewHistory history_;  // the last committed views, for `shoal status`
+  std::unique_ptr<MetricsServer> metrics_;
+  std::vector<std::function<void(const gossip::MemberEvent&)>> pending_observers_;
+  asio::steady_timer leave_timer_;
+  asio::steady_timer join_timer_;
+  bool joined_ = false;
+  bool leaving_ = false;
+  Status outcome_ = Ok{};
+};
+
+}  // namespace shoal::daemon

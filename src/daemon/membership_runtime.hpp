@@ -1,0 +1,61 @@
+// The Asio runtime of the view keeper: feeds it gossip's member list after every change (coalesced
+// per loop turn), serves the VIEW TCP channel, performs its requests with StreamClient, keeps its
+// wake-up timer, and tells observers about every committed view. It decides nothing itself.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "gossip/swim.hpp"
+#include "membership/view_keeper.hpp"
+#include "net/stream_client.hpp"
+#include "net/stream_hello.hpp"
+#include "net/stream_listener.hpp"
+#include "net/wake_timer.hpp"
+
+namespace shoal::daemon {
+
+namespace asio = boost::asio;
+
+class MembershipRuntime {
+ public:
+  using Clock = std::chrono::steady_clock;
+  using ViewObserver = std::function<void(const membership::View&)>;
+
+  MembershipRuntime(asio::io_context& io, membership::ViewKeeper keeper, const gossip::Swim& swim,
+                    Clock::time_point origin, net::StreamListener& listener, const std::string& cluster_id,
+                    std::shared_ptr<net::ClusterSeal> seal = nullptr);
+  MembershipRuntime(const MembershipRuntime&) = delete;
+  MembershipRuntime& operator=(const MembershipRuntime&) = delete;
+
+  // Gossip changed: hand the keeper the new member list once this loop turn is over.
+  void gossip_changed();
+  void add_view_observer(ViewObserver o) { observers_.push_back(std::move(o)); }
+  // The operator's override (see ViewKeeper::force).
+  Status force();
+  void close();
+
+  const membership::ViewKeeper& keeper() const { return keeper_; }
+
+ private:
+  gossip::Time now() const;
+  void on_wake();
+  void perform(membership::KeeperOutput& out);
+
+  asio::io_context& io_;
+  membership::ViewKeeper keeper_;
+  const gossip::Swim& swim_;
+  Clock::time_point origin_;
+  net::StreamClient client_;
+  net::WakeTimer timer_;
+  net::OutgoingHello hello_;
+  std::vector<ViewObserver> observers_;
+  bool update_posted_ = false;
+  bool closed_ = false;
+};
+
+}  // namespace shoal::daemon

@@ -1,0 +1,93 @@
+// The agent's Prometheus metrics: what an operator graphs and alerts on.
+#include <map>
+
+#include "daemon/agent.hpp"
+#include "daemon/gossip_runtime.hpp"
+#include "daemon/membership_runtime.hpp"
+#include "daemon/metrics_server.hpp"
+#include "daemon/reports/metrics_text.hpp"
+#include "net/stream_listener.hpp"
+
+namespace shoal::daemon {
+namespace {
+
+template <size_t N>
+std::vector<double> to_vector(const std::array<double, N>& a) {
+  return {a.begin(), a.end()};
+}
+
+}  // namespace
+
+uint16_t Agent::metrics_port() const { return metrics_ ? metrics_->port() : 0; }
+
+std::string Agent::metrics_text() const {
+  PromText m;
+  if (!runtime_ || !membership_ || !checkpoints_) return m.str();
+  const auto& swim = runtime_->swim();
+  std::map<std::string, uint64_t> by_state;
+  for (const auto& member : swim.members()) ++by_state[gossip::to_string(member.state)];
+  for (const char* s : {"alive", "suspect", "dead", "left"}) {
+    m.gauge("shoal_members", "members this agent knows, by gossip state", static_cast<double>(by_state[s]),
+            {{"state", s}});
+  }
+  const auto& keeper = membership_->keeper();
+  const auto status = keeper.status();
+  m.gauge("shoal_view_epoch", "epoch of the newest committed view", static_cast<double>(keeper.view().epoch()));
+  m.gauge("shoal_view_members", "members of the newest committed view", static_cast<double>(keeper.view().size()));
+  m.gauge("shoal_view_in_view", "1 when this member is in the committed view", status.in_view ? 1 : 0);
+  m.gauge("shoal_view_stable", "1 when the committed view matches the live members",
+          status.phase == membership::KeeperPhase::stable ? 1 : 0);
+  const auto& d = history_.durations();
+  m.histogram("shoal_view_change_seconds", "from the gossip event that started a view change to its commit, here",
+              to_vector(ViewHistory::kBoundsSeconds), {d.buckets.begin(), d.buckets.end()}, d.sum);
+
+  const auto& s = swim.stats();
+  std::vector<double> rtt_bounds;
+  for (uint64_t us : gossip::Stats::kProbeRttBoundsUs) rtt_bounds.push_back(static_cast<double>(us) / 1e6);
+  m.histogram("shoal_probe_rtt_seconds", "probe round trips, from the ping to the ack that completed the probe",
+              rtt_bounds, {s.probe_rtt_buckets.begin(), s.probe_rtt_buckets.end()},
+              static_cast<double>(s.probe_rtt_sum_us) / 1e6);
+  m.counter("shoal_probes_total", "probes by outcome", static_cast<double>(s.probes_sent), {{"outcome", "sent"}});
+  m.counter("shoal_probes_total", "probes by outcome", static_cast<double>(s.acks_received), {{"outcome", "acked"}});
+  m.counter("shoal_probes_total", "probes by outcome", static_cast<double>(s.probes_failed), {{"outcome", "failed"}});
+  const char* packets = "gossip UDP packets";
+  m.counter("shoal_packets_total", packets, static_cast<double>(s.packets_in), {{"direction", "in"}});
+  m.counter("shoal_packets_total", packets, static_cast<double>(s.packets_out), {{"direction", "out"}});
+  const char* bytes = "gossip bytes, UDP and TCP streams";
+  m.counter("shoal_bytes_total", bytes, static_cast<double>(s.bytes_in + s.stream_bytes_in), {{"direction", "in"}});
+  m.counter("shoal_bytes_total", bytes, static_cast<double>(s.bytes_out + s.stream_bytes_out), {{"direction", "out"}});
+  const auto& shell = listener_->rejected();
+  for (size_t i = 0; i < wire::kRejectCauses; ++i) {
+    const auto cause = static_cast<wire::RejectCause>(i);
+    m.counter("shoal_rejected_total", "refused input (packets, frames, connections) by cause",
+              static_cast<double>(s.rejected.get(cause) + shell.get(cause)),
+              {{"cause", std::string(wire::name(cause))}});
+  }
+
+  const auto c = checkpoints_->counters();
+  m.counter("shoal_ckpt_saved_total", "checkpoint versions local ranks committed", static_cast<double>(c.committed));
+  m.counter("shoal_ckpt_replicated_total", "versions stored at a peer", static_cast<double>(c.pushed));
+  m.counter("shoal_ckpt_replicated_bytes_total", "bytes of versions stored at a peer",
+            static_cast<double>(c.pushed_bytes));
+  m.counter("shoal_ckpt_replicate_failed_total", "pushes to a peer that failed", static_cast<double>(c.push_failed));
+  m.counter("shoal_ckpt_received_total", "replicas kept here for peers", static_cast<double>(c.received));
+  m.counter("shoal_ckpt_receive_refused_total", "replicas refused (bad stream, checksum, budget)",
+            static_cast<double>(c.receive_refused));
+  uint64_t local_bytes = 0, replica_bytes = 0;
+  for (const auto& h : checkpoints_->held()) {
+    if (h.version) (h.replica ? replica_bytes : local_bytes) += h.version->total_bytes;
+  }
+  const char* held = "bytes of sealed checkpoint versions in this host's shared memory";
+  m.gauge("shoal_ckpt_held_bytes", held, static_cast<double>(local_bytes), {{"kind", "local"}});
+  m.gauge("shoal_ckpt_held_bytes", held, static_cast<double>(replica_bytes), {{"kind", "replica"}});
+  for (const auto& l : checkpoints_->replication_lag()) {
+    const double behind =
+        l.replicated ? static_cast<double>(l.committed - *l.replicated) : static_cast<double>(l.committed + 1);
+    m.gauge("shoal_ckpt_replication_lag_steps",
+            "saved step minus the newest step every chosen peer holds (none yet: the saved step + 1)", behind,
+            {{"rank", std::to_string(l.rank)}});
+  }
+  return m.str();
+}
+
+}  // namespace shoal::daemon

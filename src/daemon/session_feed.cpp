@@ -1,0 +1,132 @@
+// The connected trainer's feed: session-info and the session-wait long poll.
+#include "daemon/session_feed.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <charconv>
+
+#include "control/json_writer.hpp"
+#include "daemon/reports/view_report.hpp"
+
+namespace shoal::daemon {
+
+struct SessionFeed::Waiter {
+  explicit Waiter(boost::asio::io_context& io) : timer(io) {}
+  boost::asio::steady_timer timer;
+  control::ControlHandlers::Reply reply;
+};
+
+namespace {
+
+std::optional<uint64_t> parse_u64(const std::string& s) {
+  uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+SessionFeed::SessionFeed(boost::asio::io_context& io, control::ControlHandlers& handlers,
+                         std::function<SessionInfo()> info)
+    : io_(io), info_(std::move(info)) {
+  handlers.add("session-info", "who this agent is, for a trainer that connects to it", [this](auto args) {
+    (void)args;
+    const SessionInfo i = info_();
+    control::JsonWriter w;
+    w.begin_object();
+    w.key("name").value(i.name);
+    w.key("generation").value(i.generation);
+    w.key("addr").value(i.addr);
+    w.key("cluster").value(i.cluster);
+    w.key("slots").value(uint64_t{i.slots});
+    w.key("job").value(i.job);
+    w.key("store").value(i.store);
+    w.key("key_file").value(i.key_file);
+    w.end_object();
+    return w.str();
+  });
+  handlers.add_async("session-wait", "SEQ TIMEOUT_MS: the committed view and failures, once newer than SEQ (long poll)",
+                     std::chrono::milliseconds(kMaxWaitMs),
+                     [this, alive = std::weak_ptr<bool>(alive_), &handlers](std::span<const std::string> args,
+                                                                            control::ControlHandlers::Reply reply) {
+                       if (alive.expired()) return;
+                       const auto seq = args.size() == 2 ? parse_u64(args[0]) : std::nullopt;
+                       const auto wait_ms = args.size() == 2 ? parse_u64(args[1]) : std::nullopt;
+                       if (!seq || !wait_ms || *wait_ms > kMaxWaitMs) {
+                         return reply(handlers.error_reply("usage: session-wait SEQ TIMEOUT_MS (TIMEOUT_MS at most " +
+                                                           std::to_string(kMaxWaitMs) + ")"));
+                       }
+                       if (seq_ > *seq || *wait_ms == 0) return reply(state_json());
+                       const uint64_t id = next_waiter_++;
+                       auto waiter = std::make_shared<Waiter>(io_);
+                       waiter->reply = std::move(reply);
+                       waiter->timer.expires_after(std::chrono::milliseconds(*wait_ms));
+                       waiter->timer.async_wait([this, id, alive](boost::system::error_code ec) {
+                         if (ec || alive.expired()) return;
+                         const auto it = waiters_.find(id);
+                         if (it == waiters_.end()) return;
+                         auto reply_now = std::move(it->second->reply);
+                         waiters_.erase(it);
+                         reply_now(state_json());
+                       });
+                       waiters_[id] = std::move(waiter);
+                     });
+}
+
+SessionFeed::~SessionFeed() {
+  alive_.reset();
+  for (auto& [id, w] : waiters_) w->timer.cancel();
+}
+
+std::string SessionFeed::state_json() const {
+  control::JsonWriter w;
+  w.begin_object();
+  w.key("seq").value(seq_);
+  w.key("broken_epoch").value(broken_epoch_);
+  w.key("broken_why").value(broken_why_);
+  w.key("failures").value(failures_);
+  w.end_object();
+  std::string doc = w.str();
+  // The view as `shoal view --json` shows it, under "view" (null before the first view).
+  doc.pop_back();
+  doc += ",\"view\":";
+  doc += view_ ? view_json(info_().name, *view_, membership::KeeperStatus{}) : std::string("null");
+  doc += "}";
+  return doc;
+}
+
+void SessionFeed::notify() {
+  ++seq_;
+  auto waiters = std::move(waiters_);
+  waiters_.clear();
+  const std::string doc = state_json();
+  for (auto& [id, w] : waiters) {
+    w->timer.cancel();
+    w->reply(doc);
+  }
+}
+
+void SessionFeed::on_view(const membership::View& view) {
+  view_ = view;
+  notify();
+}
+
+void SessionFeed::on_member(const gossip::MemberEvent& event) {
+  const auto state = event.member.state;
+  if (state != gossip::State::dead && state != gossip::State::left) return;
+  if (!view_) return;
+  const auto* m = view_->find(event.member.id.name);
+  if (!m || m->generation != event.member.id.generation) return;
+  // Every verdict counts, also a second one in the same epoch: after a false alarm (the member came back,
+  // no view removed it) the trainers rebuilt for the same view, and a later failure must abort that too.
+  broken_epoch_ = std::max(broken_epoch_, view_->epoch());
+  ++failures_;
+  broken_why_ = "member " + event.member.id.name + " is " + gossip::to_string(state);
+  notify();
+}
+
+}  // namespace shoal::daemon

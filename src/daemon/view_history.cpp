@@ -1,0 +1,47 @@
+// Recording committed views and the gossip event that preceded each.
+#include "daemon/view_history.hpp"
+
+#include <algorithm>
+
+namespace shoal::daemon {
+
+void ViewHistory::on_member(const gossip::MemberEvent& e) {
+  if (pending_since_) return;  // the first event since the last commit started the change
+  const bool in_view = last_ && last_->find(e.member.id.name) != nullptr;
+  const bool gone = e.member.state == gossip::State::dead || e.member.state == gossip::State::left;
+  const bool news = e.member.state == gossip::State::alive && !in_view;
+  if (!(gone && in_view) && !news) return;
+  pending_since_ = Clock::now();
+  pending_trigger_ = e.member.id.name + " " + gossip::to_string(e.member.state);
+}
+
+void ViewHistory::on_view(const membership::View& view) {
+  ViewChange c;
+  c.epoch = view.epoch();
+  c.members = view.size();
+  for (const auto& m : view.members()) {
+    if (!last_ || last_->find(m.name) == nullptr) c.joined.push_back(m.name);
+  }
+  if (last_) {
+    for (const auto& m : last_->members()) {
+      if (view.find(m.name) == nullptr) c.left.push_back(m.name);
+    }
+  }
+  if (pending_since_) {
+    c.trigger = pending_trigger_;
+    c.seconds = std::chrono::duration<double>(Clock::now() - *pending_since_).count();
+    size_t i = 0;
+    while (i < kBoundsSeconds.size() && *c.seconds > kBoundsSeconds[i]) ++i;
+    ++durations_.buckets[i];
+    durations_.sum += *c.seconds;
+    ++durations_.count;
+  }
+  c.committed_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  changes_.push_back(std::move(c));
+  while (changes_.size() > kKept) changes_.pop_front();
+  last_ = view;
+  pending_since_.reset();
+  pending_trigger_.clear();
+}
+
+}  // namespace shoal::daemon

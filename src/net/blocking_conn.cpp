@@ -1,0 +1,198 @@
+// Blocking socket I/O with deadlines and cancellation, for transfers that run on their own threads.
+#include "net/blocking_conn.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "base/tcp_backoff.hpp"
+#include "net/endpoint_text.hpp"
+
+namespace shoal::net {
+namespace {
+
+// How often a blocked call looks at the cancel flag.
+constexpr std::chrono::milliseconds kCancelSlice{100};
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+}  // namespace
+
+BlockingConn::BlockingConn(int fd) : fd_(fd) {
+  // Non-blocking underneath: every call polls with its deadline when the socket is not ready, so a
+  // stalled peer or a cancel never leaves a thread stuck inside a send or a receive.
+  const int flags = ::fcntl(fd_, F_GETFL);
+  if (flags >= 0) ::fcntl(fd_, F_SETFL, flags | O_NONBLOCK);
+}
+
+BlockingConn::~BlockingConn() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+BlockingConn::BlockingConn(BlockingConn&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), cancel_(other.cancel_), read_(other.read_), written_(other.written_) {}
+
+BlockingConn& BlockingConn::operator=(BlockingConn&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+    cancel_ = other.cancel_;
+    read_ = other.read_;
+    written_ = other.written_;
+  }
+  return *this;
+}
+
+Result<BlockingConn> BlockingConn::connect(const std::string& ip_port, Clock::time_point deadline) {
+  const auto target = parse_ip_port(ip_port);
+  if (!target) return fail("'" + ip_port + "' is not a numeric ip:port");
+  sockaddr_storage addr{};
+  socklen_t len = 0;
+  if (target->ip.is_v4()) {
+    auto* a = reinterpret_cast<sockaddr_in*>(&addr);
+    a->sin_family = AF_INET;
+    a->sin_port = htons(target->port);
+    const auto b = target->ip.to_v4().to_bytes();
+    std::memcpy(&a->sin_addr, b.data(), b.size());
+    len = sizeof(sockaddr_in);
+  } else {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&addr);
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons(target->port);
+    const auto b = target->ip.to_v6().to_bytes();
+    std::memcpy(&a->sin6_addr, b.data(), b.size());
+    len = sizeof(sockaddr_in6);
+  }
+  const int fd = ::socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return fail("socket: " + errno_text(errno));
+  BlockingConn conn(fd);
+  net::cap_retransmission_backoff(fd);  // before connect: SYN retransmissions too
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0) {
+    if (errno != EINPROGRESS) return fail("connect to " + ip_port + ": " + errno_text(errno));
+    if (auto ready = conn.wait_ready(POLLOUT, deadline, "connect"); !ready) {
+      return fail("connect to " + ip_port + ": " + ready.error().message);
+    }
+    int err = 0;
+    socklen_t err_len = sizeof err;
+    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &err_len);
+    if (err != 0) return fail("connect to " + ip_port + ": " + errno_text(err));
+  }
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return conn;
+}
+
+Status BlockingConn::wait_ready(short events, Clock::time_point deadline, const char* what) {
+  while (true) {
+    if (cancel_ && cancel_->load(std::memory_order_relaxed)) return fail(std::string(what) + ": cancelled");
+    const auto now = Clock::now();
+    if (now >= deadline) return fail(std::string(what) + ": timed out");
+    const auto slice = std::min<Clock::duration>(deadline - now, kCancelSlice);
+    pollfd p{fd_, events, 0};
+    const int n = ::poll(&p, 1, static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(slice).count()));
+    if (n < 0 && errno != EINTR) return fail(std::string(what) + ": poll: " + errno_text(errno));
+    if (n > 0) return Ok{};
+  }
+}
+
+Status BlockingConn::write_all(std::span<const std::byte> bytes, Clock::time_point deadline) {
+  // The call first, the poll only when it would block: while bytes flow, one syscall per chunk.
+  size_t done = 0;
+  while (done < bytes.size()) {
+    if (cancel_ && cancel_->load(std::memory_order_relaxed)) return fail("write: cancelled");
+    const ssize_t n = ::send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        if (auto ready = wait_ready(POLLOUT, deadline, "write"); !ready) return ready;
+        continue;
+      }
+      if (errno == EINTR) continue;
+      return fail("write: " + errno_text(errno));
+    }
+    done += static_cast<size_t>(n);
+    written_ += static_cast<uint64_t>(n);
+  }
+  return Ok{};
+}
+
+Status BlockingConn::send_file(int in_fd, uint64_t offset, uint64_t count, Clock::time_point deadline) {
+  // Calls of at most this much, so the cancel flag and the deadline are looked at between them.
+  constexpr size_t kSlice = 16u << 20;
+  off_t at = static_cast<off_t>(offset);
+  uint64_t left = count;
+  while (left > 0) {
+    if (cancel_ && cancel_->load(std::memory_order_relaxed)) return fail("write: cancelled");
+    if (auto ready = wait_ready(POLLOUT, deadline, "write"); !ready) return ready;
+    const ssize_t n = ::sendfile(fd_, in_fd, &at, std::min<uint64_t>(left, kSlice));
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
+      return fail("sendfile: " + errno_text(errno));
+    }
+    if (n == 0) return fail("sendfile: the file ended early");
+    left -= static_cast<uint64_t>(n);
+    written_ += static_cast<uint64_t>(n);
+  }
+  return Ok{};
+}
+
+Result<size_t> BlockingConn::read_some(std::span<std::byte> bytes, Clock::time_point deadline) {
+  while (true) {
+    if (cancel_ && cancel_->load(std::memory_order_relaxed)) return fail("read: cancelled");
+    const ssize_t n = ::recv(fd_, bytes.data(), bytes.size(), MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        if (auto ready = wait_ready(POLLIN, deadline, "read"); !ready) return fail(ready.error().message);
+        continue;
+      }
+      if (errno == EINTR) continue;
+      return fail("read: " + errno_text(errno));
+    }
+    if (n == 0) return fail("read: the peer closed the connection");
+    read_ += static_cast<uint64_t>(n);
+    return static_cast<size_t>(n);
+  }
+}
+
+Status BlockingConn::read_exact(std::span<std::byte> bytes, Clock::time_point deadline) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    auto n = read_some(bytes.subspan(done), deadline);
+    if (!n) return fail(n.error().message);
+    done += *n;
+  }
+  return Ok{};
+}
+
+Status BlockingConn::write_frame(uint8_t type, std::span<const std::byte> payload, Clock::time_point deadline) {
+  std::vector<std::byte> out;
+  out.reserve(payload.size() + wire::kFrameHeaderBytes);
+  wire::append_frame(out, type, payload);
+  return write_all(out, deadline);
+}
+
+Result<wire::Frame> BlockingConn::read_frame(size_t max_payload, Clock::time_point deadline) {
+  std::byte header[wire::kFrameHeaderBytes];
+  if (auto r = read_exact(header, deadline); !r) return fail(r.error().message);
+  const uint32_t len =
+      (uint32_t(header[0]) << 24) | (uint32_t(header[1]) << 16) | (uint32_t(header[2]) << 8) | uint32_t(header[3]);
+  if (len == 0) return fail("an empty frame");
+  if (len - 1 > max_payload) {
+    return fail("a frame of " + std::to_string(len - 1) + " bytes, above the limit of " + std::to_string(max_payload));
+  }
+  wire::Frame f;
+  f.type = static_cast<uint8_t>(header[4]);
+  f.payload.resize(len - 1);
+  if (auto r = read_exact(f.payload, deadline); !r) return fail(r.error().message);
+  return f;
+}
+
+}  // namespace shoal::net

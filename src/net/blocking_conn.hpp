@@ -1,0 +1,65 @@
+// BlockingConn: one TCP connection driven by plain blocking calls on a thread of its own, for bulk
+// transfers (checkpoint streams) that must not pass through the agent's event loop. Every call has a
+// deadline and stops early when the connection's cancel flag turns true (a newer version superseded
+// the one in flight, or the agent is stopping).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/result.hpp"
+#include "wire/frame.hpp"
+
+namespace shoal::net {
+
+class BlockingConn {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // Connects to numeric "ip:port" before `deadline`.
+  static Result<BlockingConn> connect(const std::string& ip_port, Clock::time_point deadline);
+  // Adopts a connected, blocking descriptor (closed by the destructor).
+  explicit BlockingConn(int fd);
+  BlockingConn() = default;
+  ~BlockingConn();
+  BlockingConn(BlockingConn&& other) noexcept;
+  BlockingConn& operator=(BlockingConn&& other) noexcept;
+  BlockingConn(const BlockingConn&) = delete;
+  BlockingConn& operator=(const BlockingConn&) = delete;
+
+  // Polled between reads and writes; may be null.
+  void set_cancel(const std::atomic<bool>* cancel) { cancel_ = cancel; }
+
+  Status write_all(std::span<const std::byte> bytes, Clock::time_point deadline);
+  Status read_exact(std::span<std::byte> bytes, Clock::time_point deadline);
+  // At most bytes.size(), at least 1; fails on end of stream.
+  Result<size_t> read_some(std::span<std::byte> bytes, Clock::time_point deadline);
+
+  // Sends `count` bytes of file `in_fd` from `offset` (sendfile: no copy through user space, no mapping).
+  Status send_file(int in_fd, uint64_t offset, uint64_t count, Clock::time_point deadline);
+
+  Status write_frame(uint8_t type, std::span<const std::byte> payload, Clock::time_point deadline);
+  // One frame; refuses an empty one or one whose payload exceeds max_payload before reading it.
+  Result<wire::Frame> read_frame(size_t max_payload, Clock::time_point deadline);
+
+  bool valid() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
+  uint64_t bytes_read() const { return read_; }
+  uint64_t bytes_written() const { return written_; }
+
+ private:
+  // Waits until the descriptor is ready for `events`, in slices so that the cancel flag is seen.
+  Status wait_ready(short events, Clock::time_point deadline, const char* what);
+
+  int fd_ = -1;
+  const std::atomic<bool>* cancel_ = nullptr;
+  uint64_t read_ = 0;
+  uint64_t written_ = 0;
+};
+
+}  // namespace shoal::net

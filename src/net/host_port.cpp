@@ -1,0 +1,63 @@
+// Parsing of HOST:PORT and comma-separated lists of them.
+#include "net/host_port.hpp"
+
+#include <charconv>
+
+namespace shoal::net {
+
+std::string HostPort::to_string() const {
+  const bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+Result<HostPort> parse_host_port(std::string_view text, PortZero zero) {
+  const std::string quoted = "'" + std::string(text) + "'";
+  HostPort out;
+  std::string_view port_text;
+  if (!text.empty() && text.front() == '[') {
+    const auto close = text.find(']');
+    if (close == std::string_view::npos) return fail(quoted + ": missing ']' after the IPv6 address");
+    out.host = std::string(text.substr(1, close - 1));
+    if (close + 1 >= text.size() || text[close + 1] != ':') return fail(quoted + ": expected ':PORT' after ']'");
+    port_text = text.substr(close + 2);
+  } else {
+    const auto colon = text.rfind(':');
+    if (colon == std::string_view::npos) return fail(quoted + ": expected HOST:PORT");
+    if (text.find(':') != colon) return fail(quoted + ": an IPv6 address needs brackets, as in [::1]:7946");
+    out.host = std::string(text.substr(0, colon));
+    port_text = text.substr(colon + 1);
+  }
+  if (out.host.empty()) return fail(quoted + ": the host is empty");
+  for (char c : out.host) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                    c == '-' || c == '_' || c == ':' || c == '%';
+    if (!ok) return fail(quoted + ": the host contains '" + std::string(1, c) + "'");
+  }
+  if (port_text.empty()) return fail(quoted + ": the port is empty");
+  unsigned port = 0;
+  const auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (ec != std::errc() || end != port_text.data() + port_text.size() || port > 65535) {
+    return fail(quoted + ": the port must be a number from 0 to 65535");
+  }
+  if (port == 0 && zero == PortZero::refused) return fail(quoted + ": port 0 is not a reachable port");
+  out.port = static_cast<uint16_t>(port);
+  return out;
+}
+
+Result<std::vector<HostPort>> parse_host_port_list(std::string_view text) {
+  const std::string whole(text);
+  std::vector<HostPort> out;
+  while (true) {
+    const auto comma = text.find(',');
+    const std::string_view item = text.substr(0, comma);
+    if (item.empty()) return fail("empty entry in the list '" + whole + "'");
+    auto hp = parse_host_port(item);
+    if (!hp) return fail(hp.error().message);
+    out.push_back(std::move(*hp));
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+}  // namespace shoal::net

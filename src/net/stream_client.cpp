@@ -1,0 +1,99 @@
+// One TCP request/response exchange per connection, under a single deadline timer.
+#include "net/stream_client.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+
+#include "base/tcp_backoff.hpp"
+#include "net/endpoint_text.hpp"
+#include "net/frame_io.hpp"
+#include "net/stream_hello.hpp"
+
+namespace shoal::net {
+namespace {
+
+using tcp = asio::ip::tcp;
+
+class Exchange : public std::enable_shared_from_this<Exchange> {
+ public:
+  Exchange(asio::io_context& io, std::shared_ptr<size_t> in_flight, StreamClient::Done done)
+      : socket_(io), timer_(io), in_flight_(std::move(in_flight)), done_(std::move(done)) {
+    ++*in_flight_;
+  }
+
+  void start(const IpPort& to, std::vector<std::byte> hello, const std::vector<std::byte>& request,
+             StreamClient::Clock::time_point deadline, size_t max_response_bytes) {
+    max_response_ = max_response_bytes;
+    out_ = frame_bytes(wire::type_byte(wire::FrameType::hello), hello);
+    const auto req = frame_bytes(wire::type_byte(wire::FrameType::request), request);
+    out_.insert(out_.end(), req.begin(), req.end());
+    auto self = shared_from_this();
+    timer_.expires_at(deadline);
+    timer_.async_wait([self](boost::system::error_code ec) {
+      if (!ec) self->complete(std::nullopt, "timed out");
+    });
+    const tcp::endpoint target(to.ip, to.port);
+    boost::system::error_code open_ec;
+    socket_.open(target.protocol(), open_ec);  // opened here so that the cap covers SYN retransmissions
+    if (!open_ec) net::cap_retransmission_backoff(socket_.native_handle());
+    socket_.async_connect(target, [self](boost::system::error_code ec) {
+      if (ec) return self->complete(std::nullopt, "connect: " + ec.message());
+      self->socket_.set_option(tcp::no_delay(true), ec);
+      asio::async_write(self->socket_, asio::buffer(self->out_), [self](boost::system::error_code wec, size_t) {
+        if (wec) return self->complete(std::nullopt, "send: " + wec.message());
+        async_read_frame(self->socket_, self->max_response_, [self](Result<wire::Frame, FrameReadError> r) {
+          if (!r) {
+            const auto& e = r.error();
+            if (e.kind == FrameReadError::Kind::rejected)
+              return self->complete(std::nullopt, "response: " + e.reject.detail);
+            return self->complete(std::nullopt, "no response: " + (e.ec ? e.ec.message() : std::string("truncated")));
+          }
+          if (r->type != wire::type_byte(wire::FrameType::response)) {
+            return self->complete(std::nullopt, "unexpected frame type " + std::to_string(r->type));
+          }
+          self->complete(std::move(r->payload), "");
+        });
+      });
+    });
+  }
+
+ private:
+  void complete(std::optional<std::vector<std::byte>> response, const std::string& why) {
+    if (finished_) return;
+    finished_ = true;
+    --*in_flight_;
+    boost::system::error_code ignored;
+    timer_.cancel();
+    socket_.close(ignored);
+    done_(std::move(response), why);
+  }
+
+  tcp::socket socket_;
+  asio::steady_timer timer_;
+  std::shared_ptr<size_t> in_flight_;
+  StreamClient::Done done_;
+  std::vector<std::byte> out_;
+  size_t max_response_ = 0;
+  bool finished_ = false;
+};
+
+}  // namespace
+
+StreamClient::StreamClient(asio::io_context& io, size_t max_in_flight)
+    : io_(io), max_in_flight_(max_in_flight), in_flight_(std::make_shared<size_t>(0)) {}
+
+void StreamClient::request(const std::string& to, const OutgoingHello& hello, std::vector<std::byte> request,
+                           Clock::time_point deadline, size_t max_response_bytes, Done done) {
+  const auto target = parse_ip_port(to);
+  if (!target || *in_flight_ >= max_in_flight_) {
+    const std::string why = !target ? "'" + to + "' is not a numeric ip:port" : "too many requests in flight";
+    asio::post(io_, [done = std::move(done), why] { done(std::nullopt, why); });
+    return;
+  }
+  auto ex = std::make_shared<Exchange>(io_, in_flight_, std::move(done));
+  ex->start(*target, hello.for_connection(), request, deadline, max_response_bytes);
+}
+
+}  // namespace shoal::net

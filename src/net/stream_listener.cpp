@@ -1,0 +1,267 @@
+// Inbound TCP connections: hello, then one request/response exchange on a registered channel.
+#include "net/stream_listener.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <array>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+
+#include "base/log.hpp"
+#include "base/tcp_backoff.hpp"
+#include "net/endpoint_text.hpp"
+#include "net/frame_io.hpp"
+
+namespace shoal::net {
+
+struct StreamListener::Shared {
+  struct Channel {
+    size_t max_request_bytes = 0;
+    RequestHandler handler;             // set for request/response channels...
+    AsyncRequestHandler async_handler;  // ...or this, for channels answered later
+    std::chrono::milliseconds max_wait{0};
+    TakeoverHandler takeover;  // ...or this, for channels that move bulk data on a thread of their own
+  };
+  std::string cluster_id;
+  Limits limits;
+  std::map<int, Channel> channels;
+  std::shared_ptr<ClusterSeal> seal;  // null: an open cluster
+  wire::RejectCounters rejected;
+  log::WarnLimiter warn{std::chrono::seconds(10)};
+  size_t active = 0;
+
+  void reject(wire::RejectCause cause, const std::string& remote, const std::string& detail) {
+    rejected.add(cause);
+    if (auto held = warn.admit(wire::name(cause), log::WarnLimiter::Clock::now())) {
+      log::get(log::Component::agent)
+          .warn("refused input from {} ({}: {}){}", remote, wire::name(cause), detail,
+                *held ? fmt::format("; {} more of this kind since the last report", *held) : std::string());
+    }
+  }
+};
+
+namespace {
+
+using tcp = asio::ip::tcp;
+
+class StreamSession : public std::enable_shared_from_this<StreamSession> {
+ public:
+  StreamSession(tcp::socket socket, std::shared_ptr<StreamListener::Shared> shared)
+      : socket_(std::move(socket)), shared_(std::move(shared)), timer_(socket_.get_executor()) {
+    boost::system::error_code ec;
+    const auto ep = socket_.remote_endpoint(ec);
+    remote_ = ec ? std::string("?") : ip_port_text(ep.address(), ep.port());
+    ++shared_->active;
+  }
+
+  void start() {
+    auto self = shared_from_this();
+    timer_.expires_after(shared_->limits.connection_timeout);
+    timer_.async_wait([self](boost::system::error_code ec) {
+      if (ec || self->done_) return;
+      self->fail(wire::RejectCause::truncated, "no complete exchange within the time limit");
+    });
+    async_read_frame(socket_, kMaxHelloBytes + wire::kSealOverheadBytes,
+                     [self](Result<wire::Frame, FrameReadError> r) { self->on_hello(std::move(r)); });
+  }
+
+ private:
+  void on_hello(Result<wire::Frame, FrameReadError> r) {
+    if (!r) return on_read_error(r.error(), "hello");
+    if (r->type != wire::type_byte(wire::FrameType::hello)) {
+      return fail(wire::RejectCause::malformed, "first frame has type " + std::to_string(r->type) + ", not hello");
+    }
+    std::vector<std::byte> opened;
+    std::span<const std::byte> payload = r->payload;
+    if (shared_->seal) {
+      auto o = shared_->seal->open_hello(payload);
+      if (!o) return fail(o.error().cause, "hello: " + o.error().detail);
+      opened = std::move(*o);
+      payload = opened;
+    }
+    auto hello = decode_hello(payload, shared_->cluster_id);
+    if (!hello) return fail(hello.error().cause, "hello: " + hello.error().detail);
+    const auto it = shared_->channels.find(hello->channel);
+    if (it == shared_->channels.end()) {
+      return fail(wire::RejectCause::bad_version,
+                  "channel " + wire::Hello::Channel_Name(hello->channel) + " is not served here");
+    }
+    peer_.hello = std::move(*hello);
+    peer_.remote = remote_;
+    auto self = shared_from_this();
+    async_read_frame(socket_, it->second.max_request_bytes,
+                     [self](Result<wire::Frame, FrameReadError> r2) { self->on_request(std::move(r2)); });
+  }
+
+  void on_request(Result<wire::Frame, FrameReadError> r) {
+    if (!r) return on_read_error(r.error(), "request");
+    if (r->type != wire::type_byte(wire::FrameType::request)) {
+      return fail(wire::RejectCause::malformed, "expected a request frame, got type " + std::to_string(r->type));
+    }
+    const auto it = shared_->channels.find(peer_.hello.channel);
+    if (it == shared_->channels.end()) return finish();
+    if (it->second.async_handler) return start_async(it->second, r->payload);
+    if (it->second.takeover) return hand_over(it->second, r->payload);
+    respond(it->second.handler(peer_, r->payload));
+  }
+
+  void respond(std::vector<std::byte> response) {
+    if (done_ || replied_) return;
+    replied_ = true;
+    if (response.empty()) return finish();
+    out_ = frame_bytes(wire::type_byte(wire::FrameType::response), response);
+    auto self = shared_from_this();
+    asio::async_write(socket_, asio::buffer(out_), [self](boost::system::error_code, size_t) { self->finish(); });
+  }
+
+  // The answer comes later: the deadline becomes the channel's max_wait, and a one-byte read notices a
+  // peer that closes while waiting (a client that gave up), so the handler can forget the request.
+  void start_async(const StreamListener::Shared::Channel& channel, std::span<const std::byte> request) {
+    auto self = shared_from_this();
+    timer_.expires_after(channel.max_wait);
+    timer_.async_wait([self](boost::system::error_code ec) {
+      if (ec || self->done_) return;
+      self->finish();
+    });
+    socket_.async_read_some(asio::buffer(probe_byte_), [self](boost::system::error_code, size_t) {
+      if (!self->replied_) self->finish();  // the peer closed (or sent more than one request): drop it
+    });
+    on_abandon_ = channel.async_handler(
+        peer_, request, [self](std::vector<std::byte> response) { self->respond(std::move(response)); });
+  }
+
+  // The connection leaves Asio: a duplicate of its descriptor goes to the handler, and this session
+  // closes its own descriptor without shutting the connection down.
+  void hand_over(const StreamListener::Shared::Channel& channel, std::span<const std::byte> request) {
+    const int fd = ::fcntl(socket_.native_handle(), F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) return finish();
+    replied_ = true;
+    done_ = true;
+    --shared_->active;
+    boost::system::error_code ignored;
+    timer_.cancel();
+    socket_.close(ignored);
+    channel.takeover(peer_, request, fd);
+  }
+
+  void on_read_error(const FrameReadError& e, const char* what) {
+    if (done_) return;  // the deadline already counted this connection
+    switch (e.kind) {
+      case FrameReadError::Kind::closed:
+        // A connection closed before sending a byte is not a malformed input (port checks do this);
+        // one closed between hello and request is.
+        if (std::string_view(what) == "hello") return finish();
+        return fail(wire::RejectCause::truncated, "closed before the request");
+      case FrameReadError::Kind::truncated:
+        return fail(wire::RejectCause::truncated, std::string(what) + " cut short");
+      case FrameReadError::Kind::rejected:
+        return fail(e.reject.cause, std::string(what) + ": " + e.reject.detail);
+      case FrameReadError::Kind::io:
+        return finish();
+    }
+  }
+
+  void fail(wire::RejectCause cause, const std::string& detail) {
+    if (done_) return;
+    shared_->reject(cause, remote_, detail);
+    finish();
+  }
+
+  void finish() {
+    if (done_) return;
+    done_ = true;
+    --shared_->active;
+    if (!replied_ && on_abandon_) {
+      auto abandon = std::move(on_abandon_);
+      abandon();
+    }
+    on_abandon_ = nullptr;
+    boost::system::error_code ignored;
+    timer_.cancel();
+    socket_.shutdown(tcp::socket::shutdown_both, ignored);
+    socket_.close(ignored);
+  }
+
+  tcp::socket socket_;
+  std::shared_ptr<StreamListener::Shared> shared_;
+  asio::steady_timer timer_;
+  std::string remote_;
+  StreamPeer peer_;
+  std::vector<std::byte> out_;
+  std::array<char, 1> probe_byte_{};
+  std::function<void()> on_abandon_;
+  bool replied_ = false;
+  bool done_ = false;
+};
+
+}  // namespace
+
+StreamListener::StreamListener(tcp::acceptor acceptor, std::string cluster_id, Limits limits)
+    : acceptor_(std::move(acceptor)), retry_timer_(acceptor_.get_executor()), shared_(std::make_shared<Shared>()) {
+  shared_->cluster_id = std::move(cluster_id);
+  shared_->limits = limits;
+}
+
+StreamListener::~StreamListener() { close(); }
+
+void StreamListener::add_request_channel(wire::Hello::Channel channel, size_t max_request_bytes,
+                                         RequestHandler handler) {
+  shared_->channels[channel] = Shared::Channel{max_request_bytes, std::move(handler), {}, {}, {}};
+}
+
+void StreamListener::add_async_request_channel(wire::Hello::Channel channel, size_t max_request_bytes,
+                                               std::chrono::milliseconds max_wait, AsyncRequestHandler handler) {
+  shared_->channels[channel] = Shared::Channel{max_request_bytes, {}, std::move(handler), max_wait, {}};
+}
+
+void StreamListener::add_takeover_channel(wire::Hello::Channel channel, size_t max_request_bytes,
+                                          TakeoverHandler handler) {
+  shared_->channels[channel] = Shared::Channel{max_request_bytes, {}, {}, {}, std::move(handler)};
+}
+
+const wire::RejectCounters& StreamListener::rejected() const { return shared_->rejected; }
+
+void StreamListener::set_seal(std::shared_ptr<ClusterSeal> seal) { shared_->seal = std::move(seal); }
+
+void StreamListener::count_rejected(wire::RejectCause cause, const std::string& remote, const std::string& detail) {
+  shared_->reject(cause, remote, detail);
+}
+
+void StreamListener::start() { accept_next(); }
+
+void StreamListener::close() {
+  boost::system::error_code ignored;
+  acceptor_.close(ignored);
+  retry_timer_.cancel();
+  // Connections in flight finish on their own; no new requests reach the handlers.
+  shared_->channels.clear();
+}
+
+void StreamListener::accept_next() {
+  acceptor_.async_accept([this, shared = shared_](boost::system::error_code ec, tcp::socket socket) {
+    if (ec == asio::error::operation_aborted) return;
+    if (!acceptor_.is_open()) return;
+    if (ec) {
+      log::get(log::Component::agent).warn("tcp: accept failed: {}; retrying", ec.message());
+      retry_timer_.expires_after(std::chrono::milliseconds(100));
+      retry_timer_.async_wait([this](boost::system::error_code tec) {
+        if (!tec && acceptor_.is_open()) accept_next();
+      });
+      return;
+    }
+    if (shared->active >= shared->limits.max_connections) {
+      boost::system::error_code ignored;
+      socket.close(ignored);
+      if (shared->warn.admit("connection limit", log::WarnLimiter::Clock::now())) {
+        log::get(log::Component::agent).warn("tcp: {} connections open; refusing new ones", shared->active);
+      }
+    } else {
+      net::cap_retransmission_backoff(socket.native_handle());
+      std::make_shared<StreamSession>(std::move(socket), shared)->start();
+    }
+    accept_next();
+  });
+}
+
+}  // namespace shoal::net

@@ -1,0 +1,61 @@
+// The embedded session: the agent's thread, and its observers feeding the session core.
+#include "session/embedded_session.hpp"
+
+#include "base/log.hpp"
+#include "net/endpoint_text.hpp"
+
+namespace shoal::session {
+
+EmbeddedSession::EmbeddedSession(daemon::AgentConfig cfg, SessionOptions options)
+    : SessionCore(std::move(options)), agent_(std::make_unique<daemon::Agent>(std::move(cfg))) {
+  agent_->add_view_observer([this](const membership::View& v) { view_committed(v); });
+  agent_->add_member_observer([this](const gossip::MemberEvent& e) {
+    const auto state = e.member.state;
+    if (state == gossip::State::dead || state == gossip::State::left) {
+      member_failed(e.member.id.name, e.member.id.generation, gossip::to_string(state));
+    }
+  });
+}
+
+EmbeddedSession::~EmbeddedSession() { leave(); }
+
+Status EmbeddedSession::begin() {
+  if (auto started = agent_->start(); !started) return started;
+  const auto ip = net::parse_ip_port(agent_->addr());
+  if (!ip) return fail("the agent's address '" + agent_->addr() + "' is not numeric");
+  SessionIdentity id;
+  id.name = agent_->swim().self().name;
+  id.generation = agent_->generation();
+  id.bind_ip = ip->ip.to_string();
+  id.rendezvous_hello = agent_->hello(wire::Hello::RENDEZVOUS);
+  const auto& ckpt = agent_->checkpoints().config();
+  id.checkpoints.job = ckpt.job;
+  id.checkpoints.store = ckpt.store;
+  id.checkpoints.holder = id.name;
+  id.checkpoints.agent_addr = agent_->addr();
+  id.checkpoints.ckpt_hello = agent_->hello(wire::Hello::CKPT_STREAM);
+  id.checkpoints.exchange_timeout = opt_.rendezvous_timeout;
+  id.checkpoints.committed = [agent = agent_.get()](uint32_t rank, uint64_t step) {
+    agent->checkpoints().committed(rank, step);
+  };
+  set_identity(std::move(id));
+  loop_ = std::thread([this] {
+    std::string why;
+    if (auto outcome = agent_->run(); !outcome) {
+      why = "the embedded agent stopped: " + outcome.error().message;
+      log::get(log::Component::agent).error("{}", why);
+    }
+    source_stopped(why);
+  });
+  return Ok{};
+}
+
+void EmbeddedSession::leave() {
+  if (!loop_.joinable()) return;
+  agent_->stop();
+  loop_.join();
+}
+
+std::string EmbeddedSession::address() const { return agent_->addr(); }
+
+}  // namespace shoal::session

@@ -1,0 +1,28 @@
+// EmbeddedSession: shoal::Session with the agent on a thread of the trainer's own process, feeding the
+// session core its committed views and member failures directly.
+#pragma once
+
+#include <thread>
+
+#include "daemon/agent.hpp"
+#include "session/session_core.hpp"
+
+namespace shoal::session {
+
+class EmbeddedSession final : public SessionCore {
+ public:
+  EmbeddedSession(daemon::AgentConfig cfg, SessionOptions options);
+  ~EmbeddedSession() override;
+
+  // Starts the agent and its thread; a failure says what to change.
+  Status begin();
+
+  void leave() override;
+  std::string address() const override;
+
+ private:
+  std::unique_ptr<daemon::Agent> agent_;
+  std::thread loop_;
+};
+
+}  // namespace shoal::session

@@ -1,0 +1,233 @@
+// Saving through RankStore, and the collective restore: reports, choice, load, agreement.
+#include "session/session_checkpoints.hpp"
+
+#include <algorithm>
+
+#include "base/log.hpp"
+#include "ckpt.pb.h"
+#include "ckpt_service/transfer.hpp"
+#include "ckpt_shm/held_scan.hpp"
+#include "ckpt_shm/restore_choice.hpp"
+#include "ckpt_shm/shm_segment.hpp"
+#include "shoal/errors.hpp"
+
+namespace shoal {
+
+std::span<const std::byte> RestoredCheckpoint::buffer(std::string_view name) const {
+  for (const auto& e : entries) {
+    if (e.name == name) return std::span<const std::byte>(data).subspan(e.offset, e.size);
+  }
+  throw Error("the restored checkpoint of step " + std::to_string(step) + " has no buffer '" + std::string(name) + "'");
+}
+
+bool RestoredCheckpoint::has(std::string_view name) const {
+  return std::any_of(entries.begin(), entries.end(), [&](const Entry& e) { return e.name == name; });
+}
+
+}  // namespace shoal
+
+namespace shoal::session {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+spdlog::logger& logger() { return log::get(log::Component::ckpt); }
+
+class SaveInProgress : public CheckpointSave {
+ public:
+  SaveInProgress(std::shared_ptr<ckpt::RankStore> store, std::vector<ckpt::WritableBuffer> buffers, uint64_t step,
+                 std::function<void(uint32_t, uint64_t)> committed)
+      : store_(std::move(store)), buffers_(std::move(buffers)), step_(step), committed_(std::move(committed)) {}
+  ~SaveInProgress() override { abandon(); }
+
+  std::span<std::byte> buffer(std::string_view name) override { return buffers_[index(name)].bytes; }
+
+  void write(std::string_view name, std::span<const std::byte> bytes) override {
+    if (done_) throw Error("the save of step " + std::to_string(step_) + " has ended");
+    if (auto r = store_->write_buffer(index(name), bytes); !r) throw Error("checkpoint write: " + r.error().message);
+  }
+
+  void write_from_device(std::string_view name, const void* device_bytes, void* cuda_stream) override {
+    if (done_) throw Error("the save of step " + std::to_string(step_) + " has ended");
+    if (auto r = store_->copy_from_device(index(name), device_bytes, cuda_stream); !r) {
+      throw Error("checkpoint device copy of '" + std::string(name) + "': " + r.error().message);
+    }
+  }
+
+  void commit() override {
+    if (done_) throw Error("the save of step " + std::to_string(step_) + " has ended");
+    auto sealed = store_->commit();
+    done_ = true;
+    if (!sealed) throw Error("checkpoint commit of step " + std::to_string(step_) + ": " + sealed.error().message);
+    if (committed_) committed_(store_->config().rank, step_);
+  }
+
+  void abandon() override {
+    if (done_) return;
+    done_ = true;
+    store_->abandon();
+  }
+
+ private:
+  size_t index(std::string_view name) const {
+    for (size_t i = 0; i < buffers_.size(); ++i) {
+      if (buffers_[i].name == name) return i;
+    }
+    throw Error("the save of step " + std::to_string(step_) + " declared no buffer '" + std::string(name) + "'");
+  }
+
+  std::shared_ptr<ckpt::RankStore> store_;
+  std::vector<ckpt::WritableBuffer> buffers_;
+  uint64_t step_;
+  std::function<void(uint32_t, uint64_t)> committed_;
+  bool done_ = false;
+};
+
+comm::Bytes to_bytes(const std::string& s) { return comm::Bytes(s.begin(), s.end()); }
+
+RestoredCheckpoint restored_from(const ckpt::VersionInfo& info, std::vector<std::byte> data, std::string source,
+                                 Clock::time_point started) {
+  RestoredCheckpoint r;
+  r.step = info.id.step;
+  r.saved_world = info.id.world;
+  r.saved_rank = info.id.rank;
+  r.source = std::move(source);
+  r.data = std::move(data);
+  for (const auto& b : info.buffers) r.entries.push_back({b.name, b.offset, b.size});
+  r.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  return r;
+}
+
+}  // namespace
+
+std::unique_ptr<CheckpointSave> SessionCheckpoints::begin_save(uint64_t step, uint32_t rank, uint32_t world,
+                                                               const std::vector<CheckpointBuffer>& buffers) {
+  std::lock_guard lock(mu_);
+  auto& store = stores_[rank];
+  if (!store || store->config().world != world) {
+    auto opened = ckpt::RankStore::open(
+        ckpt::RankStoreConfig{.job = ctx_.job, .rank = rank, .world = world, .store = ctx_.store});
+    if (!opened) throw Error("checkpoint store of rank " + std::to_string(rank) + ": " + opened.error().message);
+    store = std::make_shared<ckpt::RankStore>(std::move(*opened));
+  }
+  if (store->saving()) store->abandon();  // a save left open by an earlier CheckpointSave that is still alive
+  std::vector<ckpt::BufferSpec> specs;
+  for (const auto& b : buffers) specs.push_back({b.name, b.bytes});
+  auto spans = store->begin_save(step, specs);
+  if (!spans) throw Error("checkpoint save of step " + std::to_string(step) + ": " + spans.error().message);
+  return std::make_unique<SaveInProgress>(store, std::move(*spans), step, ctx_.committed);
+}
+
+std::optional<RestoredCheckpoint> SessionCheckpoints::load_local(uint32_t rank, uint64_t step) {
+  const auto started = Clock::now();
+  for (const auto& h : ckpt::scan_held(ctx_.store)) {
+    if (!h.version || h.version->id.job != ctx_.job || h.version->id.rank != rank || h.version->id.step != step)
+      continue;
+    auto seg = ckpt::ShmSegment::open_existing(h.segment);
+    if (!seg) continue;
+    const auto bytes = std::span<const std::byte>(seg->bytes());
+    auto info = ckpt::decode_version(bytes, ckpt::DataCheck::verify);
+    if (!info || info->id.job != ctx_.job || info->id.rank != rank || info->id.step != step) {
+      logger().warn("ckpt: local copy {} of rank {} step {} refused: {}", h.segment, rank, step,
+                    info ? std::string("it changed meanwhile") : info.error().detail);
+      continue;
+    }
+    std::vector<std::byte> data(bytes.begin(), bytes.begin() + static_cast<ptrdiff_t>(info->total_bytes));
+    return restored_from(*info, std::move(data), "local", started);
+  }
+  return std::nullopt;
+}
+
+std::optional<RestoredCheckpoint> SessionCheckpoints::restore(Communicator& comm, uint32_t attempt,
+                                                              comm::RendezvousStore& store,
+                                                              std::optional<uint32_t> saved_rank) {
+  const int world = comm.world_size();
+  const auto rank = static_cast<uint32_t>(comm.rank());
+  uint64_t at_most = UINT64_MAX;
+  // Keys must match across ranks: the n-th restore on this communicator on every rank (a collective is
+  // called the same number of times by all ranks of a communicator); `store` already scopes the attempt.
+  const uint64_t call = [&] {
+    std::lock_guard lock(mu_);
+    std::erase_if(restores_, [&](const auto& e) { return e.first.first < comm.epoch(); });
+    return ++restores_[{comm.epoch(), attempt}];
+  }();
+  for (int attempt = 0;; ++attempt) {
+    const std::string prefix = "ckpt/" + std::to_string(call) + "/" + std::to_string(attempt) + "/";
+    // 1. What this host holds, for everyone; everyone's, for this rank.
+    wire::HolderReport mine;
+    mine.set_holder(ctx_.holder);
+    mine.set_addr(ctx_.agent_addr);
+    for (const auto& h : ckpt::scan_held(ctx_.store)) {
+      if (!h.version || h.version->id.job != ctx_.job) continue;
+      auto* e = mine.add_held();
+      e->set_rank(h.version->id.rank);
+      e->set_step(h.version->id.step);
+      e->set_world(h.version->id.world);
+      e->set_bytes(h.version->total_bytes);
+      e->set_local(!h.replica);
+    }
+    store.set(prefix + "report/" + std::to_string(rank), to_bytes(mine.SerializeAsString()));
+    std::vector<std::string> keys;
+    for (int r = 0; r < world; ++r) keys.push_back(prefix + "report/" + std::to_string(r));
+    const auto values = store.multi_get(keys, ctx_.exchange_timeout);
+    std::vector<ckpt::HolderReport> reports;
+    for (const auto& v : values) {
+      wire::HolderReport m;
+      if (!m.ParseFromArray(v.data(), static_cast<int>(v.size()))) throw Error("a malformed checkpoint report");
+      ckpt::HolderReport r{m.holder(), m.addr(), {}};
+      for (const auto& e : m.held()) r.held.push_back({e.rank(), e.step(), e.world(), e.bytes(), e.local()});
+      reports.push_back(std::move(r));
+    }
+    // 2. The same choice on every rank.
+    const auto choice = ckpt::choose_restore(reports, at_most);
+    if (!choice) {
+      logger().info("ckpt: no checkpoint step is complete for a restore");
+      return std::nullopt;
+    }
+    const auto wanted =
+        saved_rank ? saved_rank : ckpt::source_rank_for(rank, static_cast<uint32_t>(world), choice->world);
+    if (!wanted || *wanted >= choice->world) {
+      throw Error("rank " + (wanted ? std::to_string(*wanted) : std::string("?")) + " did not exist at step " +
+                  std::to_string(choice->step) + " (world " + std::to_string(choice->world) + ")");
+    }
+    const uint32_t source = *wanted;
+    // 3. Load: this host's memory first, then the peers that hold it, best first.
+    std::optional<RestoredCheckpoint> loaded = load_local(source, choice->step);
+    for (const auto& holder : choice->holders[source]) {
+      if (loaded) break;
+      const auto& report = reports[holder];
+      if (report.address == ctx_.agent_addr) continue;  // this host: load_local looked already
+      const auto started = Clock::now();
+      std::vector<std::byte> data;
+      auto got = fetch_version(
+          ckpt_service::TransferPeer{report.address, ctx_.ckpt_hello}, ctx_.job, source, choice->step,
+          [&](const ckpt::VersionInfo& info) -> Result<std::span<std::byte>> {
+            data.resize(info.total_bytes);
+            return std::span<std::byte>(data);
+          },
+          ckpt_service::TransferLimits{});
+      if (!got) {
+        logger().warn("ckpt: fetching rank {} step {} from {} failed: {}", source, choice->step, report.holder,
+                      got.error().message);
+        continue;
+      }
+      loaded = restored_from(*got, std::move(data), report.holder, started);
+    }
+    // 4. Everyone loaded, or everyone tries an older step.
+    store.set(prefix + "ok/" + std::to_string(rank), to_bytes(loaded ? "1" : "0"));
+    keys.clear();
+    for (int r = 0; r < world; ++r) keys.push_back(prefix + "ok/" + std::to_string(r));
+    const auto oks = store.multi_get(keys, ctx_.exchange_timeout);
+    const bool all = std::all_of(oks.begin(), oks.end(), [](const comm::Bytes& b) { return b == comm::Bytes{'1'}; });
+    if (all) {
+      logger().info("ckpt: restored rank {} step {} from {} ({} bytes in {:.3f} s)", source, choice->step,
+                    loaded->source, loaded->data.size(), loaded->seconds);
+      return loaded;
+    }
+    logger().warn("ckpt: step {} could not be loaded by every rank; trying an older one", choice->step);
+    if (choice->step == 0) return std::nullopt;
+    at_most = choice->step - 1;
+  }
+}
+
+}  // namespace shoal::session

@@ -1,0 +1,55 @@
+// SessionCheckpoints: the trainer's side of in-memory checkpoints, shared by embedded and connected
+// sessions. Saves go into this host's shared memory through a RankStore, then the agent is told (it
+// replicates). Restores agree on a step through the epoch's rendezvous store, then load the version
+// from this host's memory or fetch it from a peer's agent.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ckpt_shm/rank_store.hpp"
+#include "comm_wrap/rendezvous_store.hpp"
+#include "net/stream_hello.hpp"
+#include "shoal/checkpoint.hpp"
+#include "shoal/communicator.hpp"
+
+namespace shoal::session {
+
+struct CheckpointContext {
+  std::string job;
+  std::string store;                                            // this host's segment names
+  std::string holder;                                           // this host's member name
+  std::string agent_addr;                                       // "ip:port" of this host's agent
+  net::OutgoingHello ckpt_hello;                                // opens CKPT_STREAM connections as this member
+  std::function<void(uint32_t rank, uint64_t step)> committed;  // tells the agent
+  std::chrono::milliseconds exchange_timeout{30'000};
+};
+
+class SessionCheckpoints {
+ public:
+  explicit SessionCheckpoints(CheckpointContext context) : ctx_(std::move(context)) {}
+
+  std::unique_ptr<CheckpointSave> begin_save(uint64_t step, uint32_t rank, uint32_t world,
+                                             const std::vector<CheckpointBuffer>& buffers);
+  // `store` is the rendezvous store of comm's epoch, scoped to comm's attempt within it.
+  std::optional<RestoredCheckpoint> restore(Communicator& comm, uint32_t attempt, comm::RendezvousStore& store,
+                                            std::optional<uint32_t> saved_rank);
+
+ private:
+  // Loads (rank, step) from this host's memory, verifying every checksum; nullopt when not held here.
+  std::optional<RestoredCheckpoint> load_local(uint32_t rank, uint64_t step);
+
+  CheckpointContext ctx_;
+  std::mutex mu_;
+  std::map<uint32_t, std::shared_ptr<ckpt::RankStore>> stores_;  // per rank this process saved as
+  // (epoch, attempt) -> restores begun on that communicator: makes rendezvous keys unique.
+  std::map<std::pair<uint64_t, uint32_t>, uint64_t> restores_;
+};
+
+}  // namespace shoal::session

@@ -1,0 +1,340 @@
+// The session's core: failure notices, view changes, and communicators built per committed view.
+#include "session/session_core.hpp"
+
+#include "base/log.hpp"
+#include "comm_wrap/session_communicator.hpp"
+#include "comm_wrap/stores/scoped_rendezvous_store.hpp"
+#include "ranks/rank_table.hpp"
+#include "session/rendezvous_client.hpp"
+
+namespace shoal::session {
+namespace {
+
+spdlog::logger& logger() { return log::get(log::Component::comm); }
+
+}  // namespace
+
+uint64_t SessionCore::latest_epoch() const {
+  std::lock_guard lock(mu_);
+  return latest_ ? latest_->epoch() : 0;
+}
+
+void SessionCore::on_view_change(std::function<void(uint64_t)> callback) {
+  std::lock_guard lock(mu_);
+  callbacks_.push_back(std::move(callback));
+}
+
+void SessionCore::view_committed(const membership::View& view) {
+  std::vector<std::function<void(uint64_t)>> callbacks;
+  {
+    std::lock_guard lock(mu_);
+    latest_ = view;
+    if (comm_ && comm_->epoch() < view.epoch() && !comm_->aborted()) {
+      logger().info("epoch {} committed: aborting the communicator of epoch {}", view.epoch(), comm_->epoch());
+      comm_->abort("superseded by the view of epoch " + std::to_string(view.epoch()));
+    }
+    callbacks = callbacks_;
+  }
+  changed_.notify_all();
+  for (const auto& cb : callbacks) cb(view.epoch());
+}
+
+void SessionCore::member_failed(const std::string& name, uint64_t generation, const char* state) {
+  std::lock_guard lock(mu_);
+  if (!latest_) return;
+  const auto* m = latest_->find(name);
+  if (!m || m->generation != generation) return;
+  // The view's communicator cannot complete another collective: stop the ranks' waits now, not at the
+  // collective timeout. The next view (without this member) is what they rebuild on.
+  mark_broken(latest_->epoch());
+  if (comm_ && !comm_->aborted()) {
+    logger().info("member {} is {}: aborting the communicator of epoch {}", name, state, comm_->epoch());
+    comm_->abort("member " + name + " is " + state);
+  }
+  changed_.notify_all();
+}
+
+void SessionCore::epoch_broken(uint64_t epoch, const std::string& why) {
+  std::lock_guard lock(mu_);
+  mark_broken(epoch);
+  if (comm_ && !comm_->aborted() && comm_->epoch() <= epoch) {
+    logger().info("{}: aborting the communicator of epoch {}", why, comm_->epoch());
+    comm_->abort(why);
+  }
+  changed_.notify_all();
+}
+
+void SessionCore::source_stopped(const std::string& why) {
+  std::lock_guard lock(mu_);
+  stopped_ = why.empty() ? "the agent stopped" : why;
+  if (comm_) comm_->abort(stopped_);
+  changed_.notify_all();
+}
+
+void SessionCore::set_identity(SessionIdentity identity) {
+  std::lock_guard lock(mu_);
+  id_ = std::move(identity);
+  checkpoints_ = std::make_unique<SessionCheckpoints>(id_.checkpoints);
+}
+
+std::unique_ptr<CheckpointSave> SessionCore::begin_save(uint64_t step, const std::vector<CheckpointBuffer>& buffers) {
+  RankInfo ranks;
+  {
+    std::lock_guard lock(mu_);
+    if (!comm_) throw Error("begin_save needs a communicator first (call communicator())");
+    ranks = comm_ranks_;
+  }
+  return checkpoints_->begin_save(step, static_cast<uint32_t>(ranks.rank), static_cast<uint32_t>(ranks.world_size),
+                                  buffers);
+}
+
+std::optional<RestoredCheckpoint> SessionCore::restore(Communicator& comm, std::optional<uint32_t> saved_rank) {
+  std::optional<membership::View> view;
+  uint32_t attempt = 0;
+  {
+    std::lock_guard lock(mu_);
+    if (comm_.get() == &comm && comm_view_ && comm_view_->epoch() == comm.epoch()) {
+      view = comm_view_;
+      attempt = comm_attempt_;
+    }
+  }
+  if (!view)
+    throw ViewChanged(comm.epoch(), "restore: the communicator of epoch " + std::to_string(comm.epoch()) +
+                                        " is not the session's current one");
+  NetworkRendezvousStore epoch_store(store_options(*view));
+  comm::ScopedRendezvousStore store(epoch_store, comm::attempt_prefix(attempt));
+  return checkpoints_->restore(comm, attempt, store, saved_rank);
+}
+
+NetworkRendezvousStore::Options SessionCore::store_options(const membership::View& view) {
+  const ranks::RankTable table(view);
+  const uint64_t epoch = view.epoch();
+  NetworkRendezvousStore::Options store_opt;
+  store_opt.store_addr = table.nodes().front().member.addr;  // rank 0's agent serves the epoch
+  store_opt.epoch = epoch;
+  store_opt.hello = id_.rendezvous_hello;
+  store_opt.superseded = [this, epoch] {
+    std::lock_guard lock(mu_);
+    return !stopped_.empty() || (latest_ && latest_->epoch() > epoch) || fresh_failure(epoch);
+  };
+  return store_opt;
+}
+
+void SessionCore::mark_broken(uint64_t epoch) {
+  if (epoch < broken_epoch_) return;
+  broken_epoch_ = epoch;
+  broken_since_ = Clock::now();
+}
+
+bool SessionCore::fresh_failure(uint64_t epoch) const {
+  return broken_epoch_ >= epoch && Clock::now() < broken_since_ + kUnconfirmedFailureGrace;
+}
+
+bool SessionCore::includes_me(const membership::View& view) const {
+  const auto* me = view.find(id_.name);
+  return me && me->generation == id_.generation && me->slots > id_.slot;
+}
+
+bool SessionCore::usable(const membership::View& view) const {
+  return !fresh_failure(view.epoch()) && includes_me(view);
+}
+
+RankInfo SessionCore::rank_info(const membership::View& view) const {
+  const ranks::RankTable table(view);
+  RankInfo info;
+  info.epoch = view.epoch();
+  info.view_hash = view.hash();
+  info.world_size = static_cast<int>(table.world_size());
+  info.node_count = static_cast<int>(table.node_count());
+  info.master_addr = table.master_addr();
+  for (const auto& node : table.nodes()) info.members.push_back(node.member.name);
+  if (const auto* me = table.find(id_.name, id_.slot)) {
+    info.rank = static_cast<int>(me->global_rank);
+    info.local_rank = static_cast<int>(me->local_rank);
+    info.local_world_size = static_cast<int>(me->local_world_size);
+    info.node_rank = static_cast<int>(me->node_rank);
+  }
+  return info;
+}
+
+RankInfo SessionCore::wait_for_view(uint64_t after_epoch, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  const bool ok = changed_.wait_for(lock, timeout, [&] {
+    return !stopped_.empty() || (latest_ && latest_->epoch() > after_epoch && includes_me(*latest_));
+  });
+  if (!stopped_.empty()) throw Error("shoal session: " + stopped_);
+  if (!ok) {
+    throw Timeout("no committed view after epoch " + std::to_string(after_epoch) + " includes " + id_.name +
+                  " within " + std::to_string(timeout.count()) + " ms" +
+                  (view_status().empty() ? "" : " (" + view_status() + ")"));
+  }
+  return rank_info(*latest_);
+}
+
+RankInfo SessionCore::ranks() const {
+  std::lock_guard lock(mu_);
+  return comm_ranks_;
+}
+
+bool SessionCore::failure_is_local(uint64_t epoch) const {
+  return stopped_.empty() && latest_ && latest_->epoch() == epoch && usable(*latest_);
+}
+
+std::shared_ptr<Communicator> SessionCore::communicator() {
+  const auto deadline = std::chrono::steady_clock::now() + opt_.view_timeout;
+  while (true) {
+    std::optional<membership::View> view;
+    std::shared_ptr<Communicator> previous;
+    std::optional<membership::View> previous_view;
+    std::optional<uint32_t> retry_after;  // the attempt every rank must be through with first
+    {
+      std::unique_lock lock(mu_);
+      if (comm_ && !comm_->aborted() && latest_ && comm_->epoch() == latest_->epoch()) return comm_;
+      if (comm_ && comm_->aborted() && !failed_attempt_ && failure_is_local(comm_->epoch())) {
+        failed_attempt_ = FailedAttempt{comm_->epoch(), comm_attempt_};
+      }
+      if (failed_attempt_ && failure_is_local(failed_attempt_->epoch)) {
+        view = latest_;
+        retry_after = failed_attempt_->attempt;
+      } else {
+        if (failed_attempt_ && (!latest_ || latest_->epoch() != failed_attempt_->epoch)) failed_attempt_.reset();
+        // A member's failure is waited out for a newer view; if none comes within the grace (gossip took
+        // the member back, the keeper removed nobody), the view is used again: rebuilt as it stands.
+        const auto wake =
+            broken_since_ + kUnconfirmedFailureGrace > Clock::now()
+                ? std::min(deadline, broken_since_ + kUnconfirmedFailureGrace + std::chrono::milliseconds(1))
+                : deadline;
+        const bool ok =
+            changed_.wait_until(lock, wake, [&] { return !stopped_.empty() || (latest_ && usable(*latest_)); });
+        if (!stopped_.empty()) throw Error("shoal session: " + stopped_);
+        if (!ok && Clock::now() < deadline) continue;
+        // The failure's grace passed with no newer view: the failed communicator's own view again, which
+        // is rebuilt as a retry (above), never under the keys its first build already used.
+        if (ok && comm_ && comm_->aborted() && latest_->epoch() == comm_->epoch()) continue;
+        if (!ok) {
+          throw Timeout("no usable committed view for " + id_.name + " within " +
+                        std::to_string(opt_.view_timeout.count()) + " ms: the newest epoch is " +
+                        std::to_string(latest_ ? latest_->epoch() : 0) + ", epoch " + std::to_string(broken_epoch_) +
+                        " lost a member");
+        }
+        view = latest_;
+        previous = comm_;
+        previous_view = comm_view_;
+      }
+    }
+    uint32_t attempt = 0;
+    if (retry_after) {
+      try {
+        agree_on_retry(*view, *retry_after, deadline);
+      } catch (const ViewChanged& e) {
+        // A newer view, or a member's failure: the loop decides again what to build.
+        logger().info("retry of epoch {} interrupted: {}", view->epoch(), e.what());
+        continue;
+      }
+      attempt = *retry_after + 1;
+    }
+    std::shared_ptr<Communicator> built;
+    try {
+      built = build(*view, previous, previous_view, attempt);
+    } catch (const Timeout& e) {
+      // A peer that never connected: under loss, or one that gave up on this attempt already. With every
+      // member alive that is one more failed attempt; the barrier's own deadline bounds the retries.
+      std::lock_guard lock(mu_);
+      if (!failure_is_local(view->epoch()) || Clock::now() >= deadline) throw;
+      logger().info("communicator for epoch {} (attempt {}) timed out while building: {}", view->epoch(), attempt,
+                    e.what());
+      failed_attempt_ = FailedAttempt{view->epoch(), attempt};
+      continue;
+    } catch (const ViewChanged& e) {
+      std::lock_guard lock(mu_);
+      if (failure_is_local(view->epoch())) {
+        // A peer's build failed, or its communicator of this attempt already did: not a view change.
+        logger().info("communicator for epoch {} (attempt {}) failed while building: {}", view->epoch(), attempt,
+                      e.what());
+        failed_attempt_ = FailedAttempt{view->epoch(), attempt};
+      } else {
+        logger().info("communicator for epoch {} abandoned while building: {}", view->epoch(), e.what());
+      }
+      continue;
+    }
+    std::lock_guard lock(mu_);
+    comm_ = built;
+    comm_view_ = view;
+    comm_attempt_ = attempt;
+    failed_attempt_.reset();
+    comm_ranks_ = rank_info(*view);
+    comm_ranks_.attempt = attempt;
+    if (!latest_ || latest_->epoch() != view->epoch() || !usable(*view)) {
+      comm_->abort("the view changed while the communicator was being built");
+    }
+    return comm_;
+  }
+}
+
+void SessionCore::agree_on_retry(const membership::View& view, uint32_t failed, Clock::time_point deadline) {
+  const ranks::RankTable table(view);
+  const auto* me = table.find(id_.name, id_.slot);
+  if (!me) throw ViewChanged(view.epoch(), id_.name + " holds no rank in epoch " + std::to_string(view.epoch()));
+  logger().warn(
+      "the communicator of epoch {} (attempt {}) failed while every member of the view lives: "
+      "rebuilding it for the same view once all {} ranks are through with it",
+      view.epoch(), failed, table.world_size());
+  NetworkRendezvousStore store(store_options(view));
+  const std::string prefix = "retry/" + std::to_string(failed) + "/";
+  store.set(prefix + std::to_string(me->global_rank), {'1'});
+  std::vector<std::string> keys;
+  for (const auto& r : table.ranks()) keys.push_back(prefix + std::to_string(r.global_rank));
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  try {
+    store.wait(keys, std::max(left, std::chrono::milliseconds(1)));
+  } catch (const Timeout& e) {
+    throw Timeout("the communicator of epoch " + std::to_string(view.epoch()) + " failed and not every rank came " +
+                  "to rebuild it within " + std::to_string(opt_.view_timeout.count()) + " ms, although every " +
+                  "member lives (a trainer stuck outside its collectives?): " + e.what());
+  }
+}
+
+std::shared_ptr<Communicator> SessionCore::build(const membership::View& view, std::shared_ptr<Communicator> previous,
+                                                 const std::optional<membership::View>& previous_view,
+                                                 uint32_t attempt) {
+  const ranks::RankTable table(view);
+  const auto* me = table.find(id_.name, id_.slot);
+  if (!me) throw Error(id_.name + " holds no rank in epoch " + std::to_string(view.epoch()));
+  const uint64_t epoch = view.epoch();
+  NetworkRendezvousStore epoch_store(store_options(view));
+  comm::ScopedRendezvousStore store(epoch_store, comm::attempt_prefix(attempt));
+  const auto started = std::chrono::steady_clock::now();
+  comm::SessionCommSpec spec;
+  spec.backend = opt_.backend == "nccl" ? comm::Backend::nccl : comm::Backend::gloo;
+  spec.cuda_device = opt_.cuda_device >= 0 ? opt_.cuda_device : static_cast<int>(me->local_rank);
+  std::optional<ranks::RankTable> before;
+  if (previous && previous_view) {
+    before.emplace(*previous_view);
+    spec.previous = previous.get();
+    spec.before = &*before;
+    spec.after = &table;
+  }
+  spec.rank = static_cast<int>(me->global_rank);
+  spec.world_size = static_cast<int>(table.world_size());
+  spec.epoch = epoch;
+  spec.bind_ip = id_.bind_ip;
+  spec.rendezvous_timeout = opt_.rendezvous_timeout;
+  spec.collective_timeout = opt_.collective_timeout;
+  std::shared_ptr<Communicator> comm;
+  try {
+    comm = comm::make_session_communicator(spec, store);
+  } catch (const Timeout& e) {
+    // Name the ranks behind the missing keys: the operator looks for hosts, not keys.
+    std::string who;
+    for (const auto& r : table.ranks())
+      who += (who.empty() ? "" : ", ") + std::to_string(r.global_rank) + "=" + r.member;
+    throw Timeout(std::string(e.what()) + " (ranks of epoch " + std::to_string(epoch) + ": " + who + ")");
+  }
+  logger().info(
+      "communicator of epoch {}{} ready: rank {} of {} ({} ms)", epoch,
+      attempt == 0 ? std::string() : " (attempt " + std::to_string(attempt) + ")", spec.rank, spec.world_size,
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count());
+  return comm;
+}
+
+}  // namespace shoal::session

@@ -1,0 +1,111 @@
+// SessionCore: what every shoal::Session does whatever feeds it: it follows the committed views and
+// the failures of their members, aborts the communicator of a view that lost a member or was
+// superseded, and builds the next one through the agents' rendezvous store. An embedded session feeds
+// it from the agent on its own thread; a connected session from a local agent's control socket.
+#pragma once
+
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+
+#include "membership/view.hpp"
+#include "net/stream_hello.hpp"
+#include "session/rendezvous_client.hpp"
+#include "session/session_checkpoints.hpp"
+#include "shoal/session.hpp"
+
+namespace shoal::session {
+
+// Who this rank is, known once its agent runs.
+struct SessionIdentity {
+  std::string name;  // the agent's member name
+  uint64_t generation = 0;
+  uint32_t slot = 0;                    // which of the member's ranks this session drives
+  std::string bind_ip;                  // where collectives listen: the agent's advertised IP
+  net::OutgoingHello rendezvous_hello;  // opens RENDEZVOUS connections as this member
+  CheckpointContext checkpoints;        // job, store, agent address, CKPT_STREAM hello, commit notice
+};
+
+class SessionCore : public Session {
+ public:
+  explicit SessionCore(SessionOptions options) : opt_(std::move(options)) {}
+
+  uint64_t latest_epoch() const override;
+  RankInfo wait_for_view(uint64_t after_epoch, std::chrono::milliseconds timeout) override;
+  std::shared_ptr<Communicator> communicator() override;
+  RankInfo ranks() const override;
+  void on_view_change(std::function<void(uint64_t epoch)> callback) override;
+  std::unique_ptr<CheckpointSave> begin_save(uint64_t step, const std::vector<CheckpointBuffer>& buffers) override;
+  std::optional<RestoredCheckpoint> restore(Communicator& comm, std::optional<uint32_t> saved_rank) override;
+
+ protected:
+  // Before the first view arrives.
+  void set_identity(SessionIdentity identity);
+  // A view was committed.
+  void view_committed(const membership::View& view);
+  // A member is dead or left (gossip's verdict, with the generation it concerns).
+  void member_failed(const std::string& name, uint64_t generation, const char* state);
+  // The communicator of `epoch` (and older) cannot work any more (the agent's verdict, for a session that
+  // does not see member events itself).
+  void epoch_broken(uint64_t epoch, const std::string& why);
+  // The source of views is gone: every wait ends with an error.
+  void source_stopped(const std::string& why);
+  // For error messages: why no view is coming (the keeper's status), if known.
+  virtual std::string view_status() const { return {}; }
+
+  const SessionOptions opt_;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  // How long a member's failure (gossip's verdict, or the agent's) is waited out for the view that
+  // removes it. When none comes (gossip took the member back under loss and the keeper removed nobody),
+  // the view is used again and its communicator rebuilt as it stands: waiting longer would wait for ever.
+  static constexpr std::chrono::milliseconds kUnconfirmedFailureGrace{5'000};
+
+  // Under mu_: a member of `epoch` (or a newer one) was reported failed less than the grace ago.
+  bool fresh_failure(uint64_t epoch) const;
+  // Under mu_: records a failure verdict about `epoch`.
+  void mark_broken(uint64_t epoch);
+  // Under mu_: the view holds this rank and no failure of a member of it is fresh.
+  bool usable(const membership::View& view) const;
+  bool includes_me(const membership::View& view) const;
+  // The rendezvous store of `view`'s epoch, served by its rank 0's agent; gives up when the view is superseded.
+  NetworkRendezvousStore::Options store_options(const membership::View& view);
+  RankInfo rank_info(const membership::View& view) const;
+  // Outside mu_: rendezvous and connect, under the keys of `attempt`; throws ViewChanged when the view
+  // moves on meanwhile, or when a peer fails the build.
+  std::shared_ptr<Communicator> build(const membership::View& view, std::shared_ptr<Communicator> previous,
+                                      const std::optional<membership::View>& previous_view, uint32_t attempt);
+  // Under mu_: a communicator of `epoch` that failed can be rebuilt for the same view: the view is the
+  // newest, holds this rank, and no member of it failed lately (so no newer view is coming to replace it).
+  bool failure_is_local(uint64_t epoch) const;
+  // Outside mu_: the rebuild barrier after attempt `failed` of `view`'s epoch failed. Every rank says
+  // so in the epoch's store and waits for all the others, so that all of them build attempt failed+1
+  // together (a rank still inside a collective of the failed attempt gets there once its peers' aborts
+  // end that collective). Throws ViewChanged when the view moves on meanwhile, Timeout at `deadline`.
+  void agree_on_retry(const membership::View& view, uint32_t failed, Clock::time_point deadline);
+
+  SessionIdentity id_;
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  std::optional<membership::View> latest_;
+  // The newest epoch a member of which was reported failed, and when. Within the grace only a newer
+  // view is built; after it, this one again (see kUnconfirmedFailureGrace).
+  uint64_t broken_epoch_ = 0;
+  Clock::time_point broken_since_{};
+  std::shared_ptr<Communicator> comm_;
+  std::optional<membership::View> comm_view_;  // the view comm_ was built for
+  uint32_t comm_attempt_ = 0;                  // comm_'s attempt within its epoch
+  // A communicator (or a build) that failed with every member of its view alive: its epoch and attempt.
+  struct FailedAttempt {
+    uint64_t epoch = 0;
+    uint32_t attempt = 0;
+  };
+  std::optional<FailedAttempt> failed_attempt_;
+  RankInfo comm_ranks_;
+  std::vector<std::function<void(uint64_t)>> callbacks_;
+  std::string stopped_;                              // not empty: the source stopped, and why
+  std::unique_ptr<SessionCheckpoints> checkpoints_;  // set with the identity
+};
+
+}  // namespace shoal::session

@@ -1,0 +1,103 @@
+// Session::start: SessionOptions, checked, into an AgentConfig; then the embedded session.
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "base/log.hpp"
+#include "base/member_name.hpp"
+#include "ckpt_shm/shm_segment.hpp"
+#include "control/socket_path.hpp"
+#include "session/connected_session.hpp"
+#include "session/embedded_session.hpp"
+
+namespace shoal {
+
+namespace {
+
+Error bad(const std::string& what) { return Error("shoal session: " + what); }
+
+void setup_logging(const SessionOptions& options) {
+  if (options.log_spec.empty()) return;
+  auto spec = log::parse_spec(options.log_spec);
+  if (!spec) throw bad("log_spec: " + spec.error().message);
+  log::setup(*spec);
+}
+
+}  // namespace
+
+std::unique_ptr<Session> Session::start(const SessionOptions& options) {
+  using daemon::AgentConfig;
+  setup_logging(options);
+  daemon::AgentConfig cfg;
+  cfg.name = options.name;
+  if (cfg.name.empty()) {
+    char host[256] = {};
+    if (::gethostname(host, sizeof(host) - 1) == 0) cfg.name = host;
+  }
+  if (auto ok = check_member_name(cfg.name); !ok) throw bad(ok.error().message);
+  auto bind = net::parse_host_port(options.bind, net::PortZero::allowed);
+  if (!bind) throw bad("bind: " + bind.error().message);
+  cfg.bind = *bind;
+  for (const auto& seed : options.seeds) {
+    auto hp = net::parse_host_port(seed);
+    if (!hp) throw bad("seed: " + hp.error().message);
+    cfg.seeds.push_back(*hp);
+  }
+  if (!options.advertise.empty()) cfg.advertise_host = options.advertise;
+  cfg.gossip.cluster_id = options.cluster.empty() ? "default" : options.cluster;
+  if (options.slots != 1) throw bad("an embedded session drives exactly one rank (slots = 1)");
+  cfg.meta.slots = options.slots;
+  if (options.min_hosts < 1) throw bad("min_hosts must be at least 1");
+  if (options.max_hosts != 0 && options.max_hosts < options.min_hosts) throw bad("max_hosts is below min_hosts");
+  cfg.membership.min_hosts = options.min_hosts;
+  cfg.membership.max_hosts = options.max_hosts;
+  cfg.control_path = options.control_path;
+  // Checkpoints: the job defaults to the cluster id when that is a valid job name.
+  cfg.ckpt.job = options.job;
+  if (cfg.ckpt.job.empty())
+    cfg.ckpt.job = ckpt::check_job_name(cfg.gossip.cluster_id) ? cfg.gossip.cluster_id : "shoal";
+  if (auto ok = ckpt::check_job_name(cfg.ckpt.job); !ok) throw bad("job: " + ok.error().message);
+  if (!options.host.empty()) cfg.meta.host = options.host;
+  cfg.ckpt.store = !options.ckpt_store.empty() ? options.ckpt_store
+                   : options.host.empty()      ? cfg.ckpt.job
+                                               : ckpt::store_for_host(cfg.ckpt.job, options.host);
+  if (auto ok = ckpt::check_job_name(cfg.ckpt.store); !ok) throw bad("ckpt_store: " + ok.error().message);
+  cfg.ckpt.replicas = options.ckpt_replicas;
+  cfg.ckpt.persist_dir = options.ckpt_dir;
+  cfg.key_file = options.key_file;
+  if (options.backend != "gloo" && options.backend != "nccl") {
+    throw bad("backend must be gloo or nccl, not '" + options.backend + "'");
+  }
+
+  auto session = std::make_unique<session::EmbeddedSession>(std::move(cfg), options);
+  if (auto started = session->begin(); !started) throw bad(started.error().message);
+  return session;
+}
+
+std::unique_ptr<Session> Session::connect(const SessionOptions& given) {
+  SessionOptions options = given;
+  setup_logging(options);
+  if (options.control_path.empty()) {
+    // A worker that `shoal agent --workers connect -- COMMAND` started: the agent says where it is.
+    const char* control = std::getenv("SHOAL_CONTROL");
+    const char* slot = std::getenv("SHOAL_SLOT");
+    if (control == nullptr || *control == '\0') {
+      throw bad("connect needs the agent's control socket (control_path, or SHOAL_CONTROL in the environment)");
+    }
+    options.control_path = control;
+    if (slot != nullptr) {
+      char* end = nullptr;
+      const unsigned long v = std::strtoul(slot, &end, 10);
+      if (*slot == '\0' || *end != '\0' || v > 1024) throw bad(std::string("SHOAL_SLOT is not a slot: '") + slot + "'");
+      options.slot = static_cast<uint32_t>(v);
+    }
+  }
+  if (options.backend != "gloo" && options.backend != "nccl") {
+    throw bad("backend must be gloo or nccl, not '" + options.backend + "'");
+  }
+  auto session = std::make_unique<session::ConnectedSession>(options);
+  if (auto started = session->begin(); !started) throw bad(started.error().message);
+  return session;
+}
+
+}  // namespace shoal

@@ -1,0 +1,246 @@
+// `shoal agent` and `shoal members` as a user meets them: help, usage errors (exit 2), runtime
+// failures (exit 1: port in use, control socket taken, join timeout), the control socket's
+// handling of stale files and garbage requests, and both output formats of `shoal members`.
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+
+#include "../support/agent_fixture.hpp"
+#include "../support/free_port.hpp"
+#include "control/client.hpp"
+#include "control/json_reader.hpp"
+
+using shoal::test::AgentCluster;
+using shoal::test::ChildProcess;
+using shoal::test::CommandResult;
+using shoal::test::free_loopback_port;
+using shoal::test::PortProtocol;
+using shoal::test::run_command;
+using shoal::test::TempDir;
+using namespace std::chrono_literals;
+
+namespace {
+
+CommandResult run_shoal(std::vector<std::string> args, std::chrono::milliseconds timeout = 20s) {
+  args.insert(args.begin(), SHOAL_BINARY);
+  return run_command(args, timeout);
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+// Leaves a socket file behind as a crashed agent would: bound, then closed without unlink.
+void make_stale_socket(const std::string& path) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::strncpy(sa.sun_path, path.c_str(), sizeof(sa.sun_path) - 1);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0);
+  ::close(fd);
+}
+
+}  // namespace
+
+TEST_CASE("shoal agent --help documents every flag") {
+  const auto r = run_shoal({"agent", "--help"});
+  CHECK(r.exit_code == 0);
+  for (const char* flag : {"--name", "--bind", "--seeds", "--cluster", "--control", "--join-timeout", "--advertise",
+                           "--slots", "--help"}) {
+    CHECK_MESSAGE(contains(r.out, flag), flag);
+  }
+  const auto members = run_shoal({"members", "--help"});
+  CHECK(members.exit_code == 0);
+  for (const char* flag : {"--control", "--name", "--json"}) CHECK_MESSAGE(contains(members.out, flag), flag);
+  CHECK(contains(run_shoal({"--help"}).out, "members"));
+}
+
+TEST_CASE("usage errors exit 2 with a message naming the problem") {
+  struct Case {
+    std::vector<std::string> args;
+    std::string expect;
+  };
+  const std::vector<Case> cases = {
+      {{"agent", "--bind", "127.0.0.1:0"}, "--name"},
+      {{"agent", "--name", "a"}, "--bind"},
+      {{"agent", "--name", "a", "--bind", "nowhere"}, "nowhere"},
+      {{"agent", "--name", "a", "--bind", "127.0.0.1:99999"}, "99999"},
+      {{"agent", "--name", "a", "--bind", "127.0.0.1:0", "--seeds", "127.0.0.1:1,"}, "--seeds"},
+      {{"agent", "--name", "a", "--bind", "127.0.0.1:0", "--seeds", "127.0.0.1:0"}, "port 0"},
+      {{"agent", "--name", "a", "--bind", "127.0.0.1:0", "--join-timeout", "soon"}, "--join-timeout"},
+      {{"agent", "--name", "a b", "--bind", "127.0.0.1:0"}, "--name"},
+      {{"agent", "--name", "a", "--bind", "127.0.0.1:0", "--frobnicate"}, "--frobnicate"},
+      {{"members", "--control", "x", "--name", "y"}, "not both"},
+      {{"members", "--bogus"}, "--bogus"},
+  };
+  for (const auto& c : cases) {
+    const auto r = run_shoal(c.args, 10s);
+    INFO("args: " << c.args[0] << " " << (c.args.size() > 1 ? c.args[1] : "") << " ... stderr: " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(contains(r.err, c.expect));
+  }
+}
+
+TEST_CASE("a port already in use, or a control socket held by a live agent, exits 1 and names it") {
+  AgentCluster c;
+  auto& a = c.start("a");
+  TempDir dir;
+  const auto port_taken =
+      run_shoal({"agent", "--name", "b", "--bind", a.addr, "--control", dir.path() + "/b.sock"}, 10s);
+  CHECK(port_taken.exit_code == 1);
+  CHECK(contains(port_taken.err, "in use"));
+  CHECK_FALSE(exists(dir.path() + "/b.sock"));
+
+  const auto socket_taken = run_shoal({"agent", "--name", "b", "--bind", "127.0.0.1:0", "--control", a.control}, 10s);
+  CHECK(socket_taken.exit_code == 1);
+  CHECK(contains(socket_taken.err, "another agent"));
+  CHECK(exists(a.control));  // the live agent's socket is left alone
+  CHECK(c.view_of("a").count("a") == 1);
+}
+
+TEST_CASE("a stale control socket is replaced, a file that is not a socket is refused") {
+  TempDir dir;
+  const std::string stale = dir.path() + "/stale.sock";
+  make_stale_socket(stale);
+  ChildProcess agent({SHOAL_BINARY, "agent", "--name", "s", "--bind", "127.0.0.1:0", "--control", stale},
+                     dir.path() + "/s.log");
+  const auto line = agent.read_line(10s);
+  REQUIRE(line.has_value());
+  CHECK(contains(*line, "control " + stale));
+  CHECK(shoal::control::control_request(stale, "members").ok());
+  agent.send_signal(SIGINT);
+  CHECK(agent.wait_exit(5s) == 0);
+  CHECK_FALSE(exists(stale));
+
+  const std::string regular = dir.path() + "/regular.sock";
+  std::ofstream(regular) << "not a socket";
+  const auto r = run_shoal({"agent", "--name", "r", "--bind", "127.0.0.1:0", "--control", regular}, 10s);
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.err, "not a socket"));
+  CHECK(exists(regular));
+}
+
+TEST_CASE("with --join-timeout an agent whose seeds never answer exits 1 naming them") {
+  TempDir dir;
+  const std::string seed = "127.0.0.1:" + std::to_string(free_loopback_port(PortProtocol::tcp));
+  const auto r = run_shoal({"agent", "--name", "lonely", "--bind", "127.0.0.1:0", "--control", dir.path() + "/l.sock",
+                            "--seeds", seed, "--join-timeout", "1.5"},
+                           20s);
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.err, "no seed answered"));
+  CHECK(contains(r.err, seed));
+  CHECK_FALSE(exists(dir.path() + "/l.sock"));
+}
+
+TEST_CASE("an agent with unreachable seeds keeps running and says so") {
+  AgentCluster c;
+  const std::string seed = "127.0.0.1:" + std::to_string(free_loopback_port(PortProtocol::tcp));
+  // A short warning interval is not a flag; the default (5 s) is what the test waits for.
+  c.start("hopeful", {seed});
+  const bool warned = AgentCluster::eventually(
+      [&] {
+        return contains(c.log_tail("hopeful", 200), "no seed has answered yet") &&
+               contains(c.log_tail("hopeful", 200), seed);
+      },
+      10s);
+  CHECK(warned);
+  CHECK_FALSE(c["hopeful"].process->wait_exit(0ms).has_value());
+  CHECK(c.view_of("hopeful").size() == 1);
+}
+
+TEST_CASE("shoal members prints a table, or the JSON document with --json") {
+  AgentCluster c;
+  c.start("alpha");
+  c.start("beta", {c["alpha"].addr});
+  REQUIRE(AgentCluster::eventually([&] { return c.all_see({"alpha"}, "beta", "alive"); }, 15s));
+
+  const auto table = run_shoal({"members", "--control", c["alpha"].control}, 10s);
+  CHECK(table.exit_code == 0);
+  CHECK(contains(table.out, "NAME"));
+  CHECK(contains(table.out, "alpha (self)"));
+  CHECK(contains(table.out, c["beta"].addr));
+  CHECK(contains(table.out, "alive"));
+  CHECK(contains(table.out, "rejected inputs: none"));
+
+  const auto json = run_shoal({"members", "--control", c["alpha"].control, "--json"}, 10s);
+  CHECK(json.exit_code == 0);
+  auto doc = shoal::control::parse_json(json.out);
+  REQUIRE(doc.ok());
+  CHECK(doc->find("self")->as_string() == "alpha");
+  const auto* members = doc->find("members");
+  REQUIRE(members != nullptr);
+  REQUIRE(members->items().size() == 2);
+  for (const auto& m : members->items()) {
+    for (const char* key : {"name", "addr", "state", "incarnation", "generation"}) {
+      CHECK_MESSAGE(m.find(key) != nullptr, key);
+    }
+    CHECK(m.find("state")->as_string() == "alive");
+    CHECK(m.find("generation")->as_uint64().value_or(0) > 0);
+  }
+  const auto* rejected = doc->find("rejected");
+  REQUIRE(rejected != nullptr);
+  for (const char* cause : {"truncated", "bad_magic", "oversized", "malformed", "bad_version", "wrong_cluster"}) {
+    CHECK_MESSAGE(rejected->find(cause) != nullptr, cause);
+  }
+}
+
+TEST_CASE("shoal members exits 1 with a clear message when no agent listens") {
+  TempDir dir;
+  const auto r = run_shoal({"members", "--control", dir.path() + "/nobody.sock"}, 10s);
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.err, "no shoal agent is listening at " + dir.path() + "/nobody.sock"));
+  const auto by_name = run_shoal({"members", "--name", "no-such-agent-here"}, 10s);
+  CHECK(by_name.exit_code == 1);
+  CHECK(contains(by_name.err, "no-such-agent-here"));
+}
+
+TEST_CASE("the control socket answers unknown, empty and oversized requests with an error document") {
+  AgentCluster c;
+  const auto& a = c.start("ctl");
+  for (const std::string& request : {std::string("frobnicate"), std::string(""), std::string(5000, 'x'),
+                                     std::string("members\x01", 8), std::string("members extra")}) {
+    auto reply = shoal::control::control_request(a.control, request);
+    REQUIRE(reply.ok());
+    auto doc = shoal::control::parse_json(*reply);
+    REQUIRE(doc.ok());
+    CHECK(doc->find("error") != nullptr);
+  }
+  CHECK(c.view_of("ctl").size() == 1);  // and it still serves
+  auto stats = shoal::control::control_request(a.control, "stats");
+  REQUIRE(stats.ok());
+  auto doc = shoal::control::parse_json(*stats);
+  REQUIRE(doc.ok());
+  CHECK(doc->find("self")->as_string() == "ctl");
+  REQUIRE(doc->find("gossip") != nullptr);
+  CHECK(doc->find("gossip")->find("packets_out") != nullptr);
+}
+
+TEST_CASE("shoal members --name finds an agent at its default control path") {
+  TempDir dir;
+  const std::string name = "shoal-test-" + std::to_string(::getpid());
+  // Where the default lands depends on the user (root: /run/shoal); the client looks in the same
+  // places. XDG_RUNTIME_DIR points at our temp dir so that a non-root run stays inside it.
+  const std::string env = "XDG_RUNTIME_DIR=" + dir.path();
+  ChildProcess agent({"/usr/bin/env", env, SHOAL_BINARY, "agent", "--name", name, "--bind", "127.0.0.1:0"},
+                     dir.path() + "/agent.log");
+  const auto line = agent.read_line(10s);
+  REQUIRE(line.has_value());
+  const auto at = line->find(" control ");
+  REQUIRE(at != std::string::npos);
+  const std::string path = line->substr(at + 9);
+  const auto r = run_command({"/usr/bin/env", env, SHOAL_BINARY, "members", "--name", name}, 10s);
+  CHECK(r.exit_code == 0);
+  CHECK(contains(r.out, name + " (self)"));
+  agent.send_signal(SIGTERM);
+  CHECK(agent.wait_exit(5s) == 0);
+  CHECK_FALSE(exists(path));
+}

@@ -1,0 +1,135 @@
+// RendezvousTable: the epoch rule, parked waits, timeouts that name missing keys, and limits.
+#include "comm_wrap/stores/rendezvous_table.hpp"
+
+#include <doctest/doctest.h>
+
+using shoal::comm::RendezvousTable;
+using shoal::wire::RendezvousRequest;
+using shoal::wire::RendezvousResponse;
+using namespace std::chrono_literals;
+
+namespace {
+
+RendezvousRequest set_req(uint64_t epoch, const std::string& key, const std::string& value) {
+  RendezvousRequest r;
+  r.set_epoch(epoch);
+  r.set_op(RendezvousRequest::SET);
+  r.add_keys(key);
+  r.set_value(value);
+  return r;
+}
+
+RendezvousRequest get_req(uint64_t epoch, std::vector<std::string> keys, uint32_t timeout_ms = 1000) {
+  RendezvousRequest r;
+  r.set_epoch(epoch);
+  r.set_op(RendezvousRequest::GET);
+  for (auto& k : keys) r.add_keys(k);
+  r.set_timeout_ms(timeout_ms);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("a get of keys already set is answered at once with the values in request order") {
+  RendezvousTable t;
+  std::vector<RendezvousTable::Reply> out;
+  t.advance(3, out);
+  REQUIRE(t.handle(1, set_req(3, "b", "B"), 0us, out)->status() == RendezvousResponse::OK);
+  REQUIRE(t.handle(2, set_req(3, "a", "A"), 0us, out)->status() == RendezvousResponse::OK);
+  auto r = t.handle(3, get_req(3, {"a", "b"}), 0us, out);
+  REQUIRE(r);
+  CHECK(r->status() == RendezvousResponse::OK);
+  REQUIRE(r->values_size() == 2);
+  CHECK(r->values(0) == "A");
+  CHECK(r->values(1) == "B");
+  CHECK(out.empty());
+}
+
+TEST_CASE("a get waits until the last of its keys is set, then the set answers it") {
+  RendezvousTable t;
+  std::vector<RendezvousTable::Reply> out;
+  CHECK_FALSE(t.handle(7, get_req(1, {"x", "y"}), 0us, out));
+  CHECK(t.waiting() == 1);
+  t.handle(8, set_req(1, "x", "1"), 10us, out);
+  CHECK(out.empty());
+  t.handle(9, set_req(1, "y", "2"), 20us, out);
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].waiter == 7);
+  CHECK(out[0].response.status() == RendezvousResponse::OK);
+  CHECK(out[0].response.values(1) == "2");
+  CHECK(t.waiting() == 0);
+}
+
+TEST_CASE("a request for a superseded epoch is answered VIEW_CHANGED at once") {
+  RendezvousTable t;
+  std::vector<RendezvousTable::Reply> out;
+  t.advance(5, out);
+  auto r = t.handle(1, get_req(4, {"k"}), 0us, out);
+  REQUIRE(r);
+  CHECK(r->status() == RendezvousResponse::VIEW_CHANGED);
+  CHECK(r->current_epoch() == 5);
+  CHECK(t.handle(2, set_req(4, "k", "v"), 0us, out)->status() == RendezvousResponse::VIEW_CHANGED);
+}
+
+TEST_CASE("waits of an epoch are answered VIEW_CHANGED when a newer epoch commits, newer waits stay") {
+  RendezvousTable t;
+  std::vector<RendezvousTable::Reply> out;
+  t.advance(2, out);
+  CHECK_FALSE(t.handle(1, get_req(2, {"k"}), 0us, out));
+  CHECK_FALSE(t.handle(2, get_req(3, {"k"}), 0us, out));  // a future epoch is served
+  t.advance(3, out);
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].waiter == 1);
+  CHECK(out[0].response.status() == RendezvousResponse::VIEW_CHANGED);
+  CHECK(t.waiting() == 1);
+  CHECK(t.epochs_held() == 1);
+}
+
+TEST_CASE("a wait past its deadline is answered TIMEOUT naming only the missing keys") {
+  RendezvousTable t;
+  std::vector<RendezvousTable::Reply> out;
+  t.handle(1, set_req(1, "rank/0", "addr0"), 0us, out);
+  CHECK_FALSE(t.handle(2, get_req(1, {"rank/0", "rank/1", "rank/2"}, 500), 0us, out));
+  REQUIRE(t.next_deadline() == std::optional<RendezvousTable::Time>(500ms));
+  t.expire(499ms, out);
+  CHECK(out.empty());
+  t.expire(500ms, out);
+  REQUIRE(out.size() == 1);
+  const auto& r = out[0].response;
+  CHECK(r.status() == RendezvousResponse::TIMEOUT);
+  REQUIRE(r.missing_size() == 2);
+  CHECK(r.missing(0) == "rank/1");
+  CHECK(r.missing(1) == "rank/2");
+  CHECK(t.counters().timeouts == 1);
+}
+
+TEST_CASE("a cancelled wait is forgotten and never answered") {
+  RendezvousTable t;
+  std::vector<RendezvousTable::Reply> out;
+  CHECK_FALSE(t.handle(1, get_req(1, {"k"}), 0us, out));
+  t.cancel(1);
+  t.handle(2, set_req(1, "k", "v"), 0us, out);
+  CHECK(out.empty());
+  CHECK(t.waiting() == 0);
+}
+
+TEST_CASE("limits refuse oversized values, too many keys, far-future epochs and empty requests") {
+  RendezvousTable::Limits limits;
+  limits.max_value_bytes = 8;
+  limits.max_keys_per_epoch = 2;
+  limits.max_future_epochs = 2;
+  RendezvousTable t(limits);
+  std::vector<RendezvousTable::Reply> out;
+  CHECK(t.handle(1, set_req(1, "a", std::string(9, 'x')), 0us, out)->status() == RendezvousResponse::REFUSED);
+  CHECK(t.handle(2, set_req(1, "a", "1"), 0us, out)->status() == RendezvousResponse::OK);
+  CHECK(t.handle(3, set_req(1, "b", "1"), 0us, out)->status() == RendezvousResponse::OK);
+  CHECK(t.handle(4, set_req(1, "a", "2"), 0us, out)->status() == RendezvousResponse::OK);  // overwrite
+  CHECK(t.handle(5, set_req(1, "c", "1"), 0us, out)->status() == RendezvousResponse::REFUSED);
+  CHECK(t.handle(6, set_req(3, "a", "1"), 0us, out)->status() == RendezvousResponse::REFUSED);
+  CHECK(t.handle(7, get_req(1, {}), 0us, out)->status() == RendezvousResponse::REFUSED);
+  RendezvousRequest bad;
+  bad.set_epoch(1);
+  bad.add_keys(std::string("a"));  // (the const char* overload trips a GCC 12 -Wrestrict false positive)
+  CHECK(t.handle(8, bad, 0us, out)->status() == RendezvousResponse::REFUSED);  // no operation
+  CHECK(t.counters().refused == 5);
+}

@@ -1,0 +1,224 @@
+// The checkpoint service of real agents on loopback: a committed version reaches the peer the
+// placement names and comes back byte-identical; a replica corrupted in memory is refused when fetched
+// while the origin still serves it; a newer save supersedes an older one; unknown versions and garbage
+// streams get clear refusals and leave nothing behind.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstring>
+#include <thread>
+
+#include "../ckpt_shm/shm_test_job.hpp"
+#include "ckpt_service/transfer.hpp"
+#include "ckpt_shm/rank_store.hpp"
+#include "ckpt_shm/replica_store.hpp"
+#include "ckpt_shm/shm_segment.hpp"
+#include "daemon/agent.hpp"
+#include "net/blocking_conn.hpp"
+#include "net/stream_hello.hpp"
+
+using namespace std::chrono_literals;
+using shoal::daemon::Agent;
+using shoal::daemon::AgentConfig;
+
+namespace {
+
+struct RunningAgent {
+  std::unique_ptr<Agent> agent;
+  std::thread thread;
+  std::atomic<size_t> view_size{0};
+
+  RunningAgent(const std::string& name, const std::string& job, std::vector<shoal::net::HostPort> seeds,
+               uint64_t budget_bytes = 0) {
+    AgentConfig cfg;
+    cfg.name = name;
+    cfg.bind = {"127.0.0.1", 0};
+    cfg.seeds = std::move(seeds);
+    cfg.gossip.cluster_id = "ckpt-test";
+    cfg.meta.slots = 1;
+    cfg.ckpt.job = job;
+    cfg.meta.host = name;               // separate hosts for placement, though on one machine...
+    cfg.ckpt.store = job + "-" + name;  // ...with segments kept apart
+    cfg.ckpt.budget_bytes = budget_bytes;
+    agent = std::make_unique<Agent>(std::move(cfg));
+    agent->add_view_observer([this](const shoal::membership::View& v) { view_size = v.size(); });
+    REQUIRE(agent->start().ok());
+    thread = std::thread([a = agent.get()] { (void)a->run(); });
+  }
+  ~RunningAgent() {
+    agent->stop_now();
+    thread.join();
+    (void)shoal::ckpt::ReplicaStore::remove_all(agent->checkpoints().config().store);
+    (void)shoal::ckpt::RankStore::remove_segments(agent->checkpoints().config().store, 0);
+  }
+  const std::string& store() { return agent->checkpoints().config().store; }
+  shoal::ckpt_service::TransferPeer peer() const {
+    return {agent->addr(), agent->hello(shoal::wire::Hello::CKPT_STREAM)};
+  }
+  // The replica of (rank, step) kept here, if sealed.
+  std::optional<std::string> replica(uint32_t rank, uint64_t step) {
+    for (const auto& h : agent->checkpoints().held()) {
+      if (h.replica && h.version && h.version->id.rank == rank && h.version->id.step == step) return h.segment;
+    }
+    return std::nullopt;
+  }
+};
+
+bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds timeout) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < end) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return cond();
+}
+
+std::byte pattern(uint64_t step, size_t i) { return std::byte((step * 131 + i * 7 + (i >> 12)) & 0xFF); }
+
+// Saves rank 0's version of `step` (two buffers, ~3 MiB) into `store`, as a trainer would.
+std::vector<std::byte> save(const std::string& job, const std::string& store, uint64_t step) {
+  auto rs = shoal::ckpt::RankStore::open({.job = job, .rank = 0, .world = 2, .store = store});
+  REQUIRE(rs);
+  const std::vector<shoal::ckpt::BufferSpec> specs = {{"params", (3u << 20) + 5}, {"opt", 4096}};
+  auto spans = rs->begin_save(step, specs);
+  REQUIRE(spans);
+  for (auto& b : *spans) {
+    for (size_t i = 0; i < b.bytes.size(); ++i) b.bytes[i] = pattern(step, i);
+  }
+  auto sealed = rs->commit();
+  REQUIRE(sealed);
+  std::vector<std::byte> all;
+  for (const auto& b : sealed->buffers) all.insert(all.end(), b.bytes.begin(), b.bytes.end());
+  return all;
+}
+
+std::vector<std::byte> buffers_of(const std::vector<std::byte>& version, const shoal::ckpt::VersionInfo& info) {
+  std::vector<std::byte> all;
+  for (const auto& b : info.buffers) {
+    all.insert(all.end(), version.begin() + static_cast<ptrdiff_t>(b.offset),
+               version.begin() + static_cast<ptrdiff_t>(b.offset + b.size));
+  }
+  return all;
+}
+
+shoal::Result<shoal::ckpt::VersionInfo> fetch(const RunningAgent& from, const std::string& job, uint32_t rank,
+                                              uint64_t step, std::vector<std::byte>& out) {
+  return shoal::ckpt_service::fetch_version(
+      from.peer(), job, rank, step,
+      [&](const shoal::ckpt::VersionInfo& info) -> shoal::Result<std::span<std::byte>> {
+        out.assign(info.total_bytes, std::byte{0});
+        return std::span<std::byte>(out);
+      },
+      {});
+}
+
+struct Pair {
+  shoal::ckpt::test::ShmTestJob job{"svc"};
+  RunningAgent a;
+  RunningAgent b;
+  explicit Pair(uint64_t b_budget = 0)
+      : a("a", job.name(), {}), b("b", job.name(), {{"127.0.0.1", a.agent->port()}}, b_budget) {
+    REQUIRE_MESSAGE(eventually([&] { return a.view_size == 2 && b.view_size == 2; }, 15s),
+                    "the two agents never committed a view of both");
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a committed version is replicated to the peer and fetched back byte-identical") {
+  Pair p;
+  const auto source = save(p.job.name(), p.a.store(), 10);
+  p.a.agent->checkpoints().committed(0, 10);
+  REQUIRE_MESSAGE(eventually([&] { return p.b.replica(0, 10).has_value(); }, 10s), "b never kept the replica");
+  // The sender counts the push when the peer's answer arrives, a moment after the replica appears.
+  CHECK(eventually([&] { return p.a.agent->checkpoints().counters().pushed == 1; }, 5s));
+
+  std::vector<std::byte> got;
+  auto info = fetch(p.b, p.job.name(), 0, 10, got);
+  REQUIRE_MESSAGE(info, info.error().message);
+  CHECK(info->id.world == 2);
+  CHECK(buffers_of(got, *info) == source);
+
+  SUBCASE("a replica corrupted in memory is refused when fetched, and the origin still serves the version") {
+    auto seg = shoal::ckpt::ShmSegment::open_existing(*p.b.replica(0, 10));
+    REQUIRE(seg);
+    seg->bytes()[info->buffers[0].offset + 12345] ^= std::byte{0x40};
+    std::vector<std::byte> bad;
+    auto refused = fetch(p.b, p.job.name(), 0, 10, bad);
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().message.find("data_checksum") != std::string::npos);
+    std::vector<std::byte> good;
+    auto from_origin = fetch(p.a, p.job.name(), 0, 10, good);
+    REQUIRE_MESSAGE(from_origin, from_origin.error().message);
+    CHECK(buffers_of(good, *from_origin) == source);
+  }
+}
+
+TEST_CASE("a newer save of a rank is replicated after an older one, and unknown versions are refused clearly") {
+  Pair p;
+  (void)save(p.job.name(), p.a.store(), 10);
+  p.a.agent->checkpoints().committed(0, 10);
+  const auto newer = save(p.job.name(), p.a.store(), 20);
+  p.a.agent->checkpoints().committed(0, 20);
+  REQUIRE_MESSAGE(eventually([&] { return p.b.replica(0, 20).has_value(); }, 10s), "b never kept step 20");
+  std::vector<std::byte> got;
+  auto info = fetch(p.b, p.job.name(), 0, 20, got);
+  REQUIRE(info);
+  CHECK(buffers_of(got, *info) == newer);
+
+  std::vector<std::byte> none;
+  auto unknown = fetch(p.b, p.job.name(), 7, 99, none);
+  REQUIRE_FALSE(unknown);
+  CHECK(unknown.error().message.find("does not hold rank 7 step 99") != std::string::npos);
+  auto other_job = fetch(p.b, "another-job", 0, 20, none);
+  REQUIRE_FALSE(other_job);
+}
+
+TEST_CASE("a garbage stream pushed on the checkpoint channel is refused and leaves nothing behind") {
+  Pair p;
+  using namespace shoal::ckpt_service;
+  using namespace shoal::daemon;
+  using namespace shoal::net;
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  auto conn = BlockingConn::connect(p.b.agent->addr(), deadline);
+  REQUIRE(conn);
+  const auto hello = p.a.agent->hello(shoal::wire::Hello::CKPT_STREAM).for_connection();
+  REQUIRE(conn->write_frame(shoal::wire::type_byte(shoal::wire::FrameType::hello), hello, deadline));
+  shoal::wire::CkptRequest req;
+  req.set_kind(shoal::wire::CkptRequest::PUSH);
+  req.set_job(p.job.name());
+  req.set_rank(3);
+  req.set_step(5);
+  req.set_stream_bytes(8192);
+  const auto bytes = req.SerializeAsString();
+  REQUIRE(conn->write_frame(shoal::wire::type_byte(shoal::wire::FrameType::request),
+                            std::as_bytes(std::span<const char>(bytes.data(), bytes.size())), deadline));
+  auto accept = conn->read_frame(4096, deadline);
+  REQUIRE(accept);
+  std::vector<std::byte> garbage(8192);
+  for (size_t i = 0; i < garbage.size(); ++i) garbage[i] = std::byte((i * 37 + 11) & 0xFF);
+  (void)conn->write_all(garbage, deadline);
+  auto answer = conn->read_frame(4096, deadline);
+  REQUIRE(answer);
+  shoal::wire::CkptResponse r;
+  REQUIRE(r.ParseFromArray(answer->payload.data(), static_cast<int>(answer->payload.size())));
+  CHECK(r.status() == shoal::wire::CkptResponse::REFUSED);
+  CHECK_FALSE(r.message().empty());
+  CHECK_FALSE(p.b.replica(3, 5).has_value());
+  for (const auto& h : p.b.agent->checkpoints().held()) CHECK_MESSAGE(!h.replica, "left behind: " << h.segment);
+  CHECK(eventually([&] { return p.b.agent->checkpoints().counters().receive_refused == 1; }, 5s));
+}
+
+TEST_CASE("a replica that does not fit the host's budget is refused, and the newest one held stays") {
+  Pair p(5u << 20);  // room for one ~3 MiB version, not two
+  (void)save(p.job.name(), p.a.store(), 10);
+  p.a.agent->checkpoints().committed(0, 10);
+  REQUIRE_MESSAGE(eventually([&] { return p.b.replica(0, 10).has_value(); }, 10s), "b never kept step 10");
+  (void)save(p.job.name(), p.a.store(), 20);
+  p.a.agent->checkpoints().committed(0, 20);
+  // Step 10 is rank 0's newest complete version at b, so the budget may not evict it for step 20.
+  REQUIRE(eventually([&] { return p.b.agent->checkpoints().counters().receive_refused == 1; }, 10s));
+  CHECK(p.b.replica(0, 10).has_value());
+  CHECK_FALSE(p.b.replica(0, 20).has_value());
+  CHECK(eventually([&] { return p.a.agent->checkpoints().counters().push_failed == 1; }, 5s));
+}
