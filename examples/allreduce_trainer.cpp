@@ -16,7 +16,6 @@
 // epoch, rank, world, ok, and rebuild_ms after a rebuild.
 //   allreduce_trainer --name a --bind 127.0.0.1:7001 --steps 100 --step-ms 50
 //   allreduce_trainer --name b --bind 127.0.0.1:7002 --seeds 127.0.0.1:7001 --steps 100 --step-ms 50
-#include <csignal>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -155,7 +154,6 @@ int main(int argc, char** argv) {
   opt.job = flags["job"];
   opt.host = flags["host"];
   opt.ckpt_dir = flags["ckpt-dir"];
-  std::signal(SIGPIPE, SIG_IGN);
 
   std::unique_ptr<shoal::Session> session;
   try {
@@ -178,7 +176,9 @@ int main(int argc, char** argv) {
 
   shoal::ElasticHooks hooks;
   bool injected = false;
+  shoal::Communicator* stepped_on = nullptr;  // the communicator of the last step, to checkpoint as its rank
   hooks.step = [&](shoal::Communicator& comm, uint64_t step) {
+    stepped_on = &comm;
     if (*step_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(*step_ms));  // the "compute"
     if (step == *abort_at && comm.rank() == 0 && !injected) {
       injected = true;
@@ -186,7 +186,7 @@ int main(int argc, char** argv) {
     }
     const int world = comm.world_size();
     for (size_t i = 0; i < kParams; ++i) grad[i] = gradient(comm.rank(), step, i);
-    comm.allreduce(grad.data(), grad.size(), shoal::DataType::f32, shoal::ReduceOp::sum);
+    comm.allreduce(std::span<float>(grad), shoal::ReduceOp::sum);
     step_ok = true;
     const int rank_sum = world * (world + 1) / 2;
     for (size_t i = 0; i < kParams; ++i) {
@@ -197,16 +197,16 @@ int main(int argc, char** argv) {
     // Every rank must now hold the same parameters: min and max of their hashes agree.
     int64_t h[2] = {static_cast<int64_t>(hash_params(params) >> 1), 0};
     h[1] = h[0];
-    comm.allreduce(&h[0], 1, shoal::DataType::i64, shoal::ReduceOp::min);
-    comm.allreduce(&h[1], 1, shoal::DataType::i64, shoal::ReduceOp::max);
+    comm.allreduce(std::span<int64_t>(&h[0], 1), shoal::ReduceOp::min);
+    comm.allreduce(std::span<int64_t>(&h[1], 1), shoal::ReduceOp::max);
     if (h[0] != h[1]) step_ok = false;
   };
   hooks.save = [&] {
-    std::vector<char> out(params.size() * sizeof(float));
+    std::vector<std::byte> out(params.size() * sizeof(float));
     std::memcpy(out.data(), params.data(), out.size());
     return out;
   };
-  hooks.load = [&](const std::vector<char>& state) {
+  hooks.load = [&](const std::vector<std::byte>& state) {
     if (state.size() == params.size() * sizeof(float)) std::memcpy(params.data(), state.data(), state.size());
   };
   struct Restored {
@@ -251,7 +251,7 @@ int main(int argc, char** argv) {
       restored.reset();
     }
     if (*ckpt_every > 0 && (step + 1) % *ckpt_every == 0) {
-      auto save = session->begin_save(step, {{"params", params.size() * sizeof(float)}});
+      auto save = session->begin_save(*stepped_on, step, {{"params", params.size() * sizeof(float)}});
       save->write("params", std::as_bytes(std::span<const float>(params)));
       save->commit();
       n += std::snprintf(line + n, sizeof(line) - static_cast<size_t>(n), ",\"saved\":true");

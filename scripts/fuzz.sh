@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of tests/fuzz/ with clang (no meson) and runs each for a bounded time:
 #   scripts/fuzz.sh [SECONDS_PER_TARGET]     (default 20)
+#   scripts/fuzz.sh --build-only             (compile and link every target, run nothing; exit 1 on a failure)
 # Objects are cached in build-fuzz/ (a rerun only recompiles what changed). Each target starts from its
 # committed corpus tests/fuzz/corpus/<target>/ plus the seeds make_corpus writes, in a working copy
 # build-fuzz/corpus/<target>/ (new inputs go there, never into the repository); crash files go to
@@ -10,9 +11,11 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
+build_only=0
+if [ "${1:-}" = "--build-only" ]; then build_only=1; shift; fi
 seconds=${1:-20}
 if ! [[ $seconds =~ ^[0-9]+$ ]] || [ "$seconds" -eq 0 ]; then
-  echo "usage: scripts/fuzz.sh [SECONDS_PER_TARGET]" >&2
+  echo "usage: scripts/fuzz.sh [SECONDS_PER_TARGET] | --build-only" >&2
   exit 2
 fi
 cxx=${FUZZ_CXX:-clang++}
@@ -137,6 +140,17 @@ build() {
 passed=0 failed=0
 proto_ok=1
 gen_proto || { proto_ok=0; echo "fuzz: protoc failed; see $out/logs/protoc.log" >&2; }
+
+if [ "$build_only" -eq 1 ]; then
+  ok=$proto_ok
+  build make_corpus tests/fuzz/make_corpus.cpp -fsanitize=fuzzer-no-link,address,undefined ||
+    { echo "fuzz: make_corpus BUILD FAILED (see $out/logs/make_corpus.build.log)"; ok=0; }
+  for t in "${targets[@]}"; do
+    build "$t" "tests/fuzz/$t.cpp" "${sanitize[@]}" || { echo "fuzz: $t BUILD FAILED (see $out/logs/$t.build.log)"; ok=0; }
+  done
+  [ "$ok" -eq 1 ]
+  exit $?
+fi
 
 # The seeds, from the current encoders. make_corpus links the instrumented objects, without libFuzzer's main.
 rm -rf "$out/seeds"

@@ -4,7 +4,7 @@
 // view restores the same step: the newest one that every rank of its time saved completely, loaded
 // from this host's memory when it is here, else from a peer that holds it.
 //
-//   auto save = session->begin_save(step, {{"params", bytes}, {"optimizer", opt_bytes}});
+//   auto save = session->begin_save(*comm, step, {{"params", bytes}, {"optimizer", opt_bytes}});
 //   save->write("params", params_bytes);                        // copy and checksum in one pass
 //   save->write_from_device("optimizer", dev_ptr, stream);      // GPU: async copy into pinned memory
 //   save->commit();

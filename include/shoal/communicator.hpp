@@ -6,9 +6,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "shoal/api.hpp"
+#include "shoal/errors.hpp"
 
 namespace shoal {
 
@@ -31,6 +33,21 @@ class SHOAL_API Communicator {
   // Every rank contributes `bytes_per_rank`; `out` holds world_size() * bytes_per_rank, in rank order.
   virtual void allgather(const void* in, void* out, size_t bytes_per_rank) = 0;
   virtual void barrier() = 0;
+
+  // Typed forms of the calls above, for buffers in host memory (Gloo) or device memory (NCCL).
+  void allreduce(std::span<float> data, ReduceOp op) { allreduce(data.data(), data.size(), DataType::f32, op); }
+  void allreduce(std::span<double> data, ReduceOp op) { allreduce(data.data(), data.size(), DataType::f64, op); }
+  void allreduce(std::span<int32_t> data, ReduceOp op) { allreduce(data.data(), data.size(), DataType::i32, op); }
+  void allreduce(std::span<int64_t> data, ReduceOp op) { allreduce(data.data(), data.size(), DataType::i64, op); }
+  void broadcast(std::span<std::byte> data, int root) { broadcast(data.data(), data.size(), root); }
+  // `out` holds world_size() times `in`, in rank order; throws shoal::Error when it does not.
+  void allgather(std::span<const std::byte> in, std::span<std::byte> out) {
+    if (out.size() != in.size() * static_cast<size_t>(world_size())) {
+      throw Error("allgather: the output holds " + std::to_string(out.size()) + " bytes, not world_size() x " +
+                  std::to_string(in.size()));
+    }
+    allgather(in.data(), out.data(), in.size());
+  }
 
   // From any thread, any number of times: operations in flight and later ones throw ViewChanged(why).
   virtual void abort(const std::string& why) = 0;

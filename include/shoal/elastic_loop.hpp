@@ -5,13 +5,14 @@
 // resumes from the same step with the same state, whoever failed or joined.
 //
 //   shoal::ElasticLoop loop(*session, {
-//       .step = [&](shoal::Communicator& c, uint64_t step) { compute(step); c.allreduce(g, n, f32, avg); apply(); },
+//       .step = [&](shoal::Communicator& c, uint64_t step) { compute(step); c.allreduce(std::span<float>(grads), shoal::ReduceOp::avg); apply(); },
 //       .save = [&] { return serialize(model); },
-//       .load = [&](const std::vector<char>& bytes) { model = deserialize(bytes); },
+//       .load = [&](const std::vector<std::byte>& bytes) { model = deserialize(bytes); },
 //   });
 //   loop.run(1000);
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -27,9 +28,9 @@ struct ElasticHooks {
   // One step on `comm`; throws what the communicator throws. The state may be half-updated when it does.
   std::function<void(Communicator& comm, uint64_t step)> step;
   // The state after a completed step, as bytes: the rollback point, and what a new rank 0 hands out.
-  std::function<std::vector<char>()> save;
+  std::function<std::vector<std::byte>()> save;
   // Replace the state with one that save() produced (here or on another rank).
-  std::function<void(const std::vector<char>& state)> load;
+  std::function<void(const std::vector<std::byte>& state)> load;
   // Optional: after each completed step (the step number just done).
   std::function<void(uint64_t step)> completed;
   // Optional, for trainers that checkpoint (Session::begin_save): after every (re)build, the first
@@ -60,7 +61,7 @@ class SHOAL_API ElasticLoop {
   Session& session_;
   ElasticHooks hooks_;
   std::shared_ptr<Communicator> comm_;
-  std::vector<char> snapshot_;
+  std::vector<std::byte> snapshot_;
   uint64_t next_step_ = 0;
 };
 

@@ -34,8 +34,10 @@ struct SessionOptions {
   uint32_t slot = 0;                   // connect(): which slot of the agent this trainer drives
   uint32_t min_hosts = 1;
   uint32_t max_hosts = 0;              // 0: no limit
-  std::string control_path;            // embedded: where to serve the control socket (empty: none);
-                                       // connect(): the agent's control socket
+  std::string control_path;            // embedded: where to serve the control socket, as `shoal agent` does
+                                       // (empty: the default path for the name, /run/shoal/NAME.sock or the
+                                       // like, skipped with a warning when another process serves it;
+                                       // "none": no socket). connect(): the agent's control socket
   std::string log_spec;                // e.g. "warn,membership=info"; empty: SHOAL_LOG or info
   std::string job;                     // embedded: checkpoints' job name (default: the cluster id, or "shoal")
   std::string host;                    // embedded: the machine as replica placement sees it (default: the host
@@ -70,6 +72,8 @@ struct RankInfo {
   uint32_t attempt = 0;
 };
 
+// Starting or connecting a session sets SIGPIPE to SIG_IGN when the program left it at SIG_DFL (a peer
+// that closes its connection must cost an error, not the process); a handler the program installed stays.
 class SHOAL_API Session {
  public:
   // Starts the embedded agent and joins. Throws shoal::Error with what to change (port in use, ...).
@@ -103,9 +107,11 @@ class SHOAL_API Session {
   // The agent's address ("ip:port"), for seeding others.
   virtual std::string address() const = 0;
 
-  // Begins saving this rank's state for `step`, as the rank of the communicator communicator() last
-  // returned (see checkpoint.hpp). Throws shoal::Error (no communicator yet, bad names, no memory).
-  virtual std::unique_ptr<CheckpointSave> begin_save(uint64_t step, const std::vector<CheckpointBuffer>& buffers) = 0;
+  // Begins saving this rank's state for `step`, as rank comm.rank() of comm.world_size() (see
+  // checkpoint.hpp); `comm` is the communicator communicator() last returned, as for restore(). Throws
+  // ViewChanged when it is no longer the session's current one, shoal::Error for bad names or no memory.
+  virtual std::unique_ptr<CheckpointSave> begin_save(Communicator& comm, uint64_t step,
+                                                     const std::vector<CheckpointBuffer>& buffers) = 0;
   // Collective: every rank of `comm` calls it. Agrees on the newest step that every rank of its world
   // saved completely and that some host of the job still holds, and loads the state of `saved_rank`
   // (default: this rank's own when it existed then, else rank % saved world: data-parallel replicas

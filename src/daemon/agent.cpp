@@ -259,11 +259,16 @@ Status Agent::start() {
   }
 
   if (!cfg_.control_path.empty()) {
-    if (auto dir = control::prepare_control_dir(cfg_.control_path); !dir) return fail(dir.error().message);
-    control_server_ = std::make_unique<control::ControlServer>(io_, control_handlers_);
-    if (auto opened = control_server_->open(cfg_.control_path); !opened) {
-      control_server_.reset();
-      return fail(opened.error().message);
+    Status served = control::prepare_control_dir(cfg_.control_path);
+    if (served) {
+      control_server_ = std::make_unique<control::ControlServer>(io_, control_handlers_);
+      served = control_server_->open(cfg_.control_path);
+      if (!served) control_server_.reset();
+    }
+    if (!served && !cfg_.control_path_optional) return fail(served.error().message);
+    if (!served) {
+      logger().warn("no control socket: {} (`shoal status` will not find this member)", served.error().message);
+      cfg_.control_path.clear();
     }
   }
   if (cfg_.metrics) {

@@ -40,6 +40,9 @@ struct AgentConfig {
   std::optional<std::string> advertise_host;  // what others use to reach us; default: the bind host
   std::vector<net::HostPort> seeds;           // empty: start a new cluster
   std::string control_path;                   // empty: no control socket
+  // A control socket that cannot be served (another process serves that path) is a warning, not a
+  // failure of start(): an embedded session's default socket must never stop a trainer.
+  bool control_path_optional = false;
   // Give up (run() fails) when no seed has answered within this time; nullopt: keep trying.
   std::optional<std::chrono::milliseconds> join_timeout;
   // How long a graceful stop keeps the loop running so that the leave gets out...

@@ -47,8 +47,6 @@ class PacketWriter {
   // The packet carrying `body` (which must fit body_budget()); byte-for-byte what
   // wire::encode_packet makes of the same envelope.
   std::vector<std::byte> finish(const std::string& body) const;
-  // Starts loading the envelope prefix (a hint for prefetching).
-  void prefetch() const { __builtin_prefetch(prefix_.data()); }
 
  private:
   std::string prefix_;  // the serialized envelope up to, not including, the gossip field

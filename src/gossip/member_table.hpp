@@ -119,33 +119,6 @@ class MemberTable {
   // Applies a claim about another member (claims about self are the caller's to refute).
   Outcome apply(const Claim& claim, Time now);
 
-  // Starts loading what find(name) will read, for a runtime that knows what comes next; changes
-  // nothing. Each step reads what the one before loaded: 0 the index slot, 1 the record, 2 its text.
-  void prefetch_lookup(uint64_t name_hash, int step) const {
-    if (step == 0) {
-      if (const uint64_t* s = index_.home_slot(name_hash)) __builtin_prefetch(s);
-      return;
-    }
-    const uint32_t at = index_.likely_position(name_hash);
-    if (at < rows_.size()) prefetch_record(at, step == 2);
-  }
-  // The table's own fields that lookups and counts read.
-  void prefetch_fields() const {
-    __builtin_prefetch(&rows_);
-    __builtin_prefetch(&layout_);
-  }
-  // The record at a position (text: its text, which needs the record loaded).
-  void prefetch_record(uint32_t position, bool text) const {
-    if (text) {
-      const StoredRecord& r = rows_[position];
-      if (r.text == nullptr) return;
-      __builtin_prefetch(r.text);
-      __builtin_prefetch(r.text + r.name_len + r.addr_len);  // a lookup reads the name, a probe the address
-    } else {
-      __builtin_prefetch(&rows_[position]);
-    }
-  }
-
   // This member's own record and identity.
   MemberRef self() const { return MemberRef(this, 0); }
   const Identity& self_identity() const { return self_id_; }

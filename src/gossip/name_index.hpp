@@ -26,21 +26,6 @@ class NameIndex {
       if ((s >> 32) == (h >> 32) && name_at(position_of(s)) == name) return position_of(s);
     }
   }
-  // Hints for prefetching: the slot a name's lookup reads first (nullptr when the index is empty),
-  // and the position of the first slot from there whose tag matches the hash, searched no further
-  // than about the home slot's cache line (kNone if none; it may be another name's, as tags are 32
-  // bits).
-  const uint64_t* home_slot(uint64_t h) const { return slots_.empty() ? nullptr : &slots_[home(h)]; }
-  uint32_t likely_position(uint64_t h) const {
-    if (slots_.empty()) return kNone;
-    for (size_t i = home(h); i < slots_.size(); ++i) {
-      const uint64_t s = slots_[i];
-      if (s == 0) return kNone;
-      if ((s >> 32) == (h >> 32)) return position_of(s);
-      if ((i + 1) % 8 == 0) break;  // 8 slots to 64 bytes
-    }
-    return kNone;
-  }
   // Makes room for this many names without growing again.
   void reserve(size_t names);
   // Adds a name known to be absent.

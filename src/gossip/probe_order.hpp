@@ -26,9 +26,6 @@ class ProbeOrder {
   std::optional<Slot> next(const std::function<bool(Slot)>& probeable,
                            const std::function<std::vector<Slot>()>& candidates, std::mt19937_64& rng);
 
-  // The entry next() reads first, if the round has one left (a hint for prefetching).
-  const Slot* upcoming() const { return pos_ < order_.size() ? &order_[pos_] : nullptr; }
-
   // Forgets the round (positions changed): the next call draws a new one.
   void clear() {
     order_.clear();

@@ -44,7 +44,6 @@ void Swim::on_stream_response(uint64_t token, std::optional<std::span<const std:
 }
 void Swim::on_tick(Time now, Effects& out) { core_->on_tick(now, out); }
 void Swim::leave(Time now, Effects& out) { core_->leave(now, out); }
-void Swim::prefetch(int step, std::string_view peer) const { core_->prefetch(step, peer); }
 const Identity& Swim::self() const { return core_->self(); }
 std::vector<Member> Swim::members() const { return core_->table().members(); }
 std::optional<Member> Swim::find(const std::string& name) const {
@@ -301,48 +300,6 @@ MemberRef SwimCore::sender_record(const wire::MemberId& sender, const pb::Packet
     }
   }
   return table_.find(sender.name());
-}
-
-// ---- prefetching: what the next call reads, for a runtime that runs many cores ----------------
-
-void SwimCore::prefetch(int step, std::string_view peer) const {
-  const uint64_t h = (peer.empty() || step == 0) ? 0 : NameIndex::hash(peer);
-  switch (step) {
-    case 0:
-      // The lines of this object that calls read, not its 4.4 KB: every line loaded here is one
-      // fewer in flight for the other events being prefetched.
-      __builtin_prefetch(&cfg_);
-      table_.prefetch_fields();
-      __builtin_prefetch(&order_);
-      __builtin_prefetch(&queue_);
-      __builtin_prefetch(&writer_);
-      __builtin_prefetch(&udp_limits_);
-      __builtin_prefetch(&stats_);
-      __builtin_prefetch(&stats_.probe_rtt_buckets);
-      __builtin_prefetch(&out_);
-      __builtin_prefetch(&timers_);
-      __builtin_prefetch(&probes_);
-      __builtin_prefetch(&suspicions_);
-      __builtin_prefetch(&next_gossip_at_);
-      break;
-    case 1:
-      if (!peer.empty()) table_.prefetch_lookup(h, 0);
-      timers_.prefetch(0);
-      writer_.prefetch();
-      if (const ProbeOrder::Slot* next = order_.upcoming()) __builtin_prefetch(next);
-      if (!probes_.empty()) __builtin_prefetch(&*probes_.begin());
-      break;
-    case 2:
-    case 3: {
-      if (!peer.empty()) table_.prefetch_lookup(h, step - 1);
-      if (step == 2) timers_.prefetch(1);
-      const ProbeOrder::Slot* next = order_.upcoming();
-      if (next != nullptr && *next < table_.size()) table_.prefetch_record(*next, step == 3);
-      break;
-    }
-    default:
-      break;
-  }
 }
 
 // ---- entry points ------------------------------------------------------------------------------

@@ -190,13 +190,6 @@ class Swim {
   // while (a few gossip intervals) so that the news gets out, then stop.
   void leave(Time now, Effects& out);
 
-  // A hint from a runtime that knows which call comes next and finds the core cold (the simulator,
-  // which runs thousands of cores in one thread): starts loading, in `step` 0, 1, 2, 3, what that
-  // call will read. Each step reads what the one before loaded, so the steps should be issued
-  // some time apart, the last one before the call. `peer`: the name of the member a packet comes
-  // from, when the runtime knows it (empty otherwise). Changes nothing.
-  void prefetch(int step, std::string_view peer) const;
-
   const Identity& self() const;
   std::vector<Member> members() const;  // including self, in no particular but deterministic order
   std::optional<Member> find(const std::string& name) const;  // a copy of the record

@@ -42,7 +42,6 @@ class SwimCore {
   void on_stream_response(uint64_t token, std::optional<std::span<const std::byte>> bytes, Time now, Effects& out);
   void on_tick(Time now, Effects& out);
   void leave(Time now, Effects& out);
-  void prefetch(int step, std::string_view peer) const;  // see Swim::prefetch
 
   const Identity& self() const { return table_.self_identity(); }
   const MemberTable& table() const { return table_; }

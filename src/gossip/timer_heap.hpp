@@ -50,17 +50,6 @@ class TimerHeap {
   // The earliest live deadline; only when !empty().
   Time next_at() const { return heap_.front().at; }
 
-  // Starts loading the top of the heap (step 0) or the earliest timer's action (step 1, which
-  // reads the top); a hint, changes nothing.
-  void prefetch(int step) const {
-    if (heap_.empty()) return;
-    if (step == 0) {
-      __builtin_prefetch(heap_.data());
-    } else if (heap_.front().slot < pool_.size()) {
-      __builtin_prefetch(&pool_[heap_.front().slot]);
-    }
-  }
-
   // Removes the earliest timer if it is due at `now`, moving its action out; false otherwise.
   bool pop_due(Time now, Action& out) {
     if (heap_.empty() || heap_.front().at > now) return false;

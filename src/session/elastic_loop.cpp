@@ -20,7 +20,7 @@ ElasticLoop::ElasticLoop(Session& session, ElasticHooks hooks) : session_(sessio
 void ElasticLoop::sync_from_rank0() {
   uint64_t header[2] = {next_step_, snapshot_.size()};
   comm_->broadcast(header, sizeof(header), 0);
-  std::vector<char> state(header[1]);
+  std::vector<std::byte> state(header[1]);
   if (comm_->rank() == 0) state = snapshot_;
   if (!state.empty()) comm_->broadcast(state.data(), state.size(), 0);
   if (comm_->rank() != 0) {

@@ -77,14 +77,16 @@ void SessionCore::set_identity(SessionIdentity identity) {
   checkpoints_ = std::make_unique<SessionCheckpoints>(id_.checkpoints);
 }
 
-std::unique_ptr<CheckpointSave> SessionCore::begin_save(uint64_t step, const std::vector<CheckpointBuffer>& buffers) {
-  RankInfo ranks;
+std::unique_ptr<CheckpointSave> SessionCore::begin_save(Communicator& comm, uint64_t step,
+                                                       const std::vector<CheckpointBuffer>& buffers) {
   {
     std::lock_guard lock(mu_);
-    if (!comm_) throw Error("begin_save needs a communicator first (call communicator())");
-    ranks = comm_ranks_;
+    if (comm_.get() != &comm) {
+      throw ViewChanged(comm.epoch(), "begin_save: the communicator of epoch " + std::to_string(comm.epoch()) +
+                                          " is not the session's current one");
+    }
   }
-  return checkpoints_->begin_save(step, static_cast<uint32_t>(ranks.rank), static_cast<uint32_t>(ranks.world_size),
+  return checkpoints_->begin_save(step, static_cast<uint32_t>(comm.rank()), static_cast<uint32_t>(comm.world_size()),
                                   buffers);
 }
 

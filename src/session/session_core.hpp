@@ -35,7 +35,8 @@ class SessionCore : public Session {
   std::shared_ptr<Communicator> communicator() override;
   RankInfo ranks() const override;
   void on_view_change(std::function<void(uint64_t epoch)> callback) override;
-  std::unique_ptr<CheckpointSave> begin_save(uint64_t step, const std::vector<CheckpointBuffer>& buffers) override;
+  std::unique_ptr<CheckpointSave> begin_save(Communicator& comm, uint64_t step,
+                                             const std::vector<CheckpointBuffer>& buffers) override;
   std::optional<RestoredCheckpoint> restore(Communicator& comm, std::optional<uint32_t> saved_rank) override;
 
  protected:

@@ -1,4 +1,5 @@
 // Session::start: SessionOptions, checked, into an AgentConfig; then the embedded session.
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -16,6 +17,19 @@ namespace {
 
 Error bad(const std::string& what) { return Error("shoal session: " + what); }
 
+// A peer that closes its connection while this process writes to it must cost an error on that
+// connection, never the trainer: shoal's own sends pass MSG_NOSIGNAL, but Gloo's transport writes
+// with writev, which raises SIGPIPE. So a session ignores SIGPIPE unless the program chose a handler.
+void ignore_sigpipe_unless_handled() {
+  struct sigaction current {};
+  if (::sigaction(SIGPIPE, nullptr, &current) != 0) return;
+  if (current.sa_handler != SIG_DFL || (current.sa_flags & SA_SIGINFO) != 0) return;
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  ::sigaction(SIGPIPE, &ignore, nullptr);
+}
+
 void setup_logging(const SessionOptions& options) {
   if (options.log_spec.empty()) return;
   auto spec = log::parse_spec(options.log_spec);
@@ -26,8 +40,8 @@ void setup_logging(const SessionOptions& options) {
 }  // namespace
 
 std::unique_ptr<Session> Session::start(const SessionOptions& options) {
-  using daemon::AgentConfig;
   setup_logging(options);
+  ignore_sigpipe_unless_handled();
   daemon::AgentConfig cfg;
   cfg.name = options.name;
   if (cfg.name.empty()) {
@@ -51,7 +65,16 @@ std::unique_ptr<Session> Session::start(const SessionOptions& options) {
   if (options.max_hosts != 0 && options.max_hosts < options.min_hosts) throw bad("max_hosts is below min_hosts");
   cfg.membership.min_hosts = options.min_hosts;
   cfg.membership.max_hosts = options.max_hosts;
-  cfg.control_path = options.control_path;
+  // The control socket, as `shoal agent` serves it, so that `shoal status` finds embedded agents too:
+  // at the default path for the name unless told where, or "none".
+  if (options.control_path == "none") {
+    cfg.control_path.clear();
+  } else if (options.control_path.empty()) {
+    cfg.control_path = control::default_control_path(cfg.name, control::probe_control_dirs());
+    cfg.control_path_optional = true;
+  } else {
+    cfg.control_path = options.control_path;
+  }
   // Checkpoints: the job defaults to the cluster id when that is a valid job name.
   cfg.ckpt.job = options.job;
   if (cfg.ckpt.job.empty())
@@ -77,6 +100,7 @@ std::unique_ptr<Session> Session::start(const SessionOptions& options) {
 std::unique_ptr<Session> Session::connect(const SessionOptions& given) {
   SessionOptions options = given;
   setup_logging(options);
+  ignore_sigpipe_unless_handled();
   if (options.control_path.empty()) {
     // A worker that `shoal agent --workers connect -- COMMAND` started: the agent says where it is.
     const char* control = std::getenv("SHOAL_CONTROL");

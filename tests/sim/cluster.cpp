@@ -2,6 +2,7 @@
 #include "cluster.hpp"
 
 #include "addresses.hpp"
+#include "core_prefetch.hpp"
 #include "rng.hpp"
 
 namespace shoal::sim {
@@ -192,8 +193,8 @@ void Cluster::prefetch_ahead() const {
   for (int step = 0; step < 4; ++step) {
     const Event* e = queue_.ahead(d - 3 - static_cast<size_t>(step));
     if (!core_event(e) || !nodes_[e->node].swim) continue;
-    nodes_[e->node].swim->prefetch(step, e->kind == EventKind::packet ? std::string_view(nodes_[e->from].name)
-                                                                       : std::string_view());
+    prefetch_core(*nodes_[e->node].swim, step,
+                  e->kind == EventKind::packet ? std::string_view(nodes_[e->from].name) : std::string_view());
   }
 }
 

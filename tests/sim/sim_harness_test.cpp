@@ -3,6 +3,9 @@
 // members' bounded inboxes, timers, restarts, and layers fed by gossip's member events.
 #include <doctest/doctest.h>
 
+#include <tuple>
+
+#include "core_prefetch.hpp"
 #include "sim_test_support.hpp"
 
 using namespace shoal::sim;
@@ -240,4 +243,39 @@ TEST_CASE(
   const bool back = c.run_until(sec(30), ms(10), [&] { return c.ledger().all_know_all(); });
   CHECK(back);
   CHECK(c.counters(17).streams_out > 0);
+}
+
+TEST_CASE("the harness's prefetching of a core changes nothing, whatever the step and the peer named") {
+  using namespace shoal::gossip;
+  Config cfg;
+  cfg.cluster_id = "test";
+  Swim core(cfg, Identity{"a", 1, "10.0.0.1:7946"}, MemberMeta{"a", 8, {}}, 7);
+  auto hint_everything = [&core] {
+    for (int step = -1; step <= 5; ++step) {
+      for (std::string_view peer : {"", "a", "b", "c", "nobody", "a-much-longer-name-than-any-member-has"}) {
+        prefetch_core(core, step, peer);
+      }
+    }
+  };
+  hint_everything();  // before start: an empty table and no probe order
+  const std::vector<Member> roster = {
+      Member{{"b", 1, "10.0.0.2:7946"}, State::alive, 0, {"b", 8, {}}, {}},
+      Member{{"c", 1, "10.0.0.3:7946"}, State::alive, 0, {"c", 8, {}}, {}},
+  };
+  Effects out;
+  core.start({}, roster, Time{0}, out);
+  out.clear();
+  core.on_tick(Time{std::chrono::milliseconds(200)}, out);  // a probe in flight: a round, a timer
+  auto view = [&core] {
+    std::vector<std::tuple<std::string, uint64_t, State, uint64_t, std::string>> v;
+    for (const Member& m : core.members()) v.emplace_back(m.id.name, m.id.generation, m.state, m.incarnation, m.id.addr);
+    return v;
+  };
+  const auto before = view();
+  const Stats stats_before = core.stats();
+  hint_everything();
+  CHECK(view() == before);
+  CHECK(core.stats().packets_out == stats_before.packets_out);
+  CHECK(core.stats().probes_sent == stats_before.probes_sent);
+  CHECK(core.live_count() == 3);
 }
