@@ -16,14 +16,11 @@ spdlog::logger& logger() { return log::get(log::Component::agent); }
 GossipRuntime::GossipRuntime(asio::io_context& io, asio::ip::udp::socket socket, gossip::Swim swim,
                              Clock::time_point origin, net::StreamListener& listener,
                              std::shared_ptr<net::ClusterSeal> seal)
-    : io_(io),
+    : CoreDriver(io, origin, "tcp request"),
       socket_(std::move(socket)),
       swim_(std::move(swim)),
-      origin_(origin),
       listener_(listener),
-      seal_(seal ? std::move(seal) : std::make_shared<net::ClusterSeal>(std::nullopt)),
-      client_(io),
-      timer_(io, origin, [this] { on_wake(); }) {
+      seal_(seal ? std::move(seal) : std::make_shared<net::ClusterSeal>(std::nullopt)) {
   const auto& self = swim_.self();
   const wire::Envelope sender = wire::make_envelope(swim_.config().cluster_id, self.name, self.generation, self.addr);
   hello_ = net::OutgoingHello(net::encode_hello(sender, wire::Hello::PUSH_PULL), seal_);
@@ -35,8 +32,6 @@ GossipRuntime::GossipRuntime(asio::io_context& io, asio::ip::udp::socket socket,
   listener.add_request_channel(wire::Hello::PROBE, swim_.config().max_stream_bytes, handler);
 }
 
-gossip::Time GossipRuntime::now() const { return std::chrono::duration_cast<gossip::Time>(Clock::now() - origin_); }
-
 void GossipRuntime::start(const std::vector<std::string>& seed_addrs) {
   receive_next();
   gossip::Effects fx;
@@ -45,22 +40,21 @@ void GossipRuntime::start(const std::vector<std::string>& seed_addrs) {
 }
 
 void GossipRuntime::leave() {
-  if (closed_) return;
+  if (stopped()) return;
   gossip::Effects fx;
   swim_.leave(now(), fx);
   perform(fx);
 }
 
 void GossipRuntime::close() {
-  closed_ = true;
+  stop();
   boost::system::error_code ignored;
   socket_.close(ignored);
-  timer_.cancel();
 }
 
 void GossipRuntime::receive_next() {
   socket_.async_receive_from(asio::buffer(rx_buf_), rx_from_, [this](boost::system::error_code ec, size_t n) {
-    if (ec == asio::error::operation_aborted || closed_) return;
+    if (ec == asio::error::operation_aborted || stopped()) return;
     if (!ec) {
       const std::string from = net::ip_port_text(rx_from_.address(), rx_from_.port());
       // The cluster key first: nothing unsealed (or replayed) reaches the core.
@@ -81,7 +75,7 @@ void GossipRuntime::receive_next() {
 }
 
 std::vector<std::byte> GossipRuntime::answer_stream(const net::StreamPeer& peer, std::span<const std::byte> request) {
-  if (closed_) return {};
+  if (stopped()) return {};
   gossip::Effects fx;
   // The core knows members by their advertised address, not by the connection's ephemeral port.
   auto response = swim_.on_stream_request(peer.hello.addr.empty() ? peer.remote : peer.hello.addr, request, now(), fx);
@@ -90,7 +84,7 @@ std::vector<std::byte> GossipRuntime::answer_stream(const net::StreamPeer& peer,
 }
 
 void GossipRuntime::perform(gossip::Effects& fx) {
-  if (closed_) return;
+  if (stopped()) return;
   for (auto& p : fx.packets) send_packet(p);
   for (auto& r : fx.streams) start_stream(r);
   for (const auto& e : fx.events) {
@@ -99,7 +93,7 @@ void GossipRuntime::perform(gossip::Effects& fx) {
                   m.incarnation, m.id.generation);
     for (const auto& observer : observers_) observer(e);
   }
-  if (fx.wake_at) timer_.arm(*fx.wake_at);
+  wake_at(fx.wake_at);
   fx.clear();
 }
 
@@ -118,25 +112,17 @@ void GossipRuntime::send_packet(gossip::SendPacket& p) {
 }
 
 void GossipRuntime::start_stream(gossip::StreamRequest& r) {
-  const uint64_t token = r.token;
-  const std::string to = r.to;
   const net::OutgoingHello& hello = r.purpose == gossip::StreamPurpose::probe ? probe_hello_ : hello_;
-  client_.request(r.to, hello, std::move(r.bytes), origin_ + r.deadline, swim_.config().max_stream_bytes,
-                  [this, token, to](std::optional<std::vector<std::byte>> response, const std::string& why) {
-                    if (closed_) return;
-                    gossip::Effects fx;
-                    if (response) {
-                      swim_.on_stream_response(token, std::span<const std::byte>(*response), now(), fx);
-                    } else {
-                      logger().debug("tcp request to {} failed: {}", to, why);
-                      swim_.on_stream_response(token, std::nullopt, now(), fx);
-                    }
-                    perform(fx);
-                  });
+  request(r.to, hello, std::move(r.bytes), r.deadline, swim_.config().max_stream_bytes, r.token);
+}
+
+void GossipRuntime::on_answer(uint64_t token, std::optional<std::span<const std::byte>> response) {
+  gossip::Effects fx;
+  swim_.on_stream_response(token, response, now(), fx);
+  perform(fx);
 }
 
 void GossipRuntime::on_wake() {
-  if (closed_) return;
   gossip::Effects fx;
   swim_.on_tick(now(), fx);
   perform(fx);

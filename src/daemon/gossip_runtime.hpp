@@ -14,18 +14,16 @@
 
 #include "base/warn_limiter.hpp"
 #include "gossip/swim.hpp"
-#include "net/stream_client.hpp"
 #include "net/stream_hello.hpp"
+#include "daemon/core_driver.hpp"
 #include "net/stream_listener.hpp"
-#include "net/wake_timer.hpp"
 
 namespace shoal::daemon {
 
 namespace asio = boost::asio;
 
-class GossipRuntime {
+class GossipRuntime : public CoreDriver {
  public:
-  using Clock = std::chrono::steady_clock;
   using EventObserver = std::function<void(const gossip::MemberEvent&)>;
 
   // `origin` is time zero for the core. The listener gets the gossip channels (push-pull, probe), and
@@ -46,32 +44,27 @@ class GossipRuntime {
   void add_observer(EventObserver observer) { observers_.push_back(std::move(observer)); }
 
   const gossip::Swim& swim() const { return swim_; }
-  gossip::Time now() const;
 
  private:
   void receive_next();
-  void on_wake();
+  void on_wake() override;
+  void on_answer(uint64_t token, std::optional<std::span<const std::byte>> response) override;
   void perform(gossip::Effects& fx);
   void send_packet(gossip::SendPacket& p);
   void start_stream(gossip::StreamRequest& r);
   std::vector<std::byte> answer_stream(const net::StreamPeer& peer, std::span<const std::byte> request);
   void warn_limited(const std::string& key, const std::string& message);
 
-  asio::io_context& io_;
   asio::ip::udp::socket socket_;
   gossip::Swim swim_;
-  Clock::time_point origin_;
   net::StreamListener& listener_;
   std::shared_ptr<net::ClusterSeal> seal_;
-  net::StreamClient client_;
-  net::WakeTimer timer_;
   std::array<std::byte, 65536> rx_buf_{};
   asio::ip::udp::endpoint rx_from_;
   net::OutgoingHello hello_;        // our hello for anti-entropy (join, push-pull) requests
   net::OutgoingHello probe_hello_;  // our hello for fallback probes
   std::vector<EventObserver> observers_;
   log::WarnLimiter warn_{std::chrono::seconds(10)};
-  bool closed_ = false;
 };
 
 }  // namespace shoal::daemon

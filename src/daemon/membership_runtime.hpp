@@ -12,18 +12,16 @@
 
 #include "gossip/swim.hpp"
 #include "membership/view_keeper.hpp"
-#include "net/stream_client.hpp"
 #include "net/stream_hello.hpp"
+#include "daemon/core_driver.hpp"
 #include "net/stream_listener.hpp"
-#include "net/wake_timer.hpp"
 
 namespace shoal::daemon {
 
 namespace asio = boost::asio;
 
-class MembershipRuntime {
+class MembershipRuntime : public CoreDriver {
  public:
-  using Clock = std::chrono::steady_clock;
   using ViewObserver = std::function<void(const membership::View&)>;
 
   MembershipRuntime(asio::io_context& io, membership::ViewKeeper keeper, const gossip::Swim& swim,
@@ -42,20 +40,15 @@ class MembershipRuntime {
   const membership::ViewKeeper& keeper() const { return keeper_; }
 
  private:
-  gossip::Time now() const;
-  void on_wake();
+  void on_wake() override;
+  void on_answer(uint64_t token, std::optional<std::span<const std::byte>> response) override;
   void perform(membership::KeeperOutput& out);
 
-  asio::io_context& io_;
   membership::ViewKeeper keeper_;
   const gossip::Swim& swim_;
-  Clock::time_point origin_;
-  net::StreamClient client_;
-  net::WakeTimer timer_;
   net::OutgoingHello hello_;
   std::vector<ViewObserver> observers_;
   bool update_posted_ = false;
-  bool closed_ = false;
 };
 
 }  // namespace shoal::daemon
