@@ -60,12 +60,29 @@ std::string refusal(CLI::Option& flag, std::string value) {
   }
 }
 
+// `text` with its control characters written as \xNN: a message quotes lines of the file, which may hold any
+// byte, and is printed to a terminal (and read through what(), which a NUL would cut short).
+std::string printable(const std::string& text) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte != 0x7f) {
+      out += c;
+    } else {
+      out += {'\\', 'x', kHex[byte >> 4], kHex[byte & 0xf]};
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 ConfigLineError::ConfigLineError(int line, const std::string& problem)
-    : CLI::ConfigError("ConfigLineError", "line " + std::to_string(line) + ": " + problem, CLI::ExitCodes::ConfigError),
+    : CLI::ConfigError("ConfigLineError", "line " + std::to_string(line) + ": " + printable(problem),
+                       CLI::ExitCodes::ConfigError),
       line_(line),
-      problem_(problem) {}
+      problem_(printable(problem)) {}
 
 std::vector<CLI::ConfigItem> ConfigFileFormat::from_config(std::istream& input) const {
   std::vector<CLI::ConfigItem> items;

@@ -103,6 +103,9 @@ TEST_CASE("malformed lines are errors naming the file, the line and the problem"
   CHECK(Agent().error_of("# slots\nslots = four\n") == "agent.conf:2: slots: 'four' is not a whole number");
   CHECK(Agent().error_of("no-slurm = maybe\n") == "agent.conf:1: 'no-slurm' is a switch: true or false, not 'maybe'");
   CHECK(contains(Agent().error_of("[agent]\n"), "agent.conf:1: expected `key = value`"));
+  // Control characters of the line are shown, not sent to the terminal (a NUL would also cut the message).
+  const char line[] = "na\x01m\0e = a\n";
+  CHECK(contains(Agent().error_of(std::string(line, sizeof line - 1)), "agent.conf:1: 'na\\x01m\\x00e' is not a"));
 }
 
 TEST_CASE("a switch can be set in the config file") {
