@@ -5,8 +5,8 @@
 #include <iostream>
 
 #include "cli/cli.hpp"
+#include "cli/command_line.hpp"
 #include "cli/control_ask.hpp"
-#include "cli/flags.hpp"
 
 namespace shoal::cli {
 namespace {
@@ -71,22 +71,8 @@ int print_table(const control::JsonValue& doc, bool verify) {
   return kExitOk;
 }
 
-int ls_command(std::span<const std::string> args) {
-  std::optional<std::string> control, name;
-  bool json = false, verify = false;
-  FlagSet flags("shoal ckpt ls [--control PATH | --name NAME] [--json] [--verify]",
-                "List the checkpoint versions this agent's host holds in shared memory: its ranks' own (local)\n"
-                "and the replicas it keeps for peers (replica), with rank, step, the world size they were saved\n"
-                "in, size, whether they are sealed (complete) and where they came from (a trainer on this host,\n"
-                "or the peer that replicated them here); then what --ckpt-dir holds, when the agent has one.\n"
-                "--verify also checks every buffer's checksum in memory (reads all the bytes). Exit status: 0 on "
-                "success, 1 when no agent answers, 2 on a usage error.");
-  flags.add_string("control", "PATH", "the agent's control socket", &control);
-  flags.add_string("name", "NAME", "the agent's member name (its socket is looked up in the default places)", &name);
-  flags.add_bool("json", "print the agent's JSON document", &json);
-  flags.add_bool("verify", "verify the data checksums of every sealed version", &verify);
-  int exit_code = kExitOk;
-  if (!parse_subcommand(flags, args, "shoal ckpt ls", &exit_code)) return exit_code;
+int ls_command(const std::optional<std::string>& control, const std::optional<std::string>& name, bool json,
+               bool verify) {
   return ask_agent("shoal ckpt ls", control, name, verify ? "ckpt-ls verify" : "ckpt-ls",
                    [json, verify](const control::JsonValue& doc, const std::string& raw) {
                      if (json) {
@@ -100,16 +86,24 @@ int ls_command(std::span<const std::string> args) {
 }  // namespace
 
 int ckpt_command(std::span<const std::string> args) {
-  if (!args.empty() && args[0] == "ls") return ls_command(args.subspan(1));
-  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-    std::cout << "usage: shoal ckpt ls [--control PATH | --name NAME] [--json] [--verify]\n"
-                 "In-memory checkpoints of a running agent's host (see `shoal ckpt ls --help`).\n";
-    return kExitOk;
-  }
-  std::cerr << "shoal ckpt: "
-            << (args.empty() ? std::string("missing subcommand") : "unknown subcommand '" + args[0] + "'")
-            << " (the one there is: ls)\n";
-  return kExitUsage;
+  std::optional<std::string> control, name;
+  bool json = false, verify = false;
+  auto app = command_app("shoal ckpt", "shoal ckpt ls [--control PATH | --name NAME] [--json] [--verify]",
+                         "In-memory checkpoints of a running agent's host.");
+  app->require_subcommand(1);
+  CLI::App* ls =
+      add_command(*app, "ls", "shoal ckpt ls [--control PATH | --name NAME] [--json] [--verify]",
+                  "List the checkpoint versions this agent's host holds in shared memory and in --ckpt-dir.\n"
+                  "Its ranks' own versions (local) and the replicas it keeps for peers (replica), with rank, step,\n"
+                  "the world size they were saved in, size, whether they are sealed (complete) and where they came\n"
+                  "from (a trainer on this host, or the peer that replicated them here); then what --ckpt-dir\n"
+                  "holds, when the agent has one. --verify also checks every buffer's checksum in memory (reads all\n"
+                  "the bytes). Exit status: 0 on success, 1 when no agent answers, 2 on a usage error.");
+  add_agent_socket_flags(*ls, control, name);
+  ls->add_flag("--json", json, "print the agent's JSON document");
+  ls->add_flag("--verify", verify, "verify the data checksums of every sealed version");
+  if (auto done = parse_command(*app, args)) return *done;
+  return ls_command(control, name, json, verify);
 }
 
 }  // namespace shoal::cli

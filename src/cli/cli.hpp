@@ -1,13 +1,9 @@
 // The shoal command line: global flags, the subcommand table and dispatch.
 #pragma once
 
-#include <optional>
 #include <span>
 #include <string>
-#include <string_view>
 #include <vector>
-
-#include "cli/flags.hpp"
 
 namespace shoal::cli {
 
@@ -22,18 +18,12 @@ struct Subcommand {
   int (*run)(std::span<const std::string> args);
 };
 
-// A subcommand's opening: parses `args`; a usage error prints "PROG: message (see `PROG --help`)", --help
-// prints the help, and positional arguments are refused unless allowed. Returns nullopt when the
-// subcommand is done and should return *exit_code (kExitUsage, or kExitOk after --help).
-std::optional<ParsedArgs> parse_subcommand(const FlagSet& flags, std::span<const std::string> args,
-                                           std::string_view prog, int* exit_code, bool allow_positional = false);
-
 // Every subcommand the binary offers, in the order `shoal --help` lists them.
 const std::vector<Subcommand>& subcommands();
 
+// `shoal [--log-level SPEC] SUBCOMMAND ARGS...`: the global flags, then the subcommand's run() with ARGS
+// (preceded by `--log-level SPEC` when given before it, so that it counts as given to the subcommand).
 int run_cli(int argc, char** argv);
-// Whether `shoal --log-level` was given: a subcommand's own source of levels (a config file) yields to it.
-bool log_level_given();
 
 // Subcommands (one file each).
 int demo_command(std::span<const std::string> args);

@@ -1,6 +1,7 @@
 // Asking a running agent one control request on behalf of a CLI command.
 #include "cli/control_ask.hpp"
 
+#include <CLI/CLI.hpp>
 #include <iostream>
 
 #include "cli/cli.hpp"
@@ -9,14 +10,22 @@
 
 namespace shoal::cli {
 
+void add_agent_socket_flags(CLI::App& app, std::optional<std::string>& control, std::optional<std::string>& name) {
+  CLI::Option* by_path = app.add_option("--control", control, "the agent's control socket")->type_name("PATH");
+  CLI::Option* by_name =
+      app.add_option("--name", name, "the agent's member name (its socket is looked up in the default places)")
+          ->type_name("NAME");
+  by_path->excludes(by_name);
+}
+
+Result<std::string> agent_socket(const std::optional<std::string>& control, const std::optional<std::string>& name) {
+  return control::choose_control_socket(control, name);
+}
+
 int ask_agent(const std::string& who, const std::optional<std::string>& control, const std::optional<std::string>& name,
               const std::string& request,
               const std::function<int(const control::JsonValue&, const std::string&)>& print) {
-  if (control && name) {
-    std::cerr << who << ": give --control or --name, not both\n";
-    return kExitUsage;
-  }
-  auto path = control::choose_control_socket(control, name);
+  auto path = agent_socket(control, name);
   if (!path) {
     std::cerr << who << ": " << path.error().message << "\n";
     return kExitFailure;

@@ -16,7 +16,8 @@
 
 #include "base/log.hpp"
 #include "cli/cli.hpp"
-#include "cli/flags.hpp"
+#include "cli/command_line.hpp"
+#include "cli/flag_values.hpp"
 #include "cli/version_text.hpp"
 #include "daemon/agent.hpp"
 
@@ -112,14 +113,14 @@ bool all_agree(const Timeline::ViewMap& views, const std::vector<std::string>& h
 
 int demo_command(std::span<const std::string> args) {
   std::optional<int64_t> hosts_flag;
-  FlagSet flags("shoal demo [--hosts N]",
-                "Run the local multi-host demo: N hosts on 127.0.0.1 (in this process, one thread and one port\n"
-                "each) form a committed view, one is crashed without a goodbye, the survivors detect it and\n"
-                "commit the next view, and the crashed host restarts and rejoins. Prints a timeline with the\n"
-                "measured durations and a summary. Exit status 0 when every step happened in time.");
-  flags.add_int("hosts", "N", "how many hosts (default: 4)", &hosts_flag, 3, 16);
-  int exit_code = kExitOk;
-  if (!parse_subcommand(flags, args, "shoal demo", &exit_code)) return exit_code;
+  auto app =
+      command_app("shoal demo", "shoal demo [--hosts N]",
+                  "Run the local multi-host demo: N hosts on 127.0.0.1 (in this process, one thread and one port\n"
+                  "each) form a committed view, one is crashed without a goodbye, the survivors detect it and\n"
+                  "commit the next view, and the crashed host restarts and rejoins. Prints a timeline with the\n"
+                  "measured durations and a summary. Exit status 0 when every step happened in time.");
+  app->add_option("--hosts", hosts_flag, "how many hosts (default: 4)")->type_name("N")->check(whole_number(3, 16));
+  if (auto done = parse_command(*app, args)) return *done;
   const auto n = static_cast<uint32_t>(hosts_flag.value_or(4));
   std::cout << version_text() << "\n";
   // The timeline says what happened; the agents' own logs would drown it.

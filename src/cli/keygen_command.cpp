@@ -2,19 +2,18 @@
 #include <iostream>
 
 #include "cli/cli.hpp"
-#include "cli/flags.hpp"
+#include "cli/command_line.hpp"
 #include "wire/cluster_key.hpp"
 
 namespace shoal::cli {
 
 int keygen_command(std::span<const std::string> args) {
-  FlagSet flags("shoal keygen > PATH && chmod 600 PATH",
-                "Print a new random cluster key (32 bytes from the system's random source, base64, with a\n"
-                "comment line) in the format --key-file reads. Copy the same file to every host of the\n"
-                "cluster, readable by its owner only. To rotate, add the new key as a second line, then move\n"
-                "it first, then remove the old one, with a SIGHUP to every agent after each step.");
-  int exit_code = kExitOk;
-  if (!parse_subcommand(flags, args, "shoal keygen", &exit_code)) return exit_code;
+  auto app = command_app("shoal keygen", "shoal keygen > PATH && chmod 600 PATH",
+                         "Print a new random cluster key (32 bytes from the system's random source, base64, with a\n"
+                         "comment line) in the format --key-file reads. Copy the same file to every host of the\n"
+                         "cluster, readable by its owner only. To rotate, add the new key as a second line, then move\n"
+                         "it first, then remove the old one, with a SIGHUP to every agent after each step.");
+  if (auto done = parse_command(*app, args)) return *done;
   if (auto ok = wire::init_sodium(); !ok) {
     std::cerr << "shoal keygen: " << ok.error().message << "\n";
     return kExitFailure;

@@ -3,7 +3,8 @@
 #include <iostream>
 
 #include "cli/cli.hpp"
-#include "cli/flags.hpp"
+#include "cli/command_line.hpp"
+#include "cli/control_ask.hpp"
 #include "cli/members_table.hpp"
 #include "control/client.hpp"
 #include "control/json_reader.hpp"
@@ -14,21 +15,15 @@ namespace shoal::cli {
 int members_command(std::span<const std::string> args) {
   std::optional<std::string> control, name;
   bool json = false;
-  FlagSet flags("shoal members [--control PATH | --name NAME] [--json]",
-                "Print a running agent's view of the cluster: every member with its address, state (alive,\n"
-                "suspect, dead, left), incarnation and generation, and the inputs it refused by cause.\n"
-                "Without --control or --name, asks the only agent running on this machine.\n"
-                "Exit status: 0 on success, 1 when no agent answers, 2 on a usage error.");
-  flags.add_string("control", "PATH", "the agent's control socket", &control);
-  flags.add_string("name", "NAME", "the agent's member name (its socket is looked up in the default places)", &name);
-  flags.add_bool("json", "print the agent's JSON document: {\"self\", \"members\": [...], \"rejected\": {...}}", &json);
-  int exit_code = kExitOk;
-  if (!parse_subcommand(flags, args, "shoal members", &exit_code)) return exit_code;
-  if (control && name) {
-    std::cerr << "shoal members: give --control or --name, not both\n";
-    return kExitUsage;
-  }
-  auto path = control::choose_control_socket(control, name);
+  auto app = command_app("shoal members", "shoal members [--control PATH | --name NAME] [--json]",
+                         "Print a running agent's view of the cluster: every member with its address, state (alive,\n"
+                         "suspect, dead, left), incarnation and generation, and the inputs it refused by cause.\n"
+                         "Without --control or --name, asks the only agent running on this machine.\n"
+                         "Exit status: 0 on success, 1 when no agent answers, 2 on a usage error.");
+  add_agent_socket_flags(*app, control, name);
+  app->add_flag("--json", json, "print the agent's JSON document: {\"self\", \"members\": [...], \"rejected\": {...}}");
+  if (auto done = parse_command(*app, args)) return *done;
+  auto path = agent_socket(control, name);
   if (!path) {
     std::cerr << "shoal members: " << path.error().message << "\n";
     return kExitFailure;

@@ -7,8 +7,8 @@
 #include <iostream>
 
 #include "cli/cli.hpp"
+#include "cli/command_line.hpp"
 #include "cli/control_ask.hpp"
-#include "cli/flags.hpp"
 
 namespace shoal::cli {
 namespace {
@@ -107,17 +107,16 @@ int print_status(const control::JsonValue& doc) {
 int status_command(std::span<const std::string> args) {
   std::optional<std::string> control, name;
   bool json = false;
-  FlagSet flags("shoal status [--control PATH | --name NAME] [--json]",
-                "One screen about a running agent: this host, the committed view (epoch, size, stable or why not),\n"
-                "members by state, the last view changes (who joined or left, the gossip event that started\n"
-                "each, and the time from that event to the commit here), and the checkpoints this host holds\n"
-                "with how far replication trails the saves. Exit status: 0 on success, 1 when no agent\n"
-                "answers, 2 on a usage error.");
-  flags.add_string("control", "PATH", "the agent's control socket", &control);
-  flags.add_string("name", "NAME", "the agent's member name (its socket is looked up in the default places)", &name);
-  flags.add_bool("json", "print the agent's JSON document", &json);
-  int exit_code = kExitOk;
-  if (!parse_subcommand(flags, args, "shoal status", &exit_code)) return exit_code;
+  auto app =
+      command_app("shoal status", "shoal status [--control PATH | --name NAME] [--json]",
+                  "One screen about a running agent: this host, the committed view (epoch, size, stable or why not),\n"
+                  "members by state, the last view changes (who joined or left, the gossip event that started\n"
+                  "each, and the time from that event to the commit here), and the checkpoints this host holds\n"
+                  "with how far replication trails the saves. Exit status: 0 on success, 1 when no agent\n"
+                  "answers, 2 on a usage error.");
+  add_agent_socket_flags(*app, control, name);
+  app->add_flag("--json", json, "print the agent's JSON document");
+  if (auto done = parse_command(*app, args)) return *done;
   return ask_agent("shoal status", control, name, "status",
                    [json](const control::JsonValue& doc, const std::string& raw) {
                      if (json) {

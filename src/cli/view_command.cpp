@@ -3,30 +3,15 @@
 #include <iostream>
 
 #include "cli/cli.hpp"
+#include "cli/command_line.hpp"
 #include "cli/control_ask.hpp"
-#include "cli/flags.hpp"
 #include "control/json_reader.hpp"
 #include "daemon/reports/view_report.hpp"
 
 namespace shoal::cli {
 namespace {
 
-int force_command(std::span<const std::string> args) {
-  std::optional<std::string> control, name;
-  bool yes = false;
-  FlagSet flags("shoal view force [--control PATH | --name NAME] --yes",
-                "Operator override for a job that lost a majority of its last view at once (a rack, a switch):\n"
-                "the survivors stall rather than risk a split, and this tells the asked agent to commit the\n"
-                "next view from the members it sees alive, needing only their acceptance.\n"
-                "RISK: if the members it believes lost are in fact alive on the other side of a partition and\n"
-                "are forced too, the job splits into two jobs with the same epoch. Force one side only, and\n"
-                "only when the other side is known to be down.\n"
-                "Exit status: 0 when the view was committed, 1 when it was not (the reason is printed).");
-  flags.add_string("control", "PATH", "the agent's control socket", &control);
-  flags.add_string("name", "NAME", "the agent's member name", &name);
-  flags.add_bool("yes", "confirm that the lost members are down (required)", &yes);
-  int exit_code = kExitOk;
-  if (!parse_subcommand(flags, args, "shoal view force", &exit_code)) return exit_code;
+int force_command(const std::optional<std::string>& control, const std::optional<std::string>& name, bool yes) {
   if (!yes) {
     std::cerr << "shoal view force: refusing without --yes (read `shoal view force --help` for the risk)\n";
     return kExitUsage;
@@ -47,18 +32,30 @@ int force_command(std::span<const std::string> args) {
 }  // namespace
 
 int view_command(std::span<const std::string> args) {
-  if (!args.empty() && args[0] == "force") return force_command(args.subspan(1));
   std::optional<std::string> control, name;
-  bool json = false;
-  FlagSet flags("shoal view [--control PATH | --name NAME] [--json]\n       shoal view force ... --yes",
-                "Print a running agent's committed view: epoch, hash, status (forming, stable, proposing, or\n"
-                "stalled with its reason), the members and the ranks derived from them.\n"
-                "Exit status: 0 on success, 1 when no agent answers, 2 on a usage error.");
-  flags.add_string("control", "PATH", "the agent's control socket", &control);
-  flags.add_string("name", "NAME", "the agent's member name (its socket is looked up in the default places)", &name);
-  flags.add_bool("json", "print the agent's JSON document", &json);
-  int exit_code = kExitOk;
-  if (!parse_subcommand(flags, args, "shoal view", &exit_code)) return exit_code;
+  bool json = false, yes = false;
+  auto app = command_app("shoal view",
+                         "shoal view [--control PATH | --name NAME] [--json]\n"
+                         "shoal view force [--control PATH | --name NAME] --yes",
+                         "Print a running agent's committed view: epoch, hash, status (forming, stable, proposing, or\n"
+                         "stalled with its reason), the members and the ranks derived from them.\n"
+                         "Exit status: 0 on success, 1 when no agent answers, 2 on a usage error.");
+  add_agent_socket_flags(*app, control, name);
+  CLI::Option* json_flag = app->add_flag("--json", json, "print the agent's JSON document");
+  CLI::App* force =
+      add_command(*app, "force", "shoal view force [--control PATH | --name NAME] --yes",
+                  "Operator override for a job that lost a majority of its last view at once (a rack, a switch).\n"
+                  "The survivors stall rather than risk a split; this tells the asked agent to commit the next view\n"
+                  "from the members it sees alive, needing only their acceptance.\n"
+                  "RISK: if the members it believes lost are in fact alive on the other side of a partition and\n"
+                  "are forced too, the job splits into two jobs with the same epoch. Force one side only, and\n"
+                  "only when the other side is known to be down.\n"
+                  "Exit status: 0 when the view was committed, 1 when it was not (the reason is printed).");
+  add_agent_socket_flags(*force, control, name);
+  force->add_flag("--yes", yes, "confirm that the lost members are down (required)");
+  force->excludes(json_flag);
+  if (auto done = parse_command(*app, args)) return *done;
+  if (force->parsed()) return force_command(control, name, yes);
   return ask_agent("shoal view", control, name, "view", [json](const control::JsonValue& doc, const std::string& raw) {
     if (json) {
       std::cout << raw << (raw.empty() || raw.back() != '\n' ? "\n" : "");

@@ -119,7 +119,12 @@ Status prepare_control_dir(const std::string& socket_path) {
 Result<std::string> choose_control_socket(const std::optional<std::string>& control,
                                           const std::optional<std::string>& name) {
   if (control) return *control;
-  const ControlDirs dirs = probe_control_dirs();
+  return choose_control_socket(control, name, probe_control_dirs());
+}
+
+Result<std::string> choose_control_socket(const std::optional<std::string>& control,
+                                          const std::optional<std::string>& name, const ControlDirs& dirs) {
+  if (control) return *control;
   if (name) {
     if (auto found = find_control_socket(*name, dirs)) return *found;
     std::string tried;
@@ -128,7 +133,13 @@ Result<std::string> choose_control_socket(const std::optional<std::string>& cont
   }
   const auto all = list_control_sockets(dirs);
   if (all.size() == 1) return all.front();
-  if (all.empty()) return fail("no shoal agent found on this machine; pass --control PATH or --name NAME");
+  if (all.empty()) {
+    std::string looked;
+    for (const auto& candidate : control_path_candidates("x", dirs)) {
+      looked += (looked.empty() ? "" : ", ") + parent_of(candidate) + "/*.sock";
+    }
+    return fail("no shoal agent found on this machine (looked for " + looked + "); pass --control PATH or --name NAME");
+  }
   std::string list;
   for (const auto& p : all) list += "\n  " + p;
   return fail("several agents run on this machine; pass --control PATH or --name NAME:" + list);

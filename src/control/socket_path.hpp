@@ -44,8 +44,11 @@ ControlDirs probe_control_dirs();
 Status prepare_control_dir(const std::string& socket_path);
 
 // The socket a client command asks: --control, else the one of --name, else the only agent on this
-// machine; an error that says which flag to pass otherwise.
+// machine; an error that says where it looked and which flag to pass otherwise.
 Result<std::string> choose_control_socket(const std::optional<std::string>& control,
                                           const std::optional<std::string>& name);
+// The same, looking in `dirs` instead of this machine's.
+Result<std::string> choose_control_socket(const std::optional<std::string>& control,
+                                          const std::optional<std::string>& name, const ControlDirs& dirs);
 
 }  // namespace shoal::control

@@ -225,10 +225,6 @@ Status Agent::start() {
   if (seal_->keyed()) {
     logger().info("cluster key from {}: key ids {} (the first seals); unsealed packets and connections are refused",
                   cfg_.key_file, seal_->key_ids());
-  } else if (cfg_.warn_open_cluster) {
-    logger().warn(
-        "the cluster is open: no --key-file, so any host that reaches this port can join, read the member "
-        "list and checkpoints, and send views (see `shoal keygen`)");
   }
 
   origin_ = std::chrono::steady_clock::now();
@@ -316,6 +312,13 @@ Status Agent::start() {
   pending_view_observers_.clear();
   runtime_->add_observer([this](const gossip::MemberEvent&) { membership_->gossip_changed(); });
 
+  // Only now: an agent that a bad address, control socket or directory stops never warned about a cluster it
+  // did not run.
+  if (!seal_->keyed() && cfg_.warn_open_cluster) {
+    logger().warn(
+        "the cluster is open: no --key-file, so any host that reaches this port can join, read the member "
+        "list and checkpoints, and send views (see `shoal keygen`)");
+  }
   logger().info(
       "{} (generation {}) on {}{}", cfg_.name, generation_, addr_,
       seed_addrs_.empty() ? std::string(", starting a new cluster") : ", joining via " + join_list(seed_addrs_));

@@ -46,6 +46,10 @@ Result<HostPort> parse_host_port(std::string_view text, PortZero zero) {
 
 Result<std::vector<HostPort>> parse_host_port_list(std::string_view text) {
   const std::string whole(text);
+  // "a:1 b:2" would otherwise be read as one HOST:PORT with a strange host (and an IPv6 hint).
+  if (whole.find_first_of(" \t\n") != std::string::npos) {
+    return fail("'" + whole + "': the list is comma-separated, without spaces (HOST:PORT,HOST:PORT)");
+  }
   std::vector<HostPort> out;
   while (true) {
     const auto comma = text.find(',');

@@ -25,7 +25,8 @@ enum class PortZero { allowed, refused };
 // Parses one HOST:PORT. Port 0 means "let the OS choose" and only makes sense for --bind.
 Result<HostPort> parse_host_port(std::string_view text, PortZero zero = PortZero::refused);
 
-// Parses "a:1,b:2"; empty items (a trailing comma) are refused so that typos are loud.
+// Parses "a:1,b:2"; empty items (a trailing comma) and spaces (a list written "a:1 b:2") are refused so that
+// typos are loud.
 Result<std::vector<HostPort>> parse_host_port_list(std::string_view text);
 
 }  // namespace shoal::net

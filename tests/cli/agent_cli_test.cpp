@@ -55,9 +55,12 @@ TEST_CASE("shoal agent --help documents every flag") {
   const auto r = run_shoal({"agent", "--help"});
   CHECK(r.exit_code == 0);
   for (const char* flag : {"--name", "--bind", "--seeds", "--cluster", "--control", "--join-timeout", "--advertise",
-                           "--slots", "--help"}) {
+                           "--slots", "--config", "--key-file", "--no-slurm", "--workers", "--log-level", "--help"}) {
     CHECK_MESSAGE(contains(r.out, flag), flag);
   }
+  // --bind is required only outside Slurm, and its help says so instead of "(required)" beside a default.
+  CHECK_FALSE(contains(r.out, "(required)"));
+  CHECK(contains(r.out, "Required, except under Slurm, where it is"));
   const auto members = run_shoal({"members", "--help"});
   CHECK(members.exit_code == 0);
   for (const char* flag : {"--control", "--name", "--json"}) CHECK_MESSAGE(contains(members.out, flag), flag);
@@ -79,8 +82,16 @@ TEST_CASE("usage errors exit 2 with a message naming the problem") {
       {{"agent", "--name", "a", "--bind", "127.0.0.1:0", "--join-timeout", "soon"}, "--join-timeout"},
       {{"agent", "--name", "a b", "--bind", "127.0.0.1:0"}, "--name"},
       {{"agent", "--name", "a", "--bind", "127.0.0.1:0", "--frobnicate"}, "--frobnicate"},
-      {{"members", "--control", "x", "--name", "y"}, "not both"},
+      {{"agent", "--name", "a", "--bind", "127.0.0.1:0", "--slots", "many"}, "--slots: 'many' is not a whole number"},
+      {{"agent", "--name", "a", "--bind", "127.0.0.1:0", "--hold-down", "-1"}, "--hold-down: '-1' is not a positive"},
+      {{"agent", "--name", "a", "--bind", "127.0.0.1:0", "--seeds", "a:1 b:2"}, "--seeds: "},
+      {{"agent", "--name", "a", "--bind", "127.0.0.1:0", "--seeds", "a:1 b:2"}, "comma-separated"},
+      {{"agent", "--name", "a", "--bind", "127.0.0.1:0", "python3"}, "unexpected argument 'python3'"},
+      {{"members", "--control", "x", "--name", "y"}, "--control excludes --name"},
       {{"members", "--bogus"}, "--bogus"},
+      {{"ckpt"}, "subcommand"},
+      {{"ckpt", "frob"}, "unknown subcommand 'frob'"},
+      {{"view", "force", "--json"}, "--json"},
   };
   for (const auto& c : cases) {
     const auto r = run_shoal(c.args, 10s);
@@ -198,9 +209,69 @@ TEST_CASE("shoal members exits 1 with a clear message when no agent listens") {
   const auto r = run_shoal({"members", "--control", dir.path() + "/nobody.sock"}, 10s);
   CHECK(r.exit_code == 1);
   CHECK(contains(r.err, "no shoal agent is listening at " + dir.path() + "/nobody.sock"));
-  const auto by_name = run_shoal({"members", "--name", "no-such-agent-here"}, 10s);
+  // The places it looked in: each default location of the name.
+  const auto by_name = run_command(
+      {"/usr/bin/env", "XDG_RUNTIME_DIR=" + dir.path(), SHOAL_BINARY, "members", "--name", "no-such-agent-here"}, 10s);
   CHECK(by_name.exit_code == 1);
-  CHECK(contains(by_name.err, "no-such-agent-here"));
+  CHECK(contains(by_name.err, "no shoal agent named 'no-such-agent-here'"));
+  CHECK(contains(by_name.err, dir.path() + "/shoal/no-such-agent-here.sock"));
+  CHECK(contains(by_name.err, "/tmp/shoal-" + std::to_string(::getuid()) + "/no-such-agent-here.sock"));
+}
+
+TEST_CASE("configuration errors are reported before the open-cluster warning, which they prevent") {
+  TempDir dir;
+  std::ofstream(dir.path() + "/bad.conf") << "name = a\nbind = 127.0.0.1:0\nslots = many\n";
+  struct Case {
+    std::vector<std::string> args;
+    int exit_code;
+    std::string expect;
+  };
+  const std::string control = dir.path() + "/c.sock";
+  const std::vector<Case> cases = {
+      {{"agent", "--name", "a", "--bind", "127.0.0.1:0", "--control", control, "--slots", "many"}, 2, "--slots"},
+      {{"agent", "--config", dir.path() + "/bad.conf", "--control", control}, 2, "bad.conf:3: slots: 'many'"},
+      {{"agent", "--config", dir.path() + "/absent.conf", "--control", control}, 2, "absent.conf"},
+      {{"agent", "--name", "a", "--bind", "127.0.0.1:0", "--control", control, "--key-file", dir.path() + "/no.key"},
+       2,
+       "--key-file: "},
+      {{"agent", "--name", "a", "--bind", "127.0.0.1:0", "--control", dir.path() + "/no/such/dir/c.sock"},
+       1,
+       "no/such"},
+      {{"agent", "--name", "a", "--bind", "no-such-host.invalid:0", "--control", control}, 1, "--bind: "},
+  };
+  for (const auto& c : cases) {
+    const auto r = run_shoal(c.args, 20s);
+    INFO("args: " << c.args[1] << " " << c.args.back() << " ... stderr: " << r.err);
+    CHECK(r.exit_code == c.exit_code);
+    CHECK(contains(r.err, c.expect));
+    CHECK_FALSE(contains(r.err, "cluster is open"));
+  }
+  // With a good configuration the warning still comes, once the agent runs.
+  ChildProcess agent({SHOAL_BINARY, "agent", "--name", "open", "--bind", "127.0.0.1:0", "--control", control},
+                     dir.path() + "/open.log");
+  REQUIRE(agent.read_line(10s).has_value());
+  agent.send_signal(SIGTERM);
+  CHECK(agent.wait_exit(5s) == 0);
+  std::ifstream log(dir.path() + "/open.log");
+  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  CHECK(contains(text, "the cluster is open"));
+}
+
+TEST_CASE("shoal ckpt --help lists its subcommands, each with its own help") {
+  const auto ckpt = run_shoal({"ckpt", "--help"});
+  CHECK(ckpt.exit_code == 0);
+  CHECK(contains(ckpt.out, "Subcommands:"));
+  CHECK(contains(ckpt.out, "\n  ls "));
+  const auto ls = run_shoal({"ckpt", "ls", "--help"});
+  CHECK(ls.exit_code == 0);
+  CHECK(contains(ls.out, "usage: shoal ckpt ls"));
+  for (const char* flag : {"--control", "--name", "--json", "--verify"}) CHECK_MESSAGE(contains(ls.out, flag), flag);
+  const auto view = run_shoal({"view", "--help"});
+  CHECK(view.exit_code == 0);
+  CHECK(contains(view.out, "\n  force "));
+  const auto force = run_shoal({"view", "force", "--help"});
+  CHECK(force.exit_code == 0);
+  for (const char* flag : {"--control", "--name", "--yes"}) CHECK_MESSAGE(contains(force.out, flag), flag);
 }
 
 TEST_CASE("the control socket answers unknown, empty and oversized requests with an error document") {

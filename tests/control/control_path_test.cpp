@@ -23,6 +23,21 @@ TEST_CASE("clients look in every default place, most preferred first") {
         std::vector<std::string>{"/run/shoal/x.sock", "/run/user/7/shoal/x.sock", "/tmp/shoal-7/x.sock"});
 }
 
+TEST_CASE("a client that finds no agent says where it looked") {
+  // A directory that does not exist and a user id nobody has: no socket of another test is found there.
+  const std::string xdg = "/nonexistent/shoal-test";
+  const ControlDirs dirs{false, xdg, 4000000123u};
+  auto none = shoal::control::choose_control_socket(std::nullopt, std::nullopt, dirs);
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.error().message == "no shoal agent found on this machine (looked for " + xdg +
+                                    "/shoal/*.sock, /tmp/shoal-4000000123/*.sock); pass --control PATH or --name NAME");
+  auto named = shoal::control::choose_control_socket(std::nullopt, std::string("n1"), dirs);
+  REQUIRE_FALSE(named.ok());
+  CHECK(named.error().message == "no shoal agent named 'n1' on this machine (looked for " + xdg +
+                                     "/shoal/n1.sock, /tmp/shoal-4000000123/n1.sock)");
+  CHECK(*shoal::control::choose_control_socket(std::string("/x.sock"), std::nullopt, dirs) == "/x.sock");
+}
+
 TEST_CASE("member names become safe file names") {
   CHECK(control_file_name("node01") == "node01.sock");
   CHECK(control_file_name("host/0") == "host_0.sock");

@@ -185,5 +185,5 @@ TEST_CASE("a command that does not exist and worker flags without a command are 
   r = shoal::test::run_command(
       {SHOAL_BINARY, "agent", "--name", "a", "--bind", "127.0.0.1:0", "--workers", "sometimes", "--", "true"});
   CHECK(r.exit_code == 2);
-  CHECK(r.err.find("--workers must be restart or connect") != std::string::npos);
+  CHECK(r.err.find("--workers: must be restart or connect, not 'sometimes'") != std::string::npos);
 }

@@ -40,7 +40,7 @@ TEST_LEVEL = {
     'tests/sim': 'membership',     # the simulator runs the sans-IO cores alone
     'tests/support': 'control',    # helpers: processes, ports, a control-socket client
     'tests/gpu': 'session',
-    'tests/fuzz': 'session',       # each target fuzzes the decoder it includes
+    'tests/fuzz': 'ops',           # each target fuzzes the decoder it includes; the highest: the config file
     'bench': 'session',            # each benchmark measures the layer it includes
     'tests/integration': None,
     'examples': None,

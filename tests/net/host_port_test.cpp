@@ -43,6 +43,15 @@ TEST_CASE("seed lists split on commas and refuse empty entries") {
   CHECK_FALSE(parse_host_port_list("a:1,b").ok());
 }
 
+TEST_CASE("a seed list written with spaces is told that the list is comma-separated") {
+  for (const char* spaced : {"a:1 b:2", "a:1, b:2", "[::1]:1 [::2]:2"}) {
+    auto r = parse_host_port_list(spaced);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().message ==
+          std::string("'") + spaced + "': the list is comma-separated, without spaces (HOST:PORT,HOST:PORT)");
+  }
+}
+
 TEST_CASE("numeric ip:port round-trips and names are not numeric") {
   auto v4 = shoal::net::parse_ip_port("127.0.0.1:9");
   REQUIRE(v4.has_value());

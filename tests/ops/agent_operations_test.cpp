@@ -173,6 +173,22 @@ TEST_CASE("under Slurm a malformed node list is a usage error naming the variabl
   CHECK(contains(r.err, "--no-slurm"));
 }
 
+TEST_CASE("a switch set in the config file applies: no-slurm = true ignores a malformed Slurm environment") {
+  TempDir dir;
+  const std::string conf = dir.path() + "/agent.conf";
+  std::ofstream(conf) << "name = plain\nbind = 127.0.0.1:0\nno-slurm = true\n";
+  ScopedEnv env({{"SLURM_JOB_ID", "7"}, {"SLURM_STEP_NODELIST", "n[3-1]"}, {"SLURMD_NODENAME", "n1"}});
+  std::string line;
+  auto agent = start_agent({"--config", conf, "--control", dir.path() + "/p.sock"}, dir.path() + "/p.log", true, &line);
+  CHECK(contains(line, "shoal agent plain listening on 127.0.0.1:"));
+  agent->send_signal(SIGTERM);
+  CHECK(agent->wait_exit(10s) == 0);
+  std::ofstream(conf) << "name = plain\nbind = 127.0.0.1:0\nno-slurm = perhaps\n";
+  auto r = run_command({SHOAL_BINARY, "agent", "--config", conf});
+  CHECK(r.exit_code == 2);
+  CHECK(contains(r.err, conf + ":3: 'no-slurm' is a switch: true or false, not 'perhaps'"));
+}
+
 TEST_CASE("under systemd the agent notifies READY in a view, STATUS, WATCHDOG, RELOADING on SIGHUP, STOPPING") {
   TempDir dir;
   NotifySocket notify(dir.path() + "/notify.sock");
