@@ -53,6 +53,8 @@ def owner(rel):
     """(folder, level, layer): the folder a file belongs to, its level (None: the public API only) and the
     layer of src/ it stands for (its own for src/ folders; the tested one for tests/ and bench/)."""
     parts = rel.split('/')
+    if parts[:2] == ['src', 'pch']:
+        return 'pch', 'pch', None  # precompiled headers: a build aid, no layer; system headers only
     if parts[0] == 'src' and len(parts) > 2:
         return parts[1], LEVEL.get(parts[1], 'unknown'), parts[1]
     if parts[0] == 'tests' and len(parts) > 2:
@@ -109,6 +111,10 @@ def check_file(root, rel):
             problems.append(f'{where}: {folder} is a sans-IO core (no Asio, threads or sockets)')
             continue
         target = target_of(root, rel, quote, name)
+        if level == 'pch':
+            if target is not None and not (target[0] == 'src' and target[1] == 'pch'):
+                problems.append(f'{where}: precompiled headers hold system headers only')
+            continue
         if target is None or target[0] in ('public', 'local'):
             continue
         if level == 'public':
