@@ -1,50 +1,31 @@
-// The committed view, its status and its ranks, as a JSON document and as text for people.
+// The committed view, its status and its ranks, as the `view` reply and as text for people.
 #include "daemon/reports/view_report.hpp"
 
 #include <fmt/format.h>
 
-#include "control/json_writer.hpp"
 #include "ranks/rank_table.hpp"
 
 namespace shoal::daemon {
 
-std::string view_json(const std::string& self, const membership::View& view, const membership::KeeperStatus& status) {
+control::ViewReply view_report(const std::string& self, const membership::View& view,
+                               const membership::KeeperStatus& status) {
   const ranks::RankTable table(view);
-  control::JsonWriter w;
-  w.begin_object();
-  w.key("self").value(self);
-  w.key("epoch").value(view.epoch());
-  w.key("hash").value(fmt::format("{:016x}", view.hash()));
-  w.key("status").value(membership::to_string(status.phase));
-  w.key("reason").value(status.reason);
-  w.key("world_size").value(uint64_t{table.world_size()});
-  w.key("live_of_view").value(uint64_t{status.live_of_view});
-  w.key("in_view").value(status.in_view);
-  w.key("members").begin_array();
+  control::ViewReply reply;
+  reply.self = self;
+  reply.epoch = view.epoch();
+  reply.hash = fmt::format("{:016x}", view.hash());
+  reply.status = membership::to_string(status.phase);
+  reply.reason = status.reason;
+  reply.world_size = table.world_size();
+  reply.live_of_view = status.live_of_view;
+  reply.in_view = status.in_view;
   for (const auto& m : view.members()) {
-    w.begin_object();
-    w.key("name").value(m.name);
-    w.key("host").value(m.host);
-    w.key("addr").value(m.addr);
-    w.key("slots").value(uint64_t{m.slots});
-    w.key("join_epoch").value(m.join_epoch);
-    w.key("generation").value(m.generation);
-    w.end_object();
+    reply.members.push_back({m.name, m.host, m.addr, m.slots, m.join_epoch, m.generation});
   }
-  w.end_array();
-  w.key("ranks").begin_array();
   for (const auto& r : table.ranks()) {
-    w.begin_object();
-    w.key("rank").value(uint64_t{r.global_rank});
-    w.key("local_rank").value(uint64_t{r.local_rank});
-    w.key("node_rank").value(uint64_t{r.node_rank});
-    w.key("name").value(r.member);
-    w.key("slot").value(uint64_t{r.local_rank});
-    w.end_object();
+    reply.ranks.push_back({r.global_rank, r.local_rank, r.node_rank, r.member, r.local_rank});
   }
-  w.end_array();
-  w.end_object();
-  return w.str();
+  return reply;
 }
 
 Result<std::string> render_view_table(const control::JsonValue& doc) {
