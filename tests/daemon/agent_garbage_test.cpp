@@ -75,9 +75,7 @@ std::map<std::string, uint64_t> rejected(const AgentCluster& c, const std::strin
   std::map<std::string, uint64_t> out;
   const auto doc = c.members_doc(name);
   if (!doc) return out;
-  if (const auto* r = doc->find("rejected")) {
-    for (const auto& [cause, n] : r->members()) out[cause] = n.as_uint64().value_or(0);
-  }
+  for (const auto& [cause, n] : doc->rejected.by_cause) out[cause] = n;
   return out;
 }
 

@@ -28,35 +28,20 @@ control::ViewReply view_report(const std::string& self, const membership::View& 
   return reply;
 }
 
-Result<std::string> render_view_table(const control::JsonValue& doc) {
-  const auto text = [](const control::JsonValue& obj, const char* key) -> std::string {
-    const control::JsonValue* v = obj.find(key);
-    if (v == nullptr) return "?";
-    if (auto s = v->as_string()) return *s;
-    if (auto n = v->as_uint64()) return std::to_string(*n);
-    if (auto b = v->as_bool()) return *b ? "yes" : "no";
-    return "?";
-  };
-  const control::JsonValue* members = doc.find("members");
-  const control::JsonValue* ranks = doc.find("ranks");
-  if (members == nullptr || ranks == nullptr || doc.find("epoch") == nullptr) {
-    return fail("the agent's reply is not a view");
-  }
-  std::string out = "epoch " + text(doc, "epoch") + "  hash " + text(doc, "hash") + "  world size " +
-                    text(doc, "world_size") + "  status " + text(doc, "status");
-  const std::string reason = text(doc, "reason");
-  if (!reason.empty() && reason != "?") out += " (" + reason + ")";
+std::string render_view_table(const control::ViewReply& view) {
+  std::string out =
+      fmt::format("epoch {}  hash {}  world size {}  status {}", view.epoch, view.hash, view.world_size, view.status);
+  if (!view.reason.empty()) out += " (" + view.reason + ")";
   out += "\n";
-  if (text(doc, "in_view") == "no") out += "this member (" + text(doc, "self") + ") is not in the view\n";
+  if (!view.in_view) out += "this member (" + view.self + ") is not in the view\n";
   out += fmt::format("{:<20} {:<22} {:>5} {:>6}  {}\n", "MEMBER", "ADDR", "SLOTS", "JOINED", "RANKS");
-  for (const auto& m : members->items()) {
-    const std::string name = text(m, "name");
+  for (const auto& m : view.members) {
     std::string rank_list;
-    for (const auto& r : ranks->items()) {
-      if (text(r, "name") == name) rank_list += (rank_list.empty() ? "" : ",") + text(r, "rank");
+    for (const auto& r : view.ranks) {
+      if (r.name == m.name) rank_list += (rank_list.empty() ? "" : ",") + std::to_string(r.rank);
     }
-    out += fmt::format("{:<20} {:<22} {:>5} {:>6}  {}\n", name + (name == text(doc, "self") ? " *" : ""),
-                       text(m, "addr"), text(m, "slots"), text(m, "join_epoch"), rank_list.empty() ? "-" : rank_list);
+    out += fmt::format("{:<20} {:<22} {:>5} {:>6}  {}\n", m.name + (m.name == view.self ? " *" : ""), m.addr, m.slots,
+                       m.join_epoch, rank_list.empty() ? "-" : rank_list);
   }
   return out;
 }

@@ -4,8 +4,6 @@
 
 #include <string>
 
-#include "base/result.hpp"
-#include "control/json_reader.hpp"
 #include "control/replies/view.hpp"
 #include "membership/config.hpp"
 #include "membership/view.hpp"
@@ -15,6 +13,7 @@ namespace shoal::daemon {
 control::ViewReply view_report(const std::string& self, const membership::View& view,
                                const membership::KeeperStatus& status);
 
-Result<std::string> render_view_table(const control::JsonValue& doc);
+// The view as `shoal view` prints it: a header line, then one row per member with its ranks.
+std::string render_view_table(const control::ViewReply& view);
 
 }  // namespace shoal::daemon
