@@ -41,6 +41,10 @@ gossip="src/gossip/broadcast_queue.cpp src/gossip/codec.cpp src/gossip/member_ta
   src/gossip/probe_order.cpp src/gossip/push_pull.cpp src/gossip/suspicion.cpp src/gossip/swim.cpp
   src/gossip/swim_probe.cpp src/gossip/swim_streams.cpp src/gossip/swim_updates.cpp src/gossip/types.cpp
   src/base/log.cpp $proto/gossip.pb.cc"
+# The control socket's typed replies (nlohmann-json is header-only: nothing to link).
+replies="src/control/replies/ckpt_ls.cpp src/control/replies/document.cpp src/control/replies/errors_and_acks.cpp
+  src/control/replies/members.cpp src/control/replies/session.cpp src/control/replies/stats.cpp
+  src/control/replies/status.cpp src/control/replies/view.cpp"
 declare -A sources=(
   [fuzz_packet]="src/wire/packet.cpp src/wire/reject.cpp $proto/envelope.pb.cc"
   [fuzz_sealed]="src/wire/sealed_packet.cpp src/wire/cluster_key.cpp src/wire/replay_guard.cpp"
@@ -49,7 +53,7 @@ declare -A sources=(
   [fuzz_view_codec]="src/membership/view_codec.cpp src/membership/view.cpp src/wire/reject.cpp $proto/membership.pb.cc"
   [fuzz_ckpt_header]="src/ckpt_shm/version_layout.cpp src/ckpt_shm/version_stream.cpp src/ckpt_shm/checksum.cpp
     src/ckpt_shm/shm_segment.cpp src/ckpt_shm/device/absent_copy.cpp"
-  [fuzz_json]="src/control/json_reader.cpp src/control/json_writer.cpp src/control/handlers.cpp"
+  [fuzz_json]="$replies src/control/handlers.cpp"
   [fuzz_key_text]="src/wire/cluster_key.cpp"
   [fuzz_swim]="$gossip src/wire/packet.cpp src/wire/reject.cpp $proto/envelope.pb.cc"
   [fuzz_manifest]="src/ckpt_shm/persist_files.cpp src/ckpt_shm/persist_io.cpp src/ckpt_shm/version_layout.cpp
@@ -60,7 +64,7 @@ declare -A sources=(
     src/wire/cluster_key.cpp src/wire/replay_guard.cpp src/net/stream_hello.cpp src/membership/view_codec.cpp
     src/membership/view.cpp src/ckpt_shm/version_layout.cpp src/ckpt_shm/checksum.cpp src/ckpt_shm/shm_segment.cpp
     src/ckpt_shm/device/absent_copy.cpp src/ckpt_shm/persist_files.cpp src/ckpt_shm/persist_io.cpp
-    $proto/envelope.pb.cc $proto/membership.pb.cc $proto/rendezvous.pb.cc $gossip"
+    $proto/envelope.pb.cc $proto/membership.pb.cc $proto/rendezvous.pb.cc $gossip $replies"
 )
 declare -A libs=(
   [fuzz_packet]="-lprotobuf" [fuzz_sealed]="-lsodium" [fuzz_frame]="" [fuzz_hello]="-lprotobuf"

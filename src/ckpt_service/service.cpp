@@ -9,7 +9,7 @@
 #include "ckpt_service/held_versions.hpp"
 #include "ckpt_shm/host_budget.hpp"
 #include "ckpt_shm/shm_segment.hpp"
-#include "control/json_writer.hpp"
+#include "control/replies/ckpt_ls.hpp"
 #include "ranks/replica_placement.hpp"
 
 namespace shoal::ckpt_service {
@@ -379,64 +379,50 @@ CheckpointCounters CheckpointService::counters() const {
 }
 
 std::string CheckpointService::ls_json(bool verify) const {
-  control::JsonWriter w;
-  w.begin_object().key("job").value(cfg_.job).key("store").value(cfg_.store);
-  w.key("replicas").value(cfg_.replicas).key("budget_bytes").value(cfg_.budget_bytes);
-  w.key("held").begin_array();
+  control::CkptLsReply reply;
+  reply.job = cfg_.job;
+  reply.store = cfg_.store;
+  reply.replicas = cfg_.replicas;
+  reply.budget_bytes = cfg_.budget_bytes;
   for (const auto& h : held()) {
-    w.begin_object().key("segment").value(h.segment).key("kind").value(h.replica ? "replica" : "local");
-    w.key("segment_bytes").value(h.segment_bytes);
-    if (h.version) {
-      if (h.replica) {
-        std::lock_guard lock(mu_);
-        const auto o = origins_.find({h.version->id.rank, h.version->id.step});
-        w.key("from").value(o != origins_.end() ? o->second : std::string("(an earlier run of this agent)"));
-      } else {
-        w.key("from").value("(a trainer on this host)");
-      }
-      w.key("sealed").value(true).key("job").value(h.version->id.job).key("rank").value(h.version->id.rank);
-      w.key("step").value(h.version->id.step).key("world").value(h.version->id.world);
-      w.key("bytes")
-          .value(h.version->total_bytes)
-          .key("buffers")
-          .value(static_cast<uint64_t>(h.version->buffers.size()));
-      if (verify) {
-        auto seg = ckpt::ShmSegment::open_existing(h.segment);
-        auto checked = seg ? ckpt::decode_version(seg->bytes(), ckpt::DataCheck::verify)
-                           : Result<ckpt::VersionInfo, ckpt::LayoutError>(Unexpected<ckpt::LayoutError>{
-                                 ckpt::LayoutError{ckpt::LayoutCause::truncated, "gone"}});
-        w.key("verified").value(checked.ok());
-        if (!checked)
-          w.key("problem").value(std::string(ckpt::name(checked.error().cause)) + ": " + checked.error().detail);
-      }
-    } else {
-      w.key("sealed").value(false).key("problem").value(h.problem);
+    control::HeldRow& row = reply.held.emplace_back();
+    row.segment = h.segment;
+    row.kind = h.replica ? "replica" : "local";
+    row.segment_bytes = h.segment_bytes;
+    if (!h.version) {
+      row.problem = h.problem;
+      continue;
     }
-    w.end_object();
+    if (h.replica) {
+      std::lock_guard lock(mu_);
+      const auto o = origins_.find({h.version->id.rank, h.version->id.step});
+      row.from = o != origins_.end() ? o->second : std::string("(an earlier run of this agent)");
+    } else {
+      row.from = "(a trainer on this host)";
+    }
+    row.version = control::HeldVersion{h.version->id.job,   h.version->id.rank,     h.version->id.step,
+                                       h.version->id.world, h.version->total_bytes, h.version->buffers.size()};
+    if (verify) {
+      auto seg = ckpt::ShmSegment::open_existing(h.segment);
+      auto checked = seg ? ckpt::decode_version(seg->bytes(), ckpt::DataCheck::verify)
+                         : Result<ckpt::VersionInfo, ckpt::LayoutError>(
+                               Unexpected<ckpt::LayoutError>{ckpt::LayoutError{ckpt::LayoutCause::truncated, "gone"}});
+      row.verified = checked.ok();
+      if (!checked) row.problem = std::string(ckpt::name(checked.error().cause)) + ": " + checked.error().detail;
+    }
   }
-  w.end_array();
   const auto c = counters();
-  w.key("counters").begin_object();
-  w.key("pushed").value(c.pushed).key("push_skipped").value(c.push_skipped).key("push_failed").value(c.push_failed);
-  w.key("push_superseded").value(c.push_superseded).key("received").value(c.received);
-  w.key("receive_refused").value(c.receive_refused).key("fetches_served").value(c.fetches_served);
-  w.key("evicted").value(c.evicted);
-  w.end_object();
+  reply.counters = {c.pushed,   c.push_skipped,    c.push_failed,    c.push_superseded,
+                    c.received, c.receive_refused, c.fetches_served, c.evicted};
   if (persister_) {
     const auto& dir = persister_->dir();
-    w.key("persist_dir").value(dir.job_dir()).key("persisted").begin_array();
-    for (const auto& p : dir.list()) {
-      w.begin_object().key("rank").value(p.rank).key("step").value(p.step).key("world").value(p.world);
-      w.key("bytes").value(p.bytes).key("path").value(p.path).end_object();
-    }
-    w.end_array();
+    control::PersistSection& p = reply.persist.emplace();
+    p.dir = dir.job_dir();
+    for (const auto& v : dir.list()) p.files.push_back({v.rank, v.step, v.world, v.bytes, v.path});
     const auto pc = dir.counters();
-    w.key("persist_counters").begin_object().key("persisted").value(pc.persisted).key("bytes").value(pc.bytes);
-    w.key("refused").value(pc.refused).key("cancelled").value(pc.cancelled).key("failed").value(pc.failed);
-    w.key("removed").value(pc.removed).key("busy").value(persister_->busy()).end_object();
+    p.counters = {pc.persisted, pc.bytes, pc.refused, pc.cancelled, pc.failed, pc.removed, persister_->busy()};
   }
-  w.end_object();
-  return w.str();
+  return control::write_reply(reply);
 }
 
 }  // namespace shoal::ckpt_service

@@ -23,49 +23,31 @@ std::string human_bytes(uint64_t b) {
   return out;
 }
 
-int print_table(const control::JsonValue& doc, bool verify) {
-  const auto text = [](const control::JsonValue& v, const char* key) {
-    const control::JsonValue* f = v.find(key);
-    return f ? f->as_string().value_or("") : std::string();
-  };
-  const auto number = [](const control::JsonValue& v, const char* key) {
-    const control::JsonValue* f = v.find(key);
-    return f ? f->as_uint64().value_or(0) : 0;
-  };
-  const auto flag = [](const control::JsonValue& v, const char* key) {
-    const control::JsonValue* f = v.find(key);
-    return f && f->as_bool().value_or(false);
-  };
-  std::printf("job %s, segments /dev/shm/shoal.%s.*\n", text(doc, "job").c_str(), text(doc, "store").c_str());
+int print_table(const control::CkptLsReply& doc, bool verify) {
+  std::printf("job %s, segments /dev/shm/shoal.%s.*\n", doc.job.c_str(), doc.store.c_str());
   std::printf("%-8s %5s %10s %5s %12s %-8s %-28s %s\n", "KIND", "RANK", "STEP", "WORLD", "BYTES",
               verify ? "VERIFIED" : "SEALED", "FROM", "SEGMENT");
-  const control::JsonValue* held = doc.find("held");
-  size_t rows = 0;
-  for (const auto& h : held ? held->items() : std::vector<control::JsonValue>{}) {
-    ++rows;
-    if (!flag(h, "sealed")) {
-      std::printf("%-8s %5s %10s %5s %12s %-8s %-28s %s  (%s)\n", text(h, "kind").c_str(), "-", "-", "-",
-                  human_bytes(number(h, "segment_bytes")).c_str(), "no", "-", text(h, "segment").c_str(),
-                  text(h, "problem").c_str());
+  for (const auto& h : doc.held) {
+    if (!h.version) {
+      std::printf("%-8s %5s %10s %5s %12s %-8s %-28s %s  (%s)\n", h.kind.c_str(), "-", "-", "-",
+                  human_bytes(h.segment_bytes).c_str(), "no", "-", h.segment.c_str(), h.problem.value_or("").c_str());
       continue;
     }
+    const bool verified = h.verified.value_or(false);
     std::string state = "yes";
-    if (verify) state = flag(h, "verified") ? "yes" : "FAILED";
-    std::printf("%-8s %5" PRIu64 " %10" PRIu64 " %5" PRIu64 " %12s %-8s %-28s %s%s\n", text(h, "kind").c_str(),
-                number(h, "rank"), number(h, "step"), number(h, "world"), human_bytes(number(h, "bytes")).c_str(),
-                state.c_str(), text(h, "from").c_str(), text(h, "segment").c_str(),
-                verify && !flag(h, "verified") ? ("  (" + text(h, "problem") + ")").c_str() : "");
+    if (verify) state = verified ? "yes" : "FAILED";
+    std::printf("%-8s %5" PRIu32 " %10" PRIu64 " %5" PRIu32 " %12s %-8s %-28s %s%s\n", h.kind.c_str(), h.version->rank,
+                h.version->step, h.version->world, human_bytes(h.version->bytes).c_str(), state.c_str(),
+                h.from.value_or("").c_str(), h.segment.c_str(),
+                verify && !verified ? ("  (" + h.problem.value_or("") + ")").c_str() : "");
   }
-  if (rows == 0) std::printf("(nothing held)\n");
-  if (const control::JsonValue* dir = doc.find("persist_dir")) {
-    const control::JsonValue* persisted = doc.find("persisted");
-    const auto files = persisted ? persisted->items() : std::vector<control::JsonValue>{};
-    std::printf("\npersisted in %s: %zu version(s)%s\n", dir->as_string().value_or("").c_str(), files.size(),
-                doc.find("persist_counters") && flag(*doc.find("persist_counters"), "busy") ? ", writing" : "");
-    for (const auto& p : files) {
-      std::printf("%-8s %5" PRIu64 " %10" PRIu64 " %5" PRIu64 " %12s %-8s %-28s %s\n", "disk", number(p, "rank"),
-                  number(p, "step"), number(p, "world"), human_bytes(number(p, "bytes")).c_str(), "yes", "(this agent)",
-                  text(p, "path").c_str());
+  if (doc.held.empty()) std::printf("(nothing held)\n");
+  if (const auto& persist = doc.persist) {
+    std::printf("\npersisted in %s: %zu version(s)%s\n", persist->dir.c_str(), persist->files.size(),
+                persist->counters.busy ? ", writing" : "");
+    for (const auto& p : persist->files) {
+      std::printf("%-8s %5" PRIu32 " %10" PRIu64 " %5" PRIu32 " %12s %-8s %-28s %s\n", "disk", p.rank, p.step, p.world,
+                  human_bytes(p.bytes).c_str(), "yes", "(this agent)", p.path.c_str());
     }
   }
   return kExitOk;
@@ -74,7 +56,7 @@ int print_table(const control::JsonValue& doc, bool verify) {
 int ls_command(const std::optional<std::string>& control, const std::optional<std::string>& name, bool json,
                bool verify) {
   return ask_agent("shoal ckpt ls", control, name, verify ? "ckpt-ls verify" : "ckpt-ls",
-                   [json, verify](const control::JsonValue& doc, const std::string& raw) {
+                   [json, verify](const control::CkptLsReply& doc, const std::string& raw) {
                      if (json) {
                        std::cout << raw << (raw.empty() || raw.back() != '\n' ? "\n" : "");
                        return kExitOk;

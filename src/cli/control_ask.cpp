@@ -22,29 +22,31 @@ Result<std::string> agent_socket(const std::optional<std::string>& control, cons
   return control::choose_control_socket(control, name);
 }
 
-int ask_agent(const std::string& who, const std::optional<std::string>& control, const std::optional<std::string>& name,
-              const std::string& request,
-              const std::function<int(const control::JsonValue&, const std::string&)>& print) {
+std::optional<AgentAnswer> ask_agent_document(const std::string& who, const std::optional<std::string>& control,
+                                              const std::optional<std::string>& name, const std::string& request,
+                                              int& exit_code) {
+  exit_code = kExitFailure;
   auto path = agent_socket(control, name);
   if (!path) {
     std::cerr << who << ": " << path.error().message << "\n";
-    return kExitFailure;
+    return std::nullopt;
   }
   auto reply = control::control_request(*path, request);
   if (!reply) {
     std::cerr << who << ": " << reply.error().message << "\n";
-    return kExitFailure;
+    return std::nullopt;
   }
-  auto doc = control::parse_json(*reply);
+  auto doc = control::parse_document(*reply);
   if (!doc) {
     std::cerr << who << ": the agent at " << *path << " sent an unreadable reply: " << doc.error().message << "\n";
-    return kExitFailure;
+    return std::nullopt;
   }
-  if (const control::JsonValue* err = doc->find("error")) {
-    std::cerr << who << ": " << err->as_string().value_or("?") << "\n";
-    return kExitFailure;
+  if (const auto error = control::error_of(*doc)) {
+    std::cerr << who << ": " << *error << "\n";
+    return std::nullopt;
   }
-  return print(*doc, *reply);
+  exit_code = kExitOk;
+  return AgentAnswer{*path, std::move(*reply), std::move(*doc)};
 }
 
 }  // namespace shoal::cli

@@ -7,7 +7,7 @@
 #include "cli/control_ask.hpp"
 #include "cli/members_table.hpp"
 #include "control/client.hpp"
-#include "control/json_reader.hpp"
+#include "control/replies/members.hpp"
 #include "control/socket_path.hpp"
 
 namespace shoal::cli {
@@ -33,14 +33,20 @@ int members_command(std::span<const std::string> args) {
     std::cerr << "shoal members: " << reply.error().message << "\n";
     return kExitFailure;
   }
-  auto doc = control::parse_json(*reply);
+  auto doc = control::parse_document(*reply);
   if (!doc) {
     std::cerr << "shoal members: the agent at " << *path << " sent an unreadable reply: " << doc.error().message
               << "\n";
     return kExitFailure;
   }
-  if (const control::JsonValue* err = doc->find("error")) {
-    std::cerr << "shoal members: the agent refused: " << err->as_string().value_or("?") << "\n";
+  if (const auto err = control::error_of(*doc)) {
+    std::cerr << "shoal members: the agent refused: " << *err << "\n";
+    return kExitFailure;
+  }
+  auto members = control::read_reply<control::MembersReply>(*doc);
+  if (!members) {
+    std::cerr << "shoal members: the agent at " << *path << " sent an unexpected reply: " << members.error().message
+              << "\n";
     return kExitFailure;
   }
   if (json) {
@@ -48,12 +54,7 @@ int members_command(std::span<const std::string> args) {
     if (reply->empty() || reply->back() != '\n') std::cout << "\n";
     return kExitOk;
   }
-  auto table = render_members_table(*doc);
-  if (!table) {
-    std::cerr << "shoal members: " << table.error().message << "\n";
-    return kExitFailure;
-  }
-  std::cout << *table;
+  std::cout << render_members_table(*members);
   return kExitOk;
 }
 

@@ -7,27 +7,13 @@
 
 namespace shoal::cli {
 
-Result<std::string> render_members_table(const control::JsonValue& doc) {
-  const control::JsonValue* self = doc.find("self");
-  const control::JsonValue* members = doc.find("members");
-  if (self == nullptr || !self->as_string() || members == nullptr ||
-      members->kind() != control::JsonValue::Kind::array) {
-    return fail("the agent's reply is not a member list");
-  }
+std::string render_members_table(const control::MembersReply& reply) {
   constexpr size_t kColumns = 5;
   std::vector<std::array<std::string, kColumns>> rows;
   rows.push_back({"NAME", "ADDR", "STATE", "INCARNATION", "GENERATION"});
-  for (const auto& m : members->items()) {
-    const auto text = [&](const char* key) -> std::string {
-      const control::JsonValue* v = m.find(key);
-      if (v == nullptr) return "?";
-      if (auto s = v->as_string()) return *s;
-      if (auto n = v->as_uint64()) return std::to_string(*n);
-      return "?";
-    };
-    std::string name = text("name");
-    if (name == *self->as_string()) name += " (self)";
-    rows.push_back({name, text("addr"), text("state"), text("incarnation"), text("generation")});
+  for (const auto& m : reply.members) {
+    rows.push_back({m.name == reply.self ? m.name + " (self)" : m.name, m.addr, m.state, std::to_string(m.incarnation),
+                    std::to_string(m.generation)});
   }
   std::array<size_t, kColumns> width{};
   for (const auto& row : rows) {
@@ -43,11 +29,8 @@ Result<std::string> render_members_table(const control::JsonValue& doc) {
     out += line + "\n";
   }
   std::string rejected;
-  if (const control::JsonValue* r = doc.find("rejected")) {
-    for (const auto& [cause, count] : r->members()) {
-      const auto n = count.as_uint64();
-      if (n && *n > 0) rejected += (rejected.empty() ? "" : ", ") + cause + " " + std::to_string(*n);
-    }
+  for (const auto& [cause, count] : reply.rejected.by_cause) {
+    if (count > 0) rejected += (rejected.empty() ? "" : ", ") + cause + " " + std::to_string(count);
   }
   out += "rejected inputs: " + (rejected.empty() ? std::string("none") : rejected) + "\n";
   return out;

@@ -1,14 +1,13 @@
-// `shoal members` for people: the `members` JSON document rendered as an aligned table.
+// `shoal members` for people: the `members` reply rendered as an aligned table.
 #pragma once
 
 #include <string>
 
-#include "base/result.hpp"
-#include "control/json_reader.hpp"
+#include "control/replies/members.hpp"
 
 namespace shoal::cli {
 
-// Fails when the document does not have the shape members_json() writes.
-Result<std::string> render_members_table(const control::JsonValue& doc);
+// One row per member (self marked), then the refused inputs on one line.
+std::string render_members_table(const control::MembersReply& reply);
 
 }  // namespace shoal::cli

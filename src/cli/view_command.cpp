@@ -5,7 +5,6 @@
 #include "cli/cli.hpp"
 #include "cli/command_line.hpp"
 #include "cli/control_ask.hpp"
-#include "control/json_reader.hpp"
 #include "daemon/reports/view_report.hpp"
 
 namespace shoal::cli {
@@ -16,17 +15,15 @@ int force_command(const std::optional<std::string>& control, const std::optional
     std::cerr << "shoal view force: refusing without --yes (read `shoal view force --help` for the risk)\n";
     return kExitUsage;
   }
-  return ask_agent(
-      "shoal view force", control, name, "view-force yes", [](const control::JsonValue& doc, const std::string&) {
-        const control::JsonValue* forced = doc.find("forced");
-        if (forced == nullptr || !forced->as_bool().value_or(false)) {
-          const control::JsonValue* why = doc.find("error");
-          std::cerr << "shoal view force: not forced: " << (why ? why->as_string().value_or("?") : "?") << "\n";
-          return kExitFailure;
-        }
-        std::cout << "forced: committed epoch " << doc.find("epoch")->as_uint64().value_or(0) << "\n";
-        return kExitOk;
-      });
+  return ask_agent("shoal view force", control, name, "view-force yes",
+                   [](const control::ForceReply& doc, const std::string&) {
+                     if (!doc.forced) {
+                       std::cerr << "shoal view force: not forced: " << doc.error.value_or("?") << "\n";
+                       return kExitFailure;
+                     }
+                     std::cout << "forced: committed epoch " << doc.epoch << "\n";
+                     return kExitOk;
+                   });
 }
 
 }  // namespace
@@ -56,17 +53,12 @@ int view_command(std::span<const std::string> args) {
   force->excludes(json_flag);
   if (auto done = parse_command(*app, args)) return *done;
   if (force->parsed()) return force_command(control, name, yes);
-  return ask_agent("shoal view", control, name, "view", [json](const control::JsonValue& doc, const std::string& raw) {
+  return ask_agent("shoal view", control, name, "view", [json](const control::ViewReply& doc, const std::string& raw) {
     if (json) {
       std::cout << raw << (raw.empty() || raw.back() != '\n' ? "\n" : "");
       return kExitOk;
     }
-    auto table = daemon::render_view_table(doc);
-    if (!table) {
-      std::cerr << "shoal view: " << table.error().message << "\n";
-      return kExitFailure;
-    }
-    std::cout << *table;
+    std::cout << daemon::render_view_table(doc);
     return kExitOk;
   });
 }

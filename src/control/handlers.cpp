@@ -3,7 +3,7 @@
 
 #include <exception>
 
-#include "control/json_writer.hpp"
+#include "control/replies/errors_and_acks.hpp"
 
 namespace shoal::control {
 
@@ -80,11 +80,9 @@ std::optional<std::chrono::milliseconds> ControlHandlers::dispatch_async(std::st
 }
 
 std::string ControlHandlers::error_reply(std::string_view message) const {
-  JsonWriter w;
-  w.begin_object().key("error").value(message).key("requests").begin_array();
-  for (const auto& e : entries_) w.value(e.name);
-  w.end_array().end_object();
-  return w.str();
+  ErrorReply reply{std::string(message), {}};
+  for (const auto& e : entries_) reply.requests.push_back(e.name);
+  return write_reply(reply);
 }
 
 std::string ControlHandlers::dispatch(std::string_view line) const {

@@ -10,7 +10,7 @@
 #include <random>
 
 #include "base/log.hpp"
-#include "control/json_writer.hpp"
+#include "control/replies/errors_and_acks.hpp"
 #include "control/server.hpp"
 #include "control/socket_path.hpp"
 #include "daemon/gossip_runtime.hpp"
@@ -170,7 +170,7 @@ void Agent::add_view_observer(std::function<void(const membership::View&)> obser
 std::string Agent::view_reply() const {
   if (!membership_) return control_handlers_.error_reply("the agent has not started");
   const auto& k = membership_->keeper();
-  return view_json(cfg_.name, k.view(), k.status());
+  return control::write_reply(view_report(cfg_.name, k.view(), k.status()));
 }
 
 std::string Agent::committed_reply(std::span<const std::string> args) {
@@ -185,9 +185,7 @@ std::string Agent::committed_reply(std::span<const std::string> args) {
   if (!rank || !step) return control_handlers_.error_reply("usage: ckpt-committed RANK STEP (non-negative integers)");
   if (!checkpoints_) return control_handlers_.error_reply("the agent has not started");
   checkpoints_->committed(static_cast<uint32_t>(*rank), *step);
-  control::JsonWriter w;
-  w.begin_object().key("ok").value(true).end_object();
-  return w.str();
+  return control::write_reply(control::CommittedReply{true});
 }
 
 std::string Agent::force_reply(std::span<const std::string> args) {
@@ -196,13 +194,9 @@ std::string Agent::force_reply(std::span<const std::string> args) {
     return control_handlers_.error_reply("view-force needs the confirmation word: view-force yes");
   }
   const Status st = membership_->force();
-  control::JsonWriter w;
-  w.begin_object();
-  w.key("forced").value(st.ok());
-  if (!st) w.key("error").value(st.error().message);
-  w.key("epoch").value(membership_->keeper().view().epoch());
-  w.end_object();
-  return w.str();
+  control::ForceReply reply{st.ok(), std::nullopt, membership_->keeper().view().epoch()};
+  if (!st) reply.error = st.error().message;
+  return control::write_reply(reply);
 }
 
 std::string Agent::members_reply() const {

@@ -8,7 +8,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <charconv>
 
-#include "control/json_writer.hpp"
+#include "control/replies/session.hpp"
 #include "daemon/reports/view_report.hpp"
 
 namespace shoal::daemon {
@@ -36,18 +36,8 @@ SessionFeed::SessionFeed(boost::asio::io_context& io, control::ControlHandlers& 
   handlers.add("session-info", "who this agent is, for a trainer that connects to it", [this](auto args) {
     (void)args;
     const SessionInfo i = info_();
-    control::JsonWriter w;
-    w.begin_object();
-    w.key("name").value(i.name);
-    w.key("generation").value(i.generation);
-    w.key("addr").value(i.addr);
-    w.key("cluster").value(i.cluster);
-    w.key("slots").value(uint64_t{i.slots});
-    w.key("job").value(i.job);
-    w.key("store").value(i.store);
-    w.key("key_file").value(i.key_file);
-    w.end_object();
-    return w.str();
+    return control::write_reply(
+        control::SessionInfoReply{i.name, i.generation, i.addr, i.cluster, i.slots, i.job, i.store, i.key_file});
   });
   handlers.add_async("session-wait", "SEQ TIMEOUT_MS: the committed view and failures, once newer than SEQ (long poll)",
                      std::chrono::milliseconds(kMaxWaitMs),
@@ -83,20 +73,10 @@ SessionFeed::~SessionFeed() {
 }
 
 std::string SessionFeed::state_json() const {
-  control::JsonWriter w;
-  w.begin_object();
-  w.key("seq").value(seq_);
-  w.key("broken_epoch").value(broken_epoch_);
-  w.key("broken_why").value(broken_why_);
-  w.key("failures").value(failures_);
-  w.end_object();
-  std::string doc = w.str();
-  // The view as `shoal view --json` shows it, under "view" (null before the first view).
-  doc.pop_back();
-  doc += ",\"view\":";
-  doc += view_ ? view_json(info_().name, *view_, membership::KeeperStatus{}) : std::string("null");
-  doc += "}";
-  return doc;
+  control::SessionWaitReply reply{seq_, broken_epoch_, broken_why_, failures_, std::nullopt};
+  // The view as `shoal view --json` shows it (null before the first view).
+  if (view_) reply.view = view_report(info_().name, *view_, membership::KeeperStatus{});
+  return control::write_reply(reply);
 }
 
 void SessionFeed::notify() {

@@ -3,7 +3,7 @@
 
 #include "base/log.hpp"
 #include "control/client.hpp"
-#include "control/json_reader.hpp"
+#include "control/replies/session.hpp"
 #include "net/endpoint_text.hpp"
 #include "net/stream_hello.hpp"
 #include "wire/packet.hpp"
@@ -16,35 +16,23 @@ constexpr uint32_t kPollMs = 500;
 // The agent is gone when its control socket has refused this many polls in a row.
 constexpr int kMaxFailedPolls = 20;
 
-std::string text_of(const control::JsonValue& v, const char* key) {
-  const auto* f = v.find(key);
-  return f ? f->as_string().value_or("") : "";
-}
-
-uint64_t number_of(const control::JsonValue& v, const char* key) {
-  const auto* f = v.find(key);
-  return f ? f->as_uint64().value_or(0) : 0;
-}
-
-// The view of a `view --json` document, checked against its hash.
-Result<membership::View> view_from_json(const control::JsonValue& doc) {
-  const auto* members = doc.find("members");
-  if (!members) return fail("no members in the view document");
+// The view of a `view` reply, checked against its hash.
+Result<membership::View> view_from_reply(const control::ViewReply& reply) {
   std::vector<membership::ViewMember> list;
-  for (const auto& m : members->items()) {
+  for (const auto& m : reply.members) {
     membership::ViewMember vm;
-    vm.name = text_of(m, "name");
-    vm.host = text_of(m, "host");
-    vm.addr = text_of(m, "addr");
-    vm.slots = static_cast<uint32_t>(number_of(m, "slots"));
-    vm.join_epoch = number_of(m, "join_epoch");
-    vm.generation = number_of(m, "generation");
+    vm.name = m.name;
+    vm.host = m.host;
+    vm.addr = m.addr;
+    vm.slots = m.slots;
+    vm.join_epoch = m.join_epoch;
+    vm.generation = m.generation;
     list.push_back(std::move(vm));
   }
-  auto view = membership::View::make(number_of(doc, "epoch"), std::move(list));
+  auto view = membership::View::make(reply.epoch, std::move(list));
   if (!view) return fail("the agent sent an invalid view: " + view.error().message);
-  if (fmt::format("{:016x}", view->hash()) != text_of(doc, "hash")) {
-    return fail("the agent's view does not match its hash " + text_of(doc, "hash"));
+  if (fmt::format("{:016x}", view->hash()) != reply.hash) {
+    return fail("the agent's view does not match its hash " + reply.hash);
   }
   return view;
 }
@@ -58,16 +46,17 @@ ConnectedSession::~ConnectedSession() { leave(); }
 Status ConnectedSession::begin() {
   auto reply = control::control_request(opt_.control_path, "session-info");
   if (!reply) return fail(reply.error().message);
-  auto doc = control::parse_json(*reply);
-  if (!doc || !doc->find("name")) {
-    return fail("the agent at " + opt_.control_path + " does not serve trainers (no session-info): " + *reply);
+  auto doc = control::parse_reply<control::SessionInfoReply>(*reply);
+  if (!doc) {
+    return fail("the agent at " + opt_.control_path + " does not serve trainers (" + doc.error().message +
+                "): " + *reply);
   }
   SessionIdentity id;
-  id.name = text_of(*doc, "name");
-  id.generation = number_of(*doc, "generation");
+  id.name = doc->name;
+  id.generation = doc->generation;
   id.slot = opt_.slot;
-  agent_addr_ = text_of(*doc, "addr");
-  const auto slots = number_of(*doc, "slots");
+  agent_addr_ = doc->addr;
+  const auto slots = doc->slots;
   if (id.slot >= slots) {
     return fail("slot " + std::to_string(id.slot) + " does not exist: the agent " + id.name + " has " +
                 std::to_string(slots) + " slot(s)");
@@ -77,23 +66,22 @@ Status ConnectedSession::begin() {
   id.bind_ip = ip->ip.to_string();
   // A keyed cluster: this trainer seals its own hellos with the agent's key file (the same host, and
   // normally the same user; a trainer that may not read it gets this error rather than refusals).
-  const std::string key_file = doc->find("key_file") ? text_of(*doc, "key_file") : std::string();
-  auto keys = net::load_cluster_keys(key_file);
+  auto keys = net::load_cluster_keys(doc->key_file);
   if (!keys) return fail("the agent's cluster key: " + keys.error().message);
   auto seal = std::make_shared<net::ClusterSeal>(std::move(*keys));
   id.rendezvous_hello = net::OutgoingHello(
-      net::encode_hello(wire::make_envelope(text_of(*doc, "cluster"), id.name + "/" + std::to_string(id.slot),
-                                            id.generation, agent_addr_),
-                        wire::Hello::RENDEZVOUS),
+      net::encode_hello(
+          wire::make_envelope(doc->cluster, id.name + "/" + std::to_string(id.slot), id.generation, agent_addr_),
+          wire::Hello::RENDEZVOUS),
       seal);
-  id.checkpoints.job = text_of(*doc, "job");
-  id.checkpoints.store = text_of(*doc, "store");
+  id.checkpoints.job = doc->job;
+  id.checkpoints.store = doc->store;
   id.checkpoints.holder = id.name;
   id.checkpoints.agent_addr = agent_addr_;
   id.checkpoints.ckpt_hello = net::OutgoingHello(
-      net::encode_hello(wire::make_envelope(text_of(*doc, "cluster"), id.name + "/" + std::to_string(id.slot),
-                                            id.generation, agent_addr_),
-                        wire::Hello::CKPT_STREAM),
+      net::encode_hello(
+          wire::make_envelope(doc->cluster, id.name + "/" + std::to_string(id.slot), id.generation, agent_addr_),
+          wire::Hello::CKPT_STREAM),
       seal);
   id.checkpoints.exchange_timeout = opt_.rendezvous_timeout;
   id.checkpoints.committed = [path = opt_.control_path](uint32_t rank, uint64_t step) {
@@ -123,21 +111,20 @@ void ConnectedSession::follow() {
     auto reply = control::control_request(opt_.control_path,
                                           "session-wait " + std::to_string(seq) + " " + std::to_string(kPollMs),
                                           std::chrono::milliseconds(kPollMs + 3000));
-    auto doc = reply ? control::parse_json(*reply) : Result<control::JsonValue>(fail(reply.error().message));
-    if (!doc || !doc->find("seq")) {
+    auto doc = reply ? control::parse_reply<control::SessionWaitReply>(*reply)
+                     : Result<control::SessionWaitReply>(fail(reply.error().message));
+    if (!doc) {
       if (++failures >= kMaxFailedPolls) {
-        source_stopped("the agent at " + opt_.control_path +
-                       " stopped answering: " + (reply ? *reply : reply.error().message));
+        source_stopped("the agent at " + opt_.control_path + " stopped answering: " + doc.error().message);
         return;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       continue;
     }
     failures = 0;
-    seq = number_of(*doc, "seq");
-    const auto* v = doc->find("view");
-    if (v && !v->is_null() && number_of(*v, "epoch") > view_epoch) {
-      auto view = view_from_json(*v);
+    seq = doc->seq;
+    if (doc->view && doc->view->epoch > view_epoch) {
+      auto view = view_from_reply(*doc->view);
       if (!view) {
         log::get(log::Component::comm).warn("connected session: {}", view.error().message);
       } else {
@@ -145,12 +132,12 @@ void ConnectedSession::follow() {
         view_committed(*view);
       }
     }
-    const uint64_t b = number_of(*doc, "broken_epoch");
-    const uint64_t f = number_of(*doc, "failures");  // 0 from agents before it existed
+    const uint64_t b = doc->broken_epoch;
+    const uint64_t f = doc->failures;  // 0 from agents before it existed
     if (b > broken || f > verdicts) {
       broken = std::max(broken, b);
       verdicts = std::max(verdicts, f);
-      epoch_broken(broken, text_of(*doc, "broken_why"));
+      epoch_broken(broken, doc->broken_why);
     }
   }
   source_stopped("the session left");

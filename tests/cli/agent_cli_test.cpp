@@ -8,13 +8,14 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 
 #include "../support/agent_fixture.hpp"
 #include "../support/free_port.hpp"
 #include "control/client.hpp"
-#include "control/json_reader.hpp"
+#include "control/replies.hpp"
 
 using shoal::test::AgentCluster;
 using shoal::test::ChildProcess;
@@ -184,23 +185,23 @@ TEST_CASE("shoal members prints a table, or the JSON document with --json") {
 
   const auto json = run_shoal({"members", "--control", c["alpha"].control, "--json"}, 10s);
   CHECK(json.exit_code == 0);
-  auto doc = shoal::control::parse_json(json.out);
+  // The document as scripts read it: members in this order, each with its fields in this order.
+  CHECK(json.out.starts_with(R"({"self":"alpha","members":[{"name":"alpha","addr":")"));
+  CHECK(contains(json.out, R"(","state":"alive","incarnation":)"));
+  CHECK(contains(json.out, R"(],"rejected":{"truncated":0,)"));
+  auto doc = shoal::control::parse_reply<shoal::control::MembersReply>(json.out);
   REQUIRE(doc.ok());
-  CHECK(doc->find("self")->as_string() == "alpha");
-  const auto* members = doc->find("members");
-  REQUIRE(members != nullptr);
-  REQUIRE(members->items().size() == 2);
-  for (const auto& m : members->items()) {
-    for (const char* key : {"name", "addr", "state", "incarnation", "generation"}) {
-      CHECK_MESSAGE(m.find(key) != nullptr, key);
-    }
-    CHECK(m.find("state")->as_string() == "alive");
-    CHECK(m.find("generation")->as_uint64().value_or(0) > 0);
+  CHECK(doc->self == "alpha");
+  REQUIRE(doc->members.size() == 2);
+  CHECK(doc->members[0].name == "alpha");
+  CHECK(doc->members[1].name == "beta");
+  CHECK(doc->members[1].addr == c["beta"].addr);
+  for (const auto& m : doc->members) {
+    CHECK(m.state == "alive");
+    CHECK(m.generation > 0);
   }
-  const auto* rejected = doc->find("rejected");
-  REQUIRE(rejected != nullptr);
   for (const char* cause : {"truncated", "bad_magic", "oversized", "malformed", "bad_version", "wrong_cluster"}) {
-    CHECK_MESSAGE(rejected->find(cause) != nullptr, cause);
+    CHECK_MESSAGE(doc->rejected.find(cause).has_value(), cause);
   }
 }
 
@@ -281,18 +282,19 @@ TEST_CASE("the control socket answers unknown, empty and oversized requests with
                                      std::string("members\x01", 8), std::string("members extra")}) {
     auto reply = shoal::control::control_request(a.control, request);
     REQUIRE(reply.ok());
-    auto doc = shoal::control::parse_json(*reply);
-    REQUIRE(doc.ok());
-    CHECK(doc->find("error") != nullptr);
+    auto error = shoal::control::parse_reply<shoal::control::ErrorReply>(*reply);
+    REQUIRE_MESSAGE(error.ok(), *reply);
+    CHECK(!error->error.empty());
+    CHECK(std::find(error->requests.begin(), error->requests.end(), "members") != error->requests.end());
   }
   CHECK(c.view_of("ctl").size() == 1);  // and it still serves
   auto stats = shoal::control::control_request(a.control, "stats");
   REQUIRE(stats.ok());
-  auto doc = shoal::control::parse_json(*stats);
+  auto doc = shoal::control::parse_reply<shoal::control::StatsReply>(*stats);
   REQUIRE(doc.ok());
-  CHECK(doc->find("self")->as_string() == "ctl");
-  REQUIRE(doc->find("gossip") != nullptr);
-  CHECK(doc->find("gossip")->find("packets_out") != nullptr);
+  CHECK(doc->self == "ctl");
+  CHECK(doc->generation > 0);
+  CHECK(contains(*stats, R"("gossip":{"packets_in":)"));
 }
 
 TEST_CASE("shoal members --name finds an agent at its default control path") {

@@ -4,7 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "cli/members_table.hpp"
-#include "control/json_reader.hpp"
+#include "control/replies/stats.hpp"
 #include "daemon/reports/stats_report.hpp"
 #include "gossip/swim.hpp"
 
@@ -33,51 +33,55 @@ TEST_CASE("the members document lists members by name with state, incarnation an
                                   {member("c", gossip::State::dead, 2, 30), member("b", gossip::State::alive, 0, 20),
                                    member("a", gossip::State::suspect, 5, 10), member("d", gossip::State::left, 1, 40)},
                                   core, shell);
-  auto doc = shoal::control::parse_json(json);
+  // The text scripts read: members in name order, each member's fields and the causes in this order.
+  CHECK(json.starts_with(
+      R"({"self":"b","members":[{"name":"a","addr":"10.0.0.1:7946","state":"suspect","incarnation":5,"generation":10},)"
+      R"({"name":"b","addr":"10.0.0.1:7946","state":"alive","incarnation":0,"generation":20},)"));
+  CHECK(json.ends_with(R"(],"rejected":{"truncated":0,"bad_magic":1,"oversized":1,"malformed":0,"bad_version":0,)"
+                       R"("wrong_cluster":2,"bad_auth":0,"no_key":0,"replayed":0,"stale":0}})"));
+  auto doc = shoal::control::parse_reply<shoal::control::MembersReply>(json);
   REQUIRE(doc.ok());
-  CHECK(doc->find("self")->as_string() == "b");
-  const auto& ms = doc->find("members")->items();
+  CHECK(doc->self == "b");
+  const auto& ms = doc->members;
   REQUIRE(ms.size() == 4);
-  CHECK(ms[0].find("name")->as_string() == "a");
-  CHECK(ms[0].find("state")->as_string() == "suspect");
-  CHECK(ms[0].find("incarnation")->as_uint64() == 5u);
-  CHECK(ms[0].find("generation")->as_uint64() == 10u);
-  CHECK(ms[0].find("addr")->as_string() == "10.0.0.1:7946");
-  CHECK(ms[2].find("state")->as_string() == "dead");
-  CHECK(ms[3].find("state")->as_string() == "left");
-  const auto* r = doc->find("rejected");
-  REQUIRE(r != nullptr);
-  CHECK(r->members().size() == wire::kRejectCauses);
-  CHECK(r->find("bad_magic")->as_uint64() == 1u);
-  CHECK(r->find("wrong_cluster")->as_uint64() == 2u);  // the core's and the shell's, summed
-  CHECK(r->find("oversized")->as_uint64() == 1u);
-  CHECK(r->find("truncated")->as_uint64() == 0u);
+  CHECK(ms[0] == shoal::control::MemberRow{"a", "10.0.0.1:7946", "suspect", 5, 10});
+  CHECK(ms[1].name == "b");
+  CHECK(ms[2].state == "dead");
+  CHECK(ms[3].state == "left");
+  CHECK(doc->rejected.by_cause.size() == wire::kRejectCauses);
+  CHECK(doc->rejected.find("bad_magic") == 1u);
+  CHECK(doc->rejected.find("wrong_cluster") == 2u);  // the core's and the shell's, summed
+  CHECK(doc->rejected.find("oversized") == 1u);
+  CHECK(doc->rejected.find("truncated") == 0u);
+  CHECK_FALSE(doc->rejected.find("no_such_cause").has_value());
 }
 
 TEST_CASE("the table marks self, aligns columns and summarises refused inputs") {
   wire::RejectCounters none, some;
   some.add(wire::RejectCause::truncated);
-  auto doc = shoal::control::parse_json(shoal::daemon::members_json(
+  auto doc = shoal::control::parse_reply<shoal::control::MembersReply>(shoal::daemon::members_json(
       "node1", {member("node1", gossip::State::alive, 0, 7), member("n2", gossip::State::dead, 3, 9)}, none, some));
   REQUIRE(doc.ok());
-  auto table = shoal::cli::render_members_table(*doc);
-  REQUIRE(table.ok());
-  CHECK(table->find("NAME") == 0);
-  CHECK(table->find("node1 (self)") != std::string::npos);
-  CHECK(table->find("n2 ") != std::string::npos);
-  CHECK(table->find("dead") != std::string::npos);
-  CHECK(table->find("rejected inputs: truncated 1") != std::string::npos);
+  const std::string table = shoal::cli::render_members_table(*doc);
+  CHECK(table.find("NAME") == 0);
+  CHECK(table.find("node1 (self)") != std::string::npos);
+  CHECK(table.find("n2 ") != std::string::npos);
+  CHECK(table.find("dead") != std::string::npos);
+  CHECK(table.find("rejected inputs: truncated 1") != std::string::npos);
   // Every row starts its ADDR column at the same offset.
-  const auto header_addr = table->find("ADDR");
-  const auto at = table->find("10.0.0.5:7946");
+  const auto header_addr = table.find("ADDR");
+  const auto at = table.find("10.0.0.5:7946");
   REQUIRE(at != std::string::npos);
-  CHECK(at - (table->rfind('\n', at) + 1) == header_addr);
+  CHECK(at - (table.rfind('\n', at) + 1) == header_addr);
 }
 
-TEST_CASE("a reply that is not a member list is not rendered") {
-  auto doc = shoal::control::parse_json(R"({"error":"x"})");
-  REQUIRE(doc.ok());
-  CHECK_FALSE(shoal::cli::render_members_table(*doc).ok());
+TEST_CASE("a reply that is not a member list is refused with the reason") {
+  const auto error = shoal::control::parse_reply<shoal::control::MembersReply>(R"({"error":"x","requests":[]})");
+  REQUIRE_FALSE(error.ok());
+  CHECK(error.error().message == "x");
+  const auto other = shoal::control::parse_reply<shoal::control::MembersReply>(R"({"epoch":3,"members":[]})");
+  REQUIRE_FALSE(other.ok());
+  CHECK(other.error().message == R"(the reply is not a member list (it has no "self"))");
 }
 
 TEST_CASE("the stats document carries the core's counters, its health and the summed rejects") {
@@ -90,14 +94,17 @@ TEST_CASE("the stats document carries the core's counters, its health and the su
   swim.on_packet("127.0.0.1:2", noise, gossip::Time{1000}, fx);
   wire::RejectCounters shell;
   shell.add(wire::RejectCause::bad_magic);
-  auto doc = shoal::control::parse_json(shoal::daemon::stats_json(swim, shell));
+  const std::string json = shoal::daemon::stats_json(swim, shell);
+  CHECK(json.starts_with(R"({"self":"me","generation":7,"live_members":1,"local_health":0,"gossip":{"packets_in":1,)"));
+  CHECK(json.find(R"("push_pull_full_exchanges":0,"stalls_detected":0},"rejected":{"truncated":0,"bad_magic":2,)") !=
+        std::string::npos);
+  auto doc = shoal::control::parse_reply<shoal::control::StatsReply>(json);
   REQUIRE(doc.ok());
-  CHECK(doc->find("self")->as_string() == "me");
-  CHECK(doc->find("live_members")->as_uint64() == 1u);
-  CHECK(doc->find("local_health")->as_uint64() == 0u);
-  const auto* g = doc->find("gossip");
-  REQUIRE(g != nullptr);
-  CHECK(g->find("packets_in")->as_uint64() == 1u);
-  CHECK(g->find("push_pulls_started") != nullptr);
-  CHECK(doc->find("rejected")->find("bad_magic")->as_uint64() == 2u);
+  CHECK(doc->self == "me");
+  CHECK(doc->generation == 7u);
+  CHECK(doc->live_members == 1u);
+  CHECK(doc->local_health == 0);
+  CHECK(doc->gossip.packets_in == 1u);
+  CHECK(doc->gossip.bytes_in == 20u);
+  CHECK(doc->rejected.find("bad_magic") == 2u);
 }

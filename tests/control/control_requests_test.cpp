@@ -4,10 +4,10 @@
 #include <stdexcept>
 
 #include "control/handlers.hpp"
-#include "control/json_reader.hpp"
+#include "control/replies/errors_and_acks.hpp"
 
 using shoal::control::ControlHandlers;
-using shoal::control::parse_json;
+using shoal::control::ErrorReply;
 
 namespace {
 
@@ -22,12 +22,13 @@ ControlHandlers table() {
   return h;
 }
 
-std::string error_of(const std::string& reply) {
-  auto doc = parse_json(reply);
-  REQUIRE(doc.ok());
-  const auto* e = doc->find("error");
-  return e != nullptr ? e->as_string().value_or("") : "";
+ErrorReply error_reply_of(const std::string& reply) {
+  auto error = shoal::control::parse_reply<ErrorReply>(reply);
+  REQUIRE_MESSAGE(error.ok(), reply);
+  return *error;
 }
+
+std::string error_of(const std::string& reply) { return error_reply_of(reply).error; }
 
 }  // namespace
 
@@ -45,12 +46,8 @@ TEST_CASE("unknown, empty, binary and oversized requests get an error document l
   CHECK(error_of(h.dispatch(std::string("mem\0bers", 8))).find("printable") != std::string::npos);
   CHECK(error_of(h.dispatch("members \xff")).find("printable") != std::string::npos);
   CHECK(error_of(h.dispatch(std::string(5000, 'm'))).find("longer") != std::string::npos);
-  auto doc = parse_json(h.dispatch("nope"));
-  REQUIRE(doc.ok());
-  const auto* requests = doc->find("requests");
-  REQUIRE(requests != nullptr);
-  CHECK(requests->items().size() == 3);
-  CHECK(requests->items()[0].as_string() == "members");
+  CHECK(h.dispatch("nope") == R"({"error":"unknown request 'nope'","requests":["members","ckpt","boom"]})");
+  CHECK(error_reply_of(h.dispatch("nope")).requests == std::vector<std::string>{"members", "ckpt", "boom"});
 }
 
 TEST_CASE("a handler that throws yields an error document, not a crash") {

@@ -75,9 +75,7 @@ std::map<std::string, uint64_t> rejected(const AgentCluster& c, const std::strin
   std::map<std::string, uint64_t> out;
   const auto doc = c.members_doc(name);
   if (!doc) return out;
-  if (const auto* r = doc->find("rejected")) {
-    for (const auto& [cause, n] : r->members()) out[cause] = n.as_uint64().value_or(0);
-  }
+  for (const auto& [cause, n] : doc->rejected.by_cause) out[cause] = n;
   return out;
 }
 
@@ -117,7 +115,9 @@ TEST_CASE("garbage on the UDP and TCP port is counted under rejected and changes
   // another cluster, and a good hello followed by a truncated request.
   send_tcp(addr, random_bytes(64, 3));
   send_tcp(addr, text_bytes(std::string("\xff\xff\xff\xff\x01", 5)));
-  send_tcp(addr, text_bytes(std::string("\x00\x00\x00\x64\x01", 5) + "only a few bytes"));
+  std::string cut_short("\x00\x00\x00\x64\x01", 5);
+  cut_short += "only a few bytes";
+  send_tcp(addr, text_bytes(cut_short));
   send_tcp(addr, text_bytes(std::string("\x00\x00\x00\x00", 4)));
   {
     auto hello = shoal::net::encode_hello(shoal::wire::make_envelope("another-cluster", "intruder", 42, "127.0.0.1:9"),

@@ -16,7 +16,6 @@
 #include "ckpt_shm/rank_store.hpp"
 #include "ckpt_shm/replica_store.hpp"
 #include "ckpt_shm/shm_segment.hpp"
-#include "control/json_reader.hpp"
 
 using shoal::test::AgentCluster;
 using shoal::test::run_command;
@@ -81,8 +80,9 @@ TEST_CASE("a committed version is persisted in the background, byte-identical, a
   Host host;
   host.start();
   const auto version = save(host.job.name(), host.store, 3);
-  auto told = host.cluster.request("p1", "ckpt-committed 0 3");
+  const auto told = host.cluster.request<shoal::control::CommittedReply>("p1", "ckpt-committed 0 3");
   REQUIRE(told.has_value());
+  CHECK(told->ok);
   INFO(host.cluster.log_tail("p1"));
   REQUIRE(AgentCluster::eventually([&] { return fs::exists(host.file(3)); }, 15s));
   CHECK(fs::file_size(host.file(3)) == version.size());
@@ -96,20 +96,15 @@ TEST_CASE("a committed version is persisted in the background, byte-identical, a
 
   REQUIRE(AgentCluster::eventually(
       [&] {
-        auto ls = host.cluster.request("p1", "ckpt-ls");
-        const auto* persisted = ls ? ls->find("persisted") : nullptr;
-        return persisted && persisted->items().size() == 1 && persisted->items()[0].find("step") &&
-               persisted->items()[0].find("step")->as_uint64() == 3u;
+        const auto ls = host.cluster.request<shoal::control::CkptLsReply>("p1", "ckpt-ls");
+        return ls && ls->persist && ls->persist->files.size() == 1 && ls->persist->files[0].step == 3u;
       },
       10s));
-  auto ls = host.cluster.request("p1", "ckpt-ls");
+  const auto ls = host.cluster.request<shoal::control::CkptLsReply>("p1", "ckpt-ls");
   REQUIRE(ls.has_value());
-  const auto* held = ls->find("held");
-  REQUIRE(held != nullptr);
   bool local_from_trainer = false;
-  for (const auto& h : held->items()) {
-    const auto* from = h.find("from");
-    if (from && from->as_string() == std::string("(a trainer on this host)")) local_from_trainer = true;
+  for (const auto& h : ls->held) {
+    if (h.from == "(a trainer on this host)") local_from_trainer = true;
   }
   CHECK(local_from_trainer);
 }
@@ -158,7 +153,7 @@ TEST_CASE("after the host's memory is lost, a restarted agent loads the newest p
   Host host;
   host.start();
   const auto version = save(host.job.name(), host.store, 4);
-  REQUIRE(host.cluster.request("p1", "ckpt-committed 0 4").has_value());
+  REQUIRE(host.cluster.request<shoal::control::CommittedReply>("p1", "ckpt-committed 0 4").has_value());
   REQUIRE(AgentCluster::eventually([&] { return fs::exists(host.file(4)); }, 15s));
   auto& first = host.cluster["p1"];
   first.process->send_signal(SIGTERM);
@@ -169,17 +164,16 @@ TEST_CASE("after the host's memory is lost, a restarted agent loads the newest p
 
   host.start();
   INFO(host.cluster.log_tail("p1"));
-  auto ls = host.cluster.request("p1", "ckpt-ls verify");
+  const auto ls = host.cluster.request<shoal::control::CkptLsReply>("p1", "ckpt-ls verify");
   REQUIRE(ls.has_value());
-  const auto* held = ls->find("held");
-  REQUIRE(held != nullptr);
-  REQUIRE(held->items().size() == 1);
-  const auto& replica = held->items()[0];
-  CHECK(replica.find("kind")->as_string() == std::string("replica"));
-  CHECK(replica.find("step")->as_uint64() == 4u);
-  CHECK(replica.find("verified")->as_bool() == true);
-  CHECK(replica.find("from")->as_string().value_or("").find("(disk: ") == 0);
-  auto seg = shoal::ckpt::ShmSegment::open_existing(replica.find("segment")->as_string().value_or(""));
+  REQUIRE(ls->held.size() == 1);
+  const auto& replica = ls->held[0];
+  CHECK(replica.kind == "replica");
+  REQUIRE(replica.version.has_value());
+  CHECK(replica.version->step == 4u);
+  CHECK(replica.verified == true);
+  CHECK(replica.from.value_or("").find("(disk: ") == 0);
+  auto seg = shoal::ckpt::ShmSegment::open_existing(replica.segment);
   REQUIRE(seg);
   const auto bytes = seg->bytes().first(version.size());
   CHECK(std::equal(bytes.begin(), bytes.end(), version.begin()));
@@ -209,8 +203,8 @@ TEST_CASE("scancel: SIGTERM to every host at once, each persists its newest vers
   }
   REQUIRE(AgentCluster::eventually(
       [&] {
-        auto v = cluster.request("h1", "view");
-        return v && v->find("members") && v->find("members")->items().size() == 3;
+        const auto v = cluster.request<shoal::control::ViewReply>("h1", "view");
+        return v && v->members.size() == 3;
       },
       20s));
   // Each host's rank 0 of its own store: a version saved, the agent never told.

@@ -41,17 +41,13 @@ std::string new_key() {
 }
 
 uint64_t rejected(const AgentCluster& c, const std::string& agent, const std::string& cause) {
-  auto doc = c.members_doc(agent);
-  if (!doc) return 0;
-  const auto* r = doc->find("rejected");
-  const auto* n = r ? r->find(cause) : nullptr;
-  return n && n->as_uint64() ? *n->as_uint64() : 0;
+  const auto doc = c.members_doc(agent);
+  return doc ? doc->rejected.find(cause).value_or(0) : 0;
 }
 
 uint64_t epoch_of(const AgentCluster& c, const std::string& agent) {
-  auto doc = c.request(agent, "view");
-  const auto* e = doc ? doc->find("epoch") : nullptr;
-  return e && e->as_uint64() ? *e->as_uint64() : 0;
+  const auto doc = c.request<shoal::control::ViewReply>(agent, "view");
+  return doc ? doc->epoch : 0;
 }
 
 int64_t unix_ms() {

@@ -5,7 +5,6 @@
 #include <signal.h>
 
 #include "../support/agent_fixture.hpp"
-#include "control/json_reader.hpp"
 
 using shoal::test::AgentCluster;
 using shoal::test::run_command;
@@ -16,9 +15,8 @@ namespace {
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 uint64_t epoch_members(const AgentCluster& c, const std::string& name) {
-  auto doc = c.request(name, "status");
-  if (!doc || !doc->find("view")) return 0;
-  return doc->find("view")->find("members")->as_uint64().value_or(0);
+  const auto doc = c.request<shoal::control::StatusReply>(name, "status");
+  return doc ? doc->view.members : 0;
 }
 
 }  // namespace
@@ -42,20 +40,20 @@ TEST_CASE("shoal status shows the view change a kill caused, its trigger and its
   CHECK(contains(screen.out, "-s3  (s3 dead: "));
   CHECK(contains(screen.out, " s to commit)"));
 
-  auto doc = c.request("s1", "status");
+  const auto doc = c.request<shoal::control::StatusReply>("s1", "status");
   REQUIRE(doc.has_value());
-  const auto& changes = doc->find("view_changes")->items();
+  const auto& changes = doc->view_changes;
   REQUIRE(!changes.empty());
   const auto& last = changes.back();
-  CHECK(last.find("left")->items().size() == 1);
-  CHECK(last.find("trigger")->as_string() == std::string("s3 dead"));
-  const double seconds = last.find("seconds")->as_double().value_or(-1);
-  CHECK(seconds >= 0);
-  CHECK(seconds < 30);
+  CHECK(last.left == std::vector<std::string>{"s3"});
+  CHECK(last.trigger == "s3 dead");
+  REQUIRE(last.seconds.has_value());
+  CHECK(*last.seconds >= 0);
+  CHECK(*last.seconds < 30);
 
-  auto bad = c.request("s1", "status now");
+  const auto bad = c.request_error("s1", "status now");
   REQUIRE(bad.has_value());
-  CHECK(bad->find("error") != nullptr);
+  CHECK(contains(*bad, "status takes no arguments"));
   const auto absent = run_command({SHOAL_BINARY, "status", "--control", c.dir() + "/nobody.sock"});
   CHECK(absent.exit_code == 1);
   CHECK(contains(absent.err, "shoal status:"));

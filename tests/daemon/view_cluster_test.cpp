@@ -20,12 +20,12 @@ struct ViewSeen {
 
 ViewSeen view_seen(const AgentCluster& c, const std::string& name) {
   ViewSeen v;
-  const auto doc = c.request(name, "view");
+  const auto doc = c.request<shoal::control::ViewReply>(name, "view");
   if (!doc) return v;
-  if (const auto* e = doc->find("epoch")) v.epoch = e->as_uint64().value_or(0);
-  if (const auto* h = doc->find("hash")) v.hash = h->as_string().value_or("");
-  if (const auto* w = doc->find("world_size")) v.world = w->as_uint64().value_or(0);
-  if (const auto* s = doc->find("status")) v.status = s->as_string().value_or("");
+  v.epoch = doc->epoch;
+  v.hash = doc->hash;
+  v.world = doc->world_size;
+  v.status = doc->status;
   return v;
 }
 
@@ -82,9 +82,8 @@ TEST_CASE("a job at --min-hosts stalls on a loss and says so, instead of shrinki
   c[all[2]].process->send_signal(SIGKILL);
   const bool stalled = AgentCluster::eventually(
       [&] {
-        const auto doc = c.request(all[0], "view");
-        return doc && doc->find("status")->as_string() == std::optional<std::string>("stalled") &&
-               doc->find("reason")->as_string().value_or("").find("--min-hosts") != std::string::npos;
+        const auto doc = c.request<shoal::control::ViewReply>(all[0], "view");
+        return doc && doc->status == "stalled" && doc->reason.find("--min-hosts") != std::string::npos;
       },
       20s);
   CHECK(stalled);

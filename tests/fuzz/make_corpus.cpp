@@ -19,6 +19,7 @@
 
 #include "ckpt_shm/persist_files.hpp"
 #include "ckpt_shm/version_layout.hpp"
+#include "control/replies.hpp"
 #include "gossip/swim.hpp"
 #include "membership/view_codec.hpp"
 #include "net/stream_hello.hpp"
@@ -229,10 +230,44 @@ void versions() {
 }
 
 void control_text() {
-  save("fuzz_json", "members.json",
-       R"({"members":[{"name":"node-a","addr":"10.0.0.1:7946","slots":8,"alive":true}],"epoch":3,)"
-       R"("ratio":0.5,"none":null})");
+  // Replies as the agent writes them.
+  control::ViewReply view{"node-a",
+                          3,
+                          "00000000000000ab",
+                          "stable",
+                          "",
+                          2,
+                          2,
+                          true,
+                          {{"node-a", "ha", "10.0.0.1:7946", 1, 1, 5}, {"node-b", "hb", "10.0.0.2:7946", 1, 2, 6}},
+                          {{0, 0, 0, "node-a", 0}, {1, 0, 1, "node-b", 0}}};
+  save("fuzz_json", "view.json", control::write_reply(view));
+  save("fuzz_json", "session-wait.json",
+       control::write_reply(control::SessionWaitReply{4, 3, "member node-c is dead", 1, view}));
+  save("fuzz_json", "session-info.json",
+       control::write_reply(control::SessionInfoReply{"node-a", 5, "10.0.0.1:7946", "c", 1, "j", "j", ""}));
+  control::MembersReply members{"node-a", {{"node-a", "10.0.0.1:7946", "alive", 0, 5}}, {}};
+  members.rejected.by_cause = {{"truncated", 0}, {"bad_magic", 2}};
+  save("fuzz_json", "members.json", control::write_reply(members));
+  control::StatusReply status;
+  status.self = "node-a";
+  status.view_changes = {{3, 2, {"node-b"}, {}, "node-b alive", 0.25, 1700000000.5}};
+  status.checkpoints.lag = {{0, 10, 8, 2}, {1, 10, std::nullopt, std::nullopt}};
+  save("fuzz_json", "status.json", control::write_reply(status));
+  control::CkptLsReply ls;
+  ls.job = "j";
+  ls.held.push_back({"/shoal.j.r0.a", "local", 4096, "(a trainer on this host)",
+                     control::HeldVersion{"j", 0, 12, 2, 3000, 2}, true, std::nullopt});
+  ls.held.push_back({"/shoal.j.r1.b", "replica", 4096, std::nullopt, std::nullopt, std::nullopt, "not sealed"});
+  ls.persist = control::PersistSection{"/ckpt/j", {{0, 12, 2, 3000, "/ckpt/j/r0.s12.shoalckpt"}}, {}};
+  save("fuzz_json", "ckpt-ls.json", control::write_reply(ls));
+  save("fuzz_json", "force.json", control::write_reply(control::ForceReply{false, "no live majority", 3}));
+  save("fuzz_json", "error.json", control::write_reply(control::ErrorReply{"unknown request 'x'", {"members"}}));
+  // Near-valid and hostile text.
   save("fuzz_json", "strings.json", R"(["\u00e9\ud83d\ude00 \"q\" \\ \/", "tab\t", -1.5e-3, 18446744073709551615])");
+  save(
+      "fuzz_json", "numbers.json",
+      R"({"self":"a","view":{"epoch":-1},"view_changes":[{"committed_unix":1e300,"seconds":-0.0,"members":4294967296}]})");
   save("fuzz_json", "deep.json", "[[[[[[[[[[{}]]]]]]]]]]");
   save("fuzz_json", "bad.json", R"({"a":})");
   save("fuzz_json", "echo.txt", "echo a \"b\" c\\d");

@@ -23,7 +23,7 @@
 #include "../support/free_port.hpp"
 #include "../support/process.hpp"
 #include "control/client.hpp"
-#include "control/json_reader.hpp"
+#include "control/replies.hpp"
 
 using shoal::test::ChildProcess;
 using shoal::test::free_loopback_port;
@@ -72,10 +72,11 @@ std::unique_ptr<ChildProcess> start_agent(const std::vector<std::string>& flags,
   return p;
 }
 
-std::optional<shoal::control::JsonValue> ask(const std::string& control, const std::string& request) {
+template <class Reply>
+std::optional<Reply> ask(const std::string& control, const std::string& request) {
   auto reply = shoal::control::control_request(control, request, 3s);
   if (!reply) return std::nullopt;
-  auto doc = shoal::control::parse_json(*reply);
+  auto doc = shoal::control::parse_reply<Reply>(*reply);
   if (!doc) return std::nullopt;
   return std::move(*doc);
 }
@@ -147,22 +148,21 @@ TEST_CASE("under Slurm two nodes form one view with names, cluster, slots and mi
   INFO("log:\n" << read_file(dir.path() + "/127.0.0.1.log"));
   REQUIRE(eventually(
       [&] {
-        auto view = ask(control, "view");
-        return view && view->find("epoch") && view->find("epoch")->as_uint64().value_or(0) > 0 &&
-               view->find("members") && view->find("members")->items().size() == 2;
+        auto view = ask<shoal::control::ViewReply>(control, "view");
+        return view && view->epoch > 0 && view->members.size() == 2;
       },
       20s));
-  auto view = ask(control, "view");
+  auto view = ask<shoal::control::ViewReply>(control, "view");
   REQUIRE(view.has_value());
-  CHECK(view->find("self")->as_string() == std::string("127.0.0.1"));
-  CHECK(view->find("world_size")->as_uint64() == 8u);  // 2 hosts x SLURM_GPUS_ON_NODE 4
-  for (const auto& m : view->find("members")->items()) CHECK(m.find("slots")->as_uint64() == 4u);
+  CHECK(view->self == "127.0.0.1");
+  CHECK(view->world_size == 8u);  // 2 hosts x SLURM_GPUS_ON_NODE 4
+  for (const auto& m : view->members) CHECK(m.slots == 4u);
   const std::string log = read_file(dir.path() + "/127.0.0.1.log");
   CHECK(contains(log, "under Slurm: cluster id and checkpoint job slurm-4242 from SLURM_JOB_ID"));
   CHECK(contains(log, "min hosts 2 from SLURM_STEP_NUM_NODES"));
-  auto ls = ask(control, "ckpt-ls");
+  auto ls = ask<shoal::control::CkptLsReply>(control, "ckpt-ls");
   REQUIRE(ls.has_value());
-  CHECK(ls->find("job")->as_string() == std::string("slurm-4242"));
+  CHECK(ls->job == "slurm-4242");
 }
 
 TEST_CASE("under Slurm a malformed node list is a usage error naming the variable") {
@@ -221,9 +221,10 @@ TEST_CASE("a config file's flags apply, the command line overrides them, and a b
   std::ofstream(conf) << "name = from-file\nbind = 127.0.0.1:0\nslots = 3\n";
   auto agent =
       start_agent({"--config", conf, "--name", "from-cli", "--control", dir.path() + "/c.sock"}, dir.path() + "/c.log");
-  REQUIRE(eventually([&] { return ask(dir.path() + "/c.sock", "view").has_value(); }, 10s));
-  auto view = ask(dir.path() + "/c.sock", "view");
-  CHECK(view->find("self")->as_string() == std::string("from-cli"));
+  REQUIRE(eventually([&] { return ask<shoal::control::ViewReply>(dir.path() + "/c.sock", "view").has_value(); }, 10s));
+  auto view = ask<shoal::control::ViewReply>(dir.path() + "/c.sock", "view");
+  REQUIRE(view.has_value());
+  CHECK(view->self == "from-cli");
 
   std::ofstream(dir.path() + "/bad.conf") << "name = x\nslots four\n";
   auto r = run_command({SHOAL_BINARY, "agent", "--config", dir.path() + "/bad.conf"});

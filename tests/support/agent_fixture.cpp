@@ -57,36 +57,28 @@ AgentProcess& AgentCluster::start(const std::string& name, const std::vector<std
   return slot;
 }
 
-std::optional<control::JsonValue> AgentCluster::members_doc(const std::string& name) const {
-  return request(name, "members");
+std::optional<control::MembersReply> AgentCluster::members_doc(const std::string& name) const {
+  return request<control::MembersReply>(name, "members");
 }
 
-std::optional<control::JsonValue> AgentCluster::request(const std::string& name, const std::string& line) const {
+std::optional<std::string> AgentCluster::request_text(const std::string& name, const std::string& line) const {
   const auto it = agents_.find(name);
   if (it == agents_.end()) return std::nullopt;
   auto reply = control::control_request(it->second.control, line, std::chrono::seconds(3));
   if (!reply) return std::nullopt;
-  auto doc = control::parse_json(*reply);
-  if (!doc) return std::nullopt;
-  return std::move(*doc);
+  return std::move(*reply);
+}
+
+std::optional<std::string> AgentCluster::request_error(const std::string& name, const std::string& line) const {
+  const auto error = request<control::ErrorReply>(name, line);
+  return error ? std::optional<std::string>(error->error) : std::nullopt;
 }
 
 std::map<std::string, MemberView> AgentCluster::view_of(const std::string& name) const {
   std::map<std::string, MemberView> out;
   const auto doc = members_doc(name);
   if (!doc) return out;
-  const control::JsonValue* members = doc->find("members");
-  if (members == nullptr) return out;
-  for (const auto& m : members->items()) {
-    const auto* n = m.find("name");
-    if (n == nullptr || !n->as_string()) continue;
-    MemberView v;
-    if (const auto* s = m.find("state")) v.state = s->as_string().value_or("");
-    if (const auto* g = m.find("generation")) v.generation = g->as_uint64().value_or(0);
-    if (const auto* i = m.find("incarnation")) v.incarnation = i->as_uint64().value_or(0);
-    if (const auto* ad = m.find("addr")) v.addr = ad->as_string().value_or("");
-    out[*n->as_string()] = v;
-  }
+  for (const auto& m : doc->members) out[m.name] = MemberView{m.state, m.generation, m.incarnation, m.addr};
   return out;
 }
 

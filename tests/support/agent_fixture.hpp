@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "control/json_reader.hpp"
+#include "control/replies.hpp"
 #include "process.hpp"
 
 namespace shoal::test {
@@ -45,10 +45,21 @@ class AgentCluster {
 
   // The member list as `name` sees it (empty on any failure).
   std::map<std::string, MemberView> view_of(const std::string& name) const;
-  // The reply of `name` to one control request line (nullopt on any failure).
-  std::optional<control::JsonValue> request(const std::string& name, const std::string& line) const;
-  // The raw `members` document of `name`.
-  std::optional<control::JsonValue> members_doc(const std::string& name) const;
+  // The reply of `name` to one control request line, as sent (nullopt when it did not answer).
+  std::optional<std::string> request_text(const std::string& name, const std::string& line) const;
+  // That reply read as `Reply` (nullopt on any failure, an error document included).
+  template <class Reply>
+  std::optional<Reply> request(const std::string& name, const std::string& line) const {
+    const auto text = request_text(name, line);
+    if (!text) return std::nullopt;
+    auto reply = control::parse_reply<Reply>(*text);
+    if (!reply) return std::nullopt;
+    return std::move(*reply);
+  }
+  // The message of the error document `name` answers `line` with (nullopt for any other answer).
+  std::optional<std::string> request_error(const std::string& name, const std::string& line) const;
+  // The `members` reply of `name`.
+  std::optional<control::MembersReply> members_doc(const std::string& name) const;
 
   // Polls `condition` every 100 ms until it holds or `timeout` passes.
   static bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout);

@@ -3,7 +3,7 @@
 
 #include <map>
 
-#include "control/json_writer.hpp"
+#include "control/replies/status.hpp"
 #include "daemon/agent.hpp"
 #include "daemon/gossip_runtime.hpp"
 #include "daemon/membership_runtime.hpp"
@@ -15,59 +15,43 @@ std::string Agent::status_reply() const {
   const auto& keeper = membership_->keeper();
   const auto& view = keeper.view();
   const auto status = keeper.status();
-  control::JsonWriter w;
-  w.begin_object().key("self").value(cfg_.name).key("addr").value(addr_).key("generation").value(generation_);
-  w.key("cluster").value(cfg_.gossip.cluster_id).key("slots").value(cfg_.meta.slots);
-  w.key("view")
-      .begin_object()
-      .key("epoch")
-      .value(view.epoch())
-      .key("members")
-      .value(static_cast<uint64_t>(view.size()));
-  w.key("status").value(membership::to_string(status.phase)).key("reason").value(status.reason);
-  w.key("in_view").value(status.in_view).key("live_of_view").value(static_cast<uint64_t>(status.live_of_view));
-  w.end_object();
+  control::StatusReply reply;
+  reply.self = cfg_.name;
+  reply.addr = addr_;
+  reply.generation = generation_;
+  reply.cluster = cfg_.gossip.cluster_id;
+  reply.slots = cfg_.meta.slots;
+  reply.view = {view.epoch(),  view.size(),    membership::to_string(status.phase),
+                status.reason, status.in_view, status.live_of_view};
 
   std::map<std::string, uint64_t> by_state;
   for (const auto& m : runtime_->swim().members()) ++by_state[gossip::to_string(m.state)];
-  w.key("members_by_state").begin_object();
-  for (const char* s : {"alive", "suspect", "dead", "left"}) w.key(s).value(by_state[s]);
-  w.end_object();
+  reply.members_by_state = {by_state["alive"], by_state["suspect"], by_state["dead"], by_state["left"]};
 
-  w.key("view_changes").begin_array();
   for (const auto& c : history_.changes()) {
-    w.begin_object().key("epoch").value(c.epoch).key("members").value(static_cast<uint64_t>(c.members));
-    w.key("joined").begin_array();
-    for (const auto& n : c.joined) w.value(n);
-    w.end_array().key("left").begin_array();
-    for (const auto& n : c.left) w.value(n);
-    w.end_array().key("trigger").value(c.trigger);
-    if (c.seconds) w.key("seconds").value(*c.seconds);
-    w.key("committed_unix").value(c.committed_unix).end_object();
+    reply.view_changes.push_back({c.epoch, c.members, c.joined, c.left, c.trigger, c.seconds, c.committed_unix});
   }
-  w.end_array();
 
-  uint64_t local = 0, local_bytes = 0, replicas = 0, replica_bytes = 0;
+  control::StatusCheckpoints& k = reply.checkpoints;
   for (const auto& h : checkpoints_->held()) {
     if (!h.version) continue;
-    (h.replica ? replicas : local) += 1;
-    (h.replica ? replica_bytes : local_bytes) += h.version->total_bytes;
+    (h.replica ? k.replicas : k.local_versions) += 1;
+    (h.replica ? k.replica_bytes : k.local_bytes) += h.version->total_bytes;
   }
   const auto counters = checkpoints_->counters();
-  w.key("checkpoints").begin_object().key("job").value(checkpoints_->config().job);
-  w.key("local_versions").value(local).key("local_bytes").value(local_bytes);
-  w.key("replicas").value(replicas).key("replica_bytes").value(replica_bytes);
-  w.key("pushed").value(counters.pushed).key("push_failed").value(counters.push_failed);
-  w.key("received").value(counters.received).key("receive_refused").value(counters.receive_refused);
-  w.key("lag").begin_array();
+  k.job = checkpoints_->config().job;
+  k.pushed = counters.pushed;
+  k.push_failed = counters.push_failed;
+  k.received = counters.received;
+  k.receive_refused = counters.receive_refused;
   for (const auto& l : checkpoints_->replication_lag()) {
-    w.begin_object().key("rank").value(l.rank).key("committed_step").value(l.committed);
-    if (l.replicated)
-      w.key("replicated_step").value(*l.replicated).key("steps_behind").value(l.committed - *l.replicated);
-    w.end_object();
+    control::LagRow& row = k.lag.emplace_back(control::LagRow{l.rank, l.committed, std::nullopt, std::nullopt});
+    if (l.replicated) {
+      row.replicated_step = *l.replicated;
+      row.steps_behind = l.committed - *l.replicated;
+    }
   }
-  w.end_array().end_object().end_object();
-  return w.str();
+  return control::write_reply(reply);
 }
 
 }  // namespace shoal::daemon

@@ -1,39 +1,32 @@
-// Rendering the member list and reject counters as the `members` JSON document.
+// Filling the `members` reply from the gossip core's member list and the reject counters.
 #include "daemon/reports/members_report.hpp"
 
 #include <algorithm>
 
-#include "control/json_writer.hpp"
-
 namespace shoal::daemon {
+
+control::RejectCounts reject_counts(const wire::RejectCounters& core_rejects,
+                                    const wire::RejectCounters& shell_rejects) {
+  control::RejectCounts counts;
+  for (size_t i = 0; i < wire::kRejectCauses; ++i) {
+    const auto cause = static_cast<wire::RejectCause>(i);
+    counts.by_cause.emplace_back(wire::name(cause), core_rejects.get(cause) + shell_rejects.get(cause));
+  }
+  return counts;
+}
 
 std::string members_json(const std::string& self, std::vector<gossip::Member> members,
                          const wire::RejectCounters& core_rejects, const wire::RejectCounters& shell_rejects) {
   std::sort(members.begin(), members.end(), [](const gossip::Member& a, const gossip::Member& b) {
     return a.id.name != b.id.name ? a.id.name < b.id.name : a.id.generation < b.id.generation;
   });
-  control::JsonWriter w;
-  w.begin_object();
-  w.key("self").value(self);
-  w.key("members").begin_array();
+  control::MembersReply reply;
+  reply.self = self;
   for (const auto& m : members) {
-    w.begin_object();
-    w.key("name").value(m.id.name);
-    w.key("addr").value(m.id.addr);
-    w.key("state").value(gossip::to_string(m.state));
-    w.key("incarnation").value(m.incarnation);
-    w.key("generation").value(m.id.generation);
-    w.end_object();
+    reply.members.push_back({m.id.name, m.id.addr, gossip::to_string(m.state), m.incarnation, m.id.generation});
   }
-  w.end_array();
-  w.key("rejected").begin_object();
-  for (size_t i = 0; i < wire::kRejectCauses; ++i) {
-    const auto cause = static_cast<wire::RejectCause>(i);
-    w.key(wire::name(cause)).value(core_rejects.get(cause) + shell_rejects.get(cause));
-  }
-  w.end_object();
-  w.end_object();
-  return w.str();
+  reply.rejected = reject_counts(core_rejects, shell_rejects);
+  return control::write_reply(reply);
 }
 
 }  // namespace shoal::daemon

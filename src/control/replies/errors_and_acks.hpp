@@ -1,0 +1,50 @@
+// The short replies of the control socket: the error document any request may get, and the answers
+// to `ckpt-committed` and `view-force`.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "control/replies/document.hpp"
+
+namespace shoal::control {
+
+// {"error": "unknown request 'x'", "requests": ["members", ...]}: what went wrong and what is served.
+struct ErrorReply {
+  static constexpr bool kIsErrorDocument = true;
+  static constexpr const char* kWhat = "an error";
+  static constexpr std::array kRequiredKeys{"error"};
+  std::string error;
+  std::vector<std::string> requests;
+  bool operator==(const ErrorReply&) const = default;
+};
+
+// {"ok": true}: the agent took note of a sealed checkpoint version (`ckpt-committed RANK STEP`).
+struct CommittedReply {
+  static constexpr const char* kWhat = "an acknowledgement";
+  static constexpr std::array kRequiredKeys{"ok"};
+  bool ok = false;
+  bool operator==(const CommittedReply&) const = default;
+};
+
+// {"forced": bool, "error"?: why not, "epoch": the committed epoch}: the answer to `view-force yes`.
+struct ForceReply {
+  static constexpr const char* kWhat = "the outcome of view-force";
+  static constexpr std::array kRequiredKeys{"forced"};
+  bool forced = false;
+  std::optional<std::string> error;  // present exactly when not forced
+  uint64_t epoch = 0;
+  bool operator==(const ForceReply&) const = default;
+};
+
+void to_json(Json& j, const ErrorReply& r);
+void from_json(const Json& j, ErrorReply& r);
+void to_json(Json& j, const CommittedReply& r);
+void from_json(const Json& j, CommittedReply& r);
+void to_json(Json& j, const ForceReply& r);
+void from_json(const Json& j, ForceReply& r);
+
+}  // namespace shoal::control

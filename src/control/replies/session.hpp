@@ -1,0 +1,47 @@
+// The replies a connected trainer follows its agent by: `session-info` (who the agent is) and the long
+// poll `session-wait SEQ TIMEOUT_MS` (the committed view and failures, once newer than SEQ):
+//   {"name", "generation", "addr", "cluster", "slots", "job", "store", "key_file"}
+//   {"seq", "broken_epoch", "broken_why", "failures", "view": the `view` reply, or null before the first}
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "control/replies/document.hpp"
+#include "control/replies/view.hpp"
+
+namespace shoal::control {
+
+struct SessionInfoReply {
+  static constexpr const char* kWhat = "session-info";
+  static constexpr std::array kRequiredKeys{"name"};
+  std::string name;
+  uint64_t generation = 0;
+  std::string addr;
+  std::string cluster;
+  uint32_t slots = 0;
+  std::string job;       // checkpoints: the job name; empty from agents that serve none
+  std::string store;     // checkpoints: this host's segment names
+  std::string key_file;  // the cluster key file; empty: an open cluster (or an agent before keys)
+  bool operator==(const SessionInfoReply&) const = default;
+};
+
+struct SessionWaitReply {
+  static constexpr const char* kWhat = "a session-wait answer";
+  static constexpr std::array kRequiredKeys{"seq"};
+  uint64_t seq = 0;
+  uint64_t broken_epoch = 0;
+  std::string broken_why;
+  uint64_t failures = 0;  // failure verdicts about members of the view, ever; 0 from agents before it existed
+  std::optional<ViewReply> view;
+  bool operator==(const SessionWaitReply&) const = default;
+};
+
+void to_json(Json& j, const SessionInfoReply& r);
+void from_json(const Json& j, SessionInfoReply& r);
+void to_json(Json& j, const SessionWaitReply& r);
+void from_json(const Json& j, SessionWaitReply& r);
+
+}  // namespace shoal::control

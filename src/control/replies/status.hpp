@@ -1,0 +1,92 @@
+// The `status` reply: one screen for an operator: this host, the committed view and whether it is
+// stable, members by state, the last view changes, the checkpoints held here and replication lag:
+//   {"self", "addr", "generation", "cluster", "slots",
+//    "view": {"epoch", "members", "status", "reason", "in_view", "live_of_view"},
+//    "members_by_state": {"alive", "suspect", "dead", "left"},
+//    "view_changes": [{"epoch", "members", "joined", "left", "trigger", "seconds"?, "committed_unix"}...],
+//    "checkpoints": {"job", "local_versions", "local_bytes", "replicas", "replica_bytes", "pushed",
+//                    "push_failed", "received", "receive_refused",
+//                    "lag": [{"rank", "committed_step", "replicated_step"?, "steps_behind"?}...]}}
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "control/replies/document.hpp"
+
+namespace shoal::control {
+
+struct StatusView {
+  uint64_t epoch = 0;
+  uint64_t members = 0;
+  std::string status;
+  std::string reason;
+  bool in_view = false;
+  uint64_t live_of_view = 0;
+  bool operator==(const StatusView&) const = default;
+};
+
+struct MembersByState {
+  uint64_t alive = 0, suspect = 0, dead = 0, left = 0;
+  bool operator==(const MembersByState&) const = default;
+};
+
+struct ViewChangeRow {
+  uint64_t epoch = 0;
+  uint64_t members = 0;
+  std::vector<std::string> joined;
+  std::vector<std::string> left;
+  std::string trigger;            // the first gossip event after the previous view; empty: none seen
+  std::optional<double> seconds;  // from that event to the commit; absent without a trigger
+  double committed_unix = 0;      // wall clock of the commit, seconds since 1970
+  bool operator==(const ViewChangeRow&) const = default;
+};
+
+struct LagRow {
+  uint32_t rank = 0;
+  uint64_t committed_step = 0;
+  std::optional<uint64_t> replicated_step;  // absent: not replicated yet
+  std::optional<uint64_t> steps_behind;     // with replicated_step
+  bool operator==(const LagRow&) const = default;
+};
+
+struct StatusCheckpoints {
+  std::string job;
+  uint64_t local_versions = 0, local_bytes = 0, replicas = 0, replica_bytes = 0;
+  uint64_t pushed = 0, push_failed = 0, received = 0, receive_refused = 0;
+  std::vector<LagRow> lag;
+  bool operator==(const StatusCheckpoints&) const = default;
+};
+
+struct StatusReply {
+  static constexpr const char* kWhat = "an agent's status";
+  static constexpr std::array kRequiredKeys{"self", "view"};
+  std::string self;
+  std::string addr;
+  uint64_t generation = 0;
+  std::string cluster;
+  uint32_t slots = 0;
+  StatusView view;
+  MembersByState members_by_state;
+  std::vector<ViewChangeRow> view_changes;  // oldest first
+  StatusCheckpoints checkpoints;
+  bool operator==(const StatusReply&) const = default;
+};
+
+void to_json(Json& j, const StatusView& r);
+void from_json(const Json& j, StatusView& r);
+void to_json(Json& j, const MembersByState& r);
+void from_json(const Json& j, MembersByState& r);
+void to_json(Json& j, const ViewChangeRow& r);
+void from_json(const Json& j, ViewChangeRow& r);
+void to_json(Json& j, const LagRow& r);
+void from_json(const Json& j, LagRow& r);
+void to_json(Json& j, const StatusCheckpoints& r);
+void from_json(const Json& j, StatusCheckpoints& r);
+void to_json(Json& j, const StatusReply& r);
+void from_json(const Json& j, StatusReply& r);
+
+}  // namespace shoal::control

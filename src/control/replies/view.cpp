@@ -1,0 +1,10 @@
+// JSON conversions of the `view` reply.
+#include "control/replies/view.hpp"
+
+namespace shoal::control {
+
+SHOAL_JSON_MEMBERS(ViewMemberRow, name, host, addr, slots, join_epoch, generation)
+SHOAL_JSON_MEMBERS(RankRow, rank, local_rank, node_rank, name, slot)
+SHOAL_JSON_MEMBERS(ViewReply, self, epoch, hash, status, reason, world_size, live_of_view, in_view, members, ranks)
+
+}  // namespace shoal::control

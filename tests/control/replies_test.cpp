@@ -1,0 +1,272 @@
+// The typed replies of the control socket: each one written and read back is equal, its text is the
+// document scripts already read (names, order, integers), and documents of older agents, which lack
+// members added since, read with defaults.
+#include "control/replies.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace shoal::control;
+
+namespace {
+
+template <class Reply>
+Reply round_trip(const Reply& reply) {
+  const std::string text = write_reply(reply);
+  auto back = parse_reply<Reply>(text);
+  REQUIRE_MESSAGE(back.ok(), text);
+  return *back;
+}
+
+template <class Reply>
+Reply read(const std::string& text) {
+  auto reply = parse_reply<Reply>(text);
+  REQUIRE_MESSAGE(reply.ok(), reply.error().message);
+  return *reply;
+}
+
+ViewReply sample_view() {
+  ViewReply v;
+  v.self = "a";
+  v.epoch = 3;
+  v.hash = "00000000000000ab";
+  v.status = "stalled";
+  v.reason = "below --min-hosts";
+  v.world_size = 3;
+  v.live_of_view = 2;
+  v.in_view = true;
+  v.members = {{"a", "ha", "10.0.0.1:7946", 2, 1, 5}, {"b", "hb", "10.0.0.2:7946", 1, 2, 18446744073709551615u}};
+  v.ranks = {{0, 0, 0, "a", 0}, {1, 1, 0, "a", 1}, {2, 0, 1, "b", 0}};
+  return v;
+}
+
+StatusReply sample_status() {
+  StatusReply s;
+  s.self = "s1";
+  s.addr = "10.0.0.1:7946";
+  s.generation = 1700000000123;
+  s.cluster = "c";
+  s.slots = 8;
+  s.view = {4, 2, "stable", "", true, 2};
+  s.members_by_state = {2, 0, 1, 0};
+  s.view_changes = {{3, 3, {"s3"}, {}, "", std::nullopt, 1700000000.25},
+                    {4, 2, {}, {"s3"}, "s3 dead", 0.5, 1700000001.5}};
+  s.checkpoints.job = "j";
+  s.checkpoints.local_versions = 2;
+  s.checkpoints.local_bytes = 1u << 30;
+  s.checkpoints.replicas = 1;
+  s.checkpoints.replica_bytes = 1000;
+  s.checkpoints.pushed = 3;
+  s.checkpoints.push_failed = 1;
+  s.checkpoints.received = 4;
+  s.checkpoints.receive_refused = 5;
+  s.checkpoints.lag = {{0, 10, 8, 2}, {1, 10, std::nullopt, std::nullopt}};
+  return s;
+}
+
+CkptLsReply sample_ckpt_ls() {
+  CkptLsReply r;
+  r.job = "j";
+  r.store = "j.h1";
+  r.replicas = 1;
+  r.budget_bytes = 1u << 20;
+  HeldRow local;
+  local.segment = "/shoal.j.h1.r0.a";
+  local.kind = "local";
+  local.segment_bytes = 4096;
+  local.from = "(a trainer on this host)";
+  local.version = HeldVersion{"j", 0, 12, 2, 3000, 2};
+  local.verified = false;
+  local.problem = "checksum: buffer 1";
+  HeldRow unsealed;
+  unsealed.segment = "/shoal.j.h1.r1.b";
+  unsealed.kind = "replica";
+  unsealed.segment_bytes = 8192;
+  unsealed.problem = "not sealed";
+  r.held = {local, unsealed};
+  r.counters = {1, 2, 3, 4, 5, 6, 7, 8};
+  r.persist =
+      PersistSection{"/var/ckpt/j", {{0, 12, 2, 3000, "/var/ckpt/j/r0.s12.shoalckpt"}}, {1, 3000, 0, 0, 0, 0, true}};
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("every reply reads back equal to what was written") {
+  CHECK(round_trip(ErrorReply{"unknown request 'x'", {"members", "view"}}) ==
+        ErrorReply{"unknown request 'x'", {"members", "view"}});
+  CHECK(round_trip(CommittedReply{true}) == CommittedReply{true});
+  CHECK(round_trip(ForceReply{true, std::nullopt, 9}) == ForceReply{true, std::nullopt, 9});
+  MembersReply members{"b", {{"a", "10.0.0.1:1", "suspect", 5, 10}, {"b", "10.0.0.2:1", "alive", 0, 20}}, {}};
+  members.rejected.by_cause = {{"truncated", 0}, {"bad_magic", 3}, {"a cause from a newer agent", 1}};
+  CHECK(round_trip(members) == members);
+  StatsReply stats{"me", 7, 3, 2, {}, members.rejected};
+  stats.gossip.packets_in = 1;
+  stats.gossip.stalls_detected = 2;
+  stats.gossip.push_pull_full_exchanges = 18446744073709551615u;
+  CHECK(round_trip(stats) == stats);
+  CHECK(round_trip(sample_view()) == sample_view());
+  CHECK(round_trip(sample_status()) == sample_status());
+  const SessionInfoReply info{"a", 17, "10.0.0.1:7946", "c", 4, "j", "j.a", "/etc/shoal/key"};
+  CHECK(round_trip(info) == info);
+  const SessionWaitReply before_view{5, 2, "member b is dead", 1, std::nullopt};
+  CHECK(round_trip(before_view) == before_view);
+  const SessionWaitReply with_view{6, 2, "", 1, sample_view()};
+  CHECK(round_trip(with_view) == with_view);
+  CHECK(round_trip(sample_ckpt_ls()) == sample_ckpt_ls());
+  CkptLsReply without_persist = sample_ckpt_ls();
+  without_persist.persist.reset();
+  CHECK(round_trip(without_persist) == without_persist);
+}
+
+TEST_CASE("the members and error documents keep their text") {
+  MembersReply members{"b", {{"a", "10.0.0.1:1", "suspect", 5, 10}}, {}};
+  members.rejected.by_cause = {{"truncated", 0}, {"bad_magic", 3}};
+  CHECK(write_reply(members) ==
+        R"({"self":"b","members":[{"name":"a","addr":"10.0.0.1:1","state":"suspect","incarnation":5,"generation":10}],)"
+        R"("rejected":{"truncated":0,"bad_magic":3}})");
+  CHECK(write_reply(ErrorReply{"empty request", {"members", "view"}}) ==
+        R"({"error":"empty request","requests":["members","view"]})");
+  CHECK(write_reply(CommittedReply{true}) == R"({"ok":true})");
+  CHECK(write_reply(ForceReply{true, std::nullopt, 9}) == R"({"forced":true,"epoch":9})");
+  CHECK(write_reply(ForceReply{false, "no live majority", 8}) ==
+        R"({"forced":false,"error":"no live majority","epoch":8})");
+}
+
+TEST_CASE("the view and session documents keep their text") {
+  const std::string view =
+      R"({"self":"a","epoch":3,"hash":"00000000000000ab","status":"stalled","reason":"below --min-hosts",)"
+      R"("world_size":3,"live_of_view":2,"in_view":true,)"
+      R"("members":[{"name":"a","host":"ha","addr":"10.0.0.1:7946","slots":2,"join_epoch":1,"generation":5},)"
+      R"({"name":"b","host":"hb","addr":"10.0.0.2:7946","slots":1,"join_epoch":2,"generation":18446744073709551615}],)"
+      R"("ranks":[{"rank":0,"local_rank":0,"node_rank":0,"name":"a","slot":0},)"
+      R"({"rank":1,"local_rank":1,"node_rank":0,"name":"a","slot":1},)"
+      R"({"rank":2,"local_rank":0,"node_rank":1,"name":"b","slot":0}]})";
+  CHECK(write_reply(sample_view()) == view);
+  CHECK(write_reply(SessionInfoReply{"a", 17, "10.0.0.1:7946", "c", 4, "j", "j.a", ""}) ==
+        R"({"name":"a","generation":17,"addr":"10.0.0.1:7946","cluster":"c","slots":4,"job":"j","store":"j.a",)"
+        R"("key_file":""})");
+  CHECK(write_reply(SessionWaitReply{5, 2, "member b is dead", 1, std::nullopt}) ==
+        R"({"seq":5,"broken_epoch":2,"broken_why":"member b is dead","failures":1,"view":null})");
+  CHECK(write_reply(SessionWaitReply{6, 0, "", 0, sample_view()}) ==
+        R"({"seq":6,"broken_epoch":0,"broken_why":"","failures":0,"view":)" + view + "}");
+}
+
+TEST_CASE("the status document keeps its text, optional members only where they apply") {
+  CHECK(
+      write_reply(sample_status()) ==
+      R"({"self":"s1","addr":"10.0.0.1:7946","generation":1700000000123,"cluster":"c","slots":8,)"
+      R"("view":{"epoch":4,"members":2,"status":"stable","reason":"","in_view":true,"live_of_view":2},)"
+      R"("members_by_state":{"alive":2,"suspect":0,"dead":1,"left":0},)"
+      R"("view_changes":[{"epoch":3,"members":3,"joined":["s3"],"left":[],"trigger":"","committed_unix":1700000000.25},)"
+      R"({"epoch":4,"members":2,"joined":[],"left":["s3"],"trigger":"s3 dead","seconds":0.5,)"
+      R"("committed_unix":1700000001.5}],)"
+      R"("checkpoints":{"job":"j","local_versions":2,"local_bytes":1073741824,"replicas":1,"replica_bytes":1000,)"
+      R"("pushed":3,"push_failed":1,"received":4,"receive_refused":5,)"
+      R"("lag":[{"rank":0,"committed_step":10,"replicated_step":8,"steps_behind":2},)"
+      R"({"rank":1,"committed_step":10}]}})");
+}
+
+TEST_CASE("the ckpt-ls document keeps its text: sealed, unsealed and the persist directory") {
+  CHECK(
+      write_reply(sample_ckpt_ls()) ==
+      R"({"job":"j","store":"j.h1","replicas":1,"budget_bytes":1048576,)"
+      R"("held":[{"segment":"/shoal.j.h1.r0.a","kind":"local","segment_bytes":4096,)"
+      R"json("from":"(a trainer on this host)","sealed":true,"job":"j","rank":0,"step":12,"world":2,"bytes":3000,)json"
+      R"("buffers":2,"verified":false,"problem":"checksum: buffer 1"},)"
+      R"({"segment":"/shoal.j.h1.r1.b","kind":"replica","segment_bytes":8192,"sealed":false,"problem":"not sealed"}],)"
+      R"("counters":{"pushed":1,"push_skipped":2,"push_failed":3,"push_superseded":4,"received":5,)"
+      R"("receive_refused":6,"fetches_served":7,"evicted":8},)"
+      R"("persist_dir":"/var/ckpt/j","persisted":[{"rank":0,"step":12,"world":2,"bytes":3000,)"
+      R"("path":"/var/ckpt/j/r0.s12.shoalckpt"}],)"
+      R"("persist_counters":{"persisted":1,"bytes":3000,"refused":0,"cancelled":0,"failed":0,"removed":0,)"
+      R"("busy":true}})");
+}
+
+TEST_CASE("documents of older agents read with defaults for what they lack") {
+  // session-info before key files, session-wait before "failures".
+  const auto info = read<SessionInfoReply>(R"({"name":"a","generation":3,"addr":"10.0.0.1:1","cluster":"c",)"
+                                           R"("slots":2,"job":"j","store":"j"})");
+  CHECK(info.name == "a");
+  CHECK(info.slots == 2u);
+  CHECK(info.key_file.empty());
+  const auto wait = read<SessionWaitReply>(R"({"seq":4,"broken_epoch":1,"broken_why":"x","view":null})");
+  CHECK(wait.seq == 4u);
+  CHECK(wait.failures == 0u);
+  CHECK_FALSE(wait.view.has_value());
+  // A view change without a trigger has no "seconds"; a rank not replicated yet has no replicated step.
+  const auto status = read<StatusReply>(
+      R"({"self":"s","view":{"epoch":2},"view_changes":[{"epoch":2,"members":1,"joined":["s"],"left":[],)"
+      R"("trigger":"","committed_unix":1.5}],"checkpoints":{"job":"j","lag":[{"rank":3,"committed_step":7}]}})");
+  CHECK(status.view.epoch == 2u);
+  CHECK(status.view.status.empty());
+  REQUIRE(status.view_changes.size() == 1);
+  CHECK_FALSE(status.view_changes[0].seconds.has_value());
+  CHECK(status.view_changes[0].committed_unix == 1.5);
+  REQUIRE(status.checkpoints.lag.size() == 1);
+  CHECK(status.checkpoints.lag[0].rank == 3u);
+  CHECK_FALSE(status.checkpoints.lag[0].replicated_step.has_value());
+  CHECK(status.members_by_state == MembersByState{});
+  // ckpt-ls of an agent without a persist directory, and an unsealed segment.
+  const auto ls = read<CkptLsReply>(
+      R"({"job":"j","store":"j","held":[{"segment":"/s","kind":"local","segment_bytes":1,"sealed":false,)"
+      R"("problem":"not sealed"}]})");
+  CHECK_FALSE(ls.persist.has_value());
+  REQUIRE(ls.held.size() == 1);
+  CHECK_FALSE(ls.held[0].sealed());
+  CHECK(ls.held[0].problem == "not sealed");
+  CHECK_FALSE(ls.held[0].from.has_value());
+  CHECK(ls.counters == CkptCounters{});
+  // Members a newer agent added are ignored.
+  const auto view = read<ViewReply>(R"({"epoch":1,"members":[],"ranks":[],"added_later":{"x":[1]}})");
+  CHECK(view.epoch == 1u);
+}
+
+TEST_CASE("an error document reads as itself only when asked for as one") {
+  const std::string text = write_reply(ErrorReply{"empty request", {"members"}});
+  CHECK(read<ErrorReply>(text).requests == std::vector<std::string>{"members"});
+  const auto as_view = parse_reply<ViewReply>(text);
+  REQUIRE_FALSE(as_view.ok());
+  CHECK(as_view.error().message == "empty request");
+  CHECK_FALSE(parse_reply<ErrorReply>(write_reply(sample_view())).ok());
+}
+
+TEST_CASE("a refused view-force reads as its error, as the CLI reports it") {
+  const auto refused = parse_reply<ForceReply>(write_reply(ForceReply{false, "no live majority of 3", 8}));
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().message == "no live majority of 3");
+  auto doc = parse_document(write_reply(ForceReply{false, "no live majority of 3", 8}));
+  REQUIRE(doc.ok());
+  const auto force = read_reply<ForceReply>(*doc);
+  REQUIRE(force.ok());
+  CHECK(force->error == "no live majority of 3");
+  CHECK(force->epoch == 8u);
+}
+
+TEST_CASE("a double that a writer could not spell (null) reads as the default, and no member reads as null") {
+  const auto status =
+      read<StatusReply>(R"({"self":"s","view":{},"view_changes":[{"epoch":1,"seconds":null,"committed_unix":null}]})");
+  REQUIRE(status.view_changes.size() == 1);
+  CHECK_FALSE(status.view_changes[0].seconds.has_value());
+  CHECK(status.view_changes[0].committed_unix == 0);
+  CHECK_FALSE(parse_reply<ViewReply>(R"({"epoch":null,"members":[],"ranks":[]})").ok());
+}
+
+TEST_CASE("an integer member reads only a JSON integer that fits its type, never a cast") {
+  const auto view = [](const std::string& members) {
+    return parse_reply<ViewReply>(R"({"members":[],"ranks":[],)" + members + "}");
+  };
+  CHECK(view(R"("epoch":18446744073709551615,"world_size":4294967295)")->epoch == 18446744073709551615u);
+  CHECK(view(R"("epoch":18446744073709551615,"world_size":4294967295)")->world_size == 4294967295u);
+  CHECK(view(R"("epoch":-1)").error().message == "the reply is not a view: the integer -1 is out of range");
+  CHECK(view(R"("epoch":1,"world_size":4294967296)").error().message ==
+        "the reply is not a view: the integer 4294967296 is out of range");
+  CHECK(view(R"("epoch":1.5)").error().message ==
+        "the reply is not a view: type must be an integer, but is number 1.5");
+  CHECK(view(R"("epoch":1e300)").error().message ==
+        "the reply is not a view: type must be an integer, but is number 1e+300");
+  CHECK(view(R"("epoch":true)").error().message == "the reply is not a view: type must be an integer, but is boolean");
+  CHECK(view(R"("epoch":"3")").error().message == "the reply is not a view: type must be an integer, but is string");
+  const auto stats = parse_reply<StatsReply>(R"({"self":"a","gossip":{},"local_health":-2})");
+  REQUIRE(stats.ok());
+  CHECK(stats->local_health == -2);
+}
