@@ -4,24 +4,13 @@
 #include <cstdio>
 #include <iostream>
 
+#include "cli/byte_size.hpp"
 #include "cli/cli.hpp"
 #include "cli/command_line.hpp"
 #include "cli/control_ask.hpp"
 
 namespace shoal::cli {
 namespace {
-
-std::string human_bytes(uint64_t b) {
-  char out[32];
-  if (b >= (1ull << 30)) {
-    std::snprintf(out, sizeof out, "%.2f GiB", static_cast<double>(b) / (1ull << 30));
-  } else if (b >= (1ull << 20)) {
-    std::snprintf(out, sizeof out, "%.1f MiB", static_cast<double>(b) / (1ull << 20));
-  } else {
-    std::snprintf(out, sizeof out, "%" PRIu64 " B", b);
-  }
-  return out;
-}
 
 int print_table(const control::CkptLsReply& doc, bool verify) {
   std::printf("job %s, segments /dev/shm/shoal.%s.*\n", doc.job.c_str(), doc.store.c_str());

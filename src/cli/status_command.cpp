@@ -6,18 +6,13 @@
 #include <ctime>
 #include <iostream>
 
+#include "cli/byte_size.hpp"
 #include "cli/cli.hpp"
 #include "cli/command_line.hpp"
 #include "cli/control_ask.hpp"
 
 namespace shoal::cli {
 namespace {
-
-std::string gib(uint64_t bytes) {
-  char out[32];
-  std::snprintf(out, sizeof out, "%.2f GiB", static_cast<double>(bytes) / (1ull << 30));
-  return out;
-}
 
 std::string clock_time(double unix_seconds) {
   const auto t = static_cast<std::time_t>(unix_seconds);
@@ -63,8 +58,8 @@ int print_status(const control::StatusReply& doc) {
   std::printf("ckpt     job %s: %" PRIu64 " local version(s) (%s), %" PRIu64
               " replica(s) for peers (%s); pushed %" PRIu64 ", push failures %" PRIu64 ", received %" PRIu64
               ", refused %" PRIu64 "\n",
-              k.job.c_str(), k.local_versions, gib(k.local_bytes).c_str(), k.replicas, gib(k.replica_bytes).c_str(),
-              k.pushed, k.push_failed, k.received, k.receive_refused);
+              k.job.c_str(), k.local_versions, human_bytes(k.local_bytes).c_str(), k.replicas,
+              human_bytes(k.replica_bytes).c_str(), k.pushed, k.push_failed, k.received, k.receive_refused);
   for (const auto& l : k.lag) {
     if (l.replicated_step) {
       std::printf("  rank %" PRIu32 ": saved step %" PRIu64 ", replicated step %" PRIu64 " (%" PRIu64 " behind)\n",

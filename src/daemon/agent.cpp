@@ -21,7 +21,7 @@
 #include "daemon/reports/stats_report.hpp"
 #include "daemon/reports/view_report.hpp"
 #include "daemon/session_feed.hpp"
-#include "net/endpoint_text.hpp"
+#include "net/host_port.hpp"
 #include "net/port_binding.hpp"
 #include "net/stream_hello.hpp"
 #include "net/stream_listener.hpp"

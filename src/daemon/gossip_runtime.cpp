@@ -2,7 +2,7 @@
 #include "daemon/gossip_runtime.hpp"
 
 #include "base/log.hpp"
-#include "net/endpoint_text.hpp"
+#include "net/host_port.hpp"
 #include "net/stream_hello.hpp"
 #include "wire/packet.hpp"
 

@@ -15,7 +15,7 @@
 #include <cstring>
 
 #include "base/tcp_backoff.hpp"
-#include "net/endpoint_text.hpp"
+#include "net/host_port.hpp"
 
 namespace shoal::net {
 namespace {

@@ -1,4 +1,4 @@
-// Parsing of HOST:PORT and comma-separated lists of them.
+// Parsing of HOST:PORT and comma-separated lists of them; numeric ip:port text <-> Asio addresses.
 #include "net/host_port.hpp"
 
 #include <charconv>
@@ -62,6 +62,19 @@ Result<std::vector<HostPort>> parse_host_port_list(std::string_view text) {
     text.remove_prefix(comma + 1);
   }
   return out;
+}
+
+std::optional<IpPort> parse_ip_port(std::string_view text) {
+  auto hp = parse_host_port(text);
+  if (!hp) return std::nullopt;
+  boost::system::error_code ec;
+  auto ip = boost::asio::ip::make_address(hp->host, ec);
+  if (ec) return std::nullopt;
+  return IpPort{ip, hp->port};
+}
+
+std::string ip_port_text(const boost::asio::ip::address& ip, uint16_t port) {
+  return HostPort{ip.to_string(), port}.to_string();
 }
 
 }  // namespace shoal::net

@@ -1,8 +1,12 @@
-// HOST:PORT as users type it on the command line ("10.0.0.1:7946", "node01:7946", "[::1]:7946"),
-// parsed into host and port, and lists of them separated by commas (--seeds).
+// HOST:PORT text: as users type it on the command line ("10.0.0.1:7946", "node01:7946", "[::1]:7946"),
+// parsed into host and port, and lists of them separated by commas (--seeds); and the numeric "ip:port"
+// strings the gossip core uses as addresses, to and from Asio addresses (names are resolved once at
+// startup, never on the event loop).
 #pragma once
 
+#include <boost/asio/ip/address.hpp>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,5 +32,16 @@ Result<HostPort> parse_host_port(std::string_view text, PortZero zero = PortZero
 // Parses "a:1,b:2"; empty items (a trailing comma) and spaces (a list written "a:1 b:2") are refused so that
 // typos are loud.
 Result<std::vector<HostPort>> parse_host_port_list(std::string_view text);
+
+struct IpPort {
+  boost::asio::ip::address ip;
+  uint16_t port = 0;
+};
+
+// "1.2.3.4:5" or "[::1]:5"; nullopt for anything else (including host names).
+std::optional<IpPort> parse_ip_port(std::string_view text);
+
+// The inverse: "1.2.3.4:5" or "[::1]:5".
+std::string ip_port_text(const boost::asio::ip::address& ip, uint16_t port);
 
 }  // namespace shoal::net

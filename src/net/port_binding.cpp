@@ -2,7 +2,7 @@
 // (no SO_REUSEADDR: two agents must never share a UDP port).
 #include "net/port_binding.hpp"
 
-#include "net/endpoint_text.hpp"
+#include "net/host_port.hpp"
 
 namespace shoal::net {
 

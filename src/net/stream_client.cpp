@@ -7,8 +7,8 @@
 #include <boost/asio/write.hpp>
 
 #include "base/tcp_backoff.hpp"
-#include "net/endpoint_text.hpp"
 #include "net/frame_io.hpp"
+#include "net/host_port.hpp"
 #include "net/stream_hello.hpp"
 
 namespace shoal::net {

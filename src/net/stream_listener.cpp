@@ -10,8 +10,8 @@
 
 #include "base/log.hpp"
 #include "base/tcp_backoff.hpp"
-#include "net/endpoint_text.hpp"
 #include "net/frame_io.hpp"
+#include "net/host_port.hpp"
 
 namespace shoal::net {
 

@@ -4,7 +4,7 @@
 #include "base/log.hpp"
 #include "control/client.hpp"
 #include "control/replies/session.hpp"
-#include "net/endpoint_text.hpp"
+#include "net/host_port.hpp"
 #include "net/stream_hello.hpp"
 #include "wire/packet.hpp"
 

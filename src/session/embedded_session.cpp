@@ -2,7 +2,7 @@
 #include "session/embedded_session.hpp"
 
 #include "base/log.hpp"
-#include "net/endpoint_text.hpp"
+#include "net/host_port.hpp"
 
 namespace shoal::session {
 

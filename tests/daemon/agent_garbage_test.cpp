@@ -10,7 +10,7 @@
 #include <random>
 
 #include "../support/agent_fixture.hpp"
-#include "net/endpoint_text.hpp"
+#include "net/host_port.hpp"
 #include "net/stream_hello.hpp"
 #include "wire/frame.hpp"
 #include "wire/packet.hpp"

@@ -15,7 +15,7 @@
 #include "control/client.hpp"
 #include "control/server.hpp"
 #include "daemon/agent.hpp"
-#include "net/endpoint_text.hpp"
+#include "net/host_port.hpp"
 #include "net/port_binding.hpp"
 #include "net/stream_client.hpp"
 #include "net/stream_listener.hpp"

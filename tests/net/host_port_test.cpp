@@ -3,8 +3,6 @@
 
 #include <doctest/doctest.h>
 
-#include "net/endpoint_text.hpp"
-
 using shoal::net::HostPort;
 using shoal::net::parse_host_port;
 using shoal::net::parse_host_port_list;
