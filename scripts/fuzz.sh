@@ -74,7 +74,7 @@ declare -A libs=(
 )
 
 sanitize=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined)
-cflags=(-std=c++20 -g -O1 -DSPDLOG_FMT_EXTERNAL -DBOOST_ASIO_NO_DEPRECATED -Isrc -Iinclude "-I$proto")
+cflags=(-std=c++20 -g1 -O1 -DSPDLOG_FMT_EXTERNAL -DBOOST_ASIO_NO_DEPRECATED -Isrc -Iinclude "-I$proto")
 harness_flags=(-Wall -Wextra -Werror)  # our own fuzz code; shoal and generated sources build as meson builds them
 
 # Objects compiled with other flags or another compiler are thrown away.
@@ -142,9 +142,39 @@ build() {
   fi
 }
 
+# Compiles every shoal source the targets share, $(nproc) at a time, before the targets link one by one:
+# each object once, never two compilers writing the same one. A failure is reported by the build below.
+precompile() {
+  local jobs=$1 src running=0 all=""
+  declare -A seen=()
+  for t in "${targets[@]}" make_corpus; do
+    for src in ${sources[$t]}; do
+      [ -n "${seen[$src]:-}" ] && continue
+      seen[$src]=1
+      all+=" $src"
+    done
+  done
+  for t in "${targets[@]}" make_corpus; do all+=" tests/fuzz/$t.cpp"; done
+  for src in $all; do
+    if [[ $src == tests/fuzz/* ]]; then
+      compile "$src" "$out/logs/precompile.log" "${harness_flags[@]}" >/dev/null &
+    else
+      compile "$src" "$out/logs/precompile.log" >/dev/null &
+    fi
+    running=$((running + 1))
+    if [ "$running" -ge "$jobs" ]; then
+      wait -n || true
+      running=$((running - 1))
+    fi
+  done
+  wait || true
+}
+
 passed=0 failed=0
 proto_ok=1
 gen_proto || { proto_ok=0; echo "fuzz: protoc failed; see $out/logs/protoc.log" >&2; }
+: >"$out/logs/precompile.log"
+[ "$proto_ok" -eq 1 ] && precompile "$(nproc)"
 
 if [ "$build_only" -eq 1 ]; then
   ok=$proto_ok
@@ -169,6 +199,7 @@ fi
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+built=()
 for t in "${targets[@]}"; do
   if { [ "$proto_ok" -eq 0 ] && [[ ${sources[$t]} == *.pb.cc* ]]; } ||
     ! build "$t" "tests/fuzz/$t.cpp" "${sanitize[@]}"; then
@@ -176,6 +207,13 @@ for t in "${targets[@]}"; do
     failed=$((failed + 1))
     continue
   fi
+  built+=("$t")
+done
+
+# fuzz_one TARGET: runs it for $seconds and writes its verdict line to $out/logs/TARGET.result ("ok ..." or
+# "CRASH ..."), so that $(nproc) targets run at once (each libFuzzer process uses one core).
+fuzz_one() {
+  local t=$1 corpus artifacts log rc crash runs inputs
   corpus=$out/corpus/$t
   artifacts=$out/artifacts/$t/
   log=$out/logs/$t.log
@@ -193,11 +231,30 @@ for t in "${targets[@]}"; do
   if [ "$rc" -eq 0 ] && [ -z "$crash" ]; then
     runs=$(sed -n 's/^Done \([0-9]*\) runs.*/\1/p' "$log" | tail -n 1)
     inputs=$(find "$corpus" -type f | wc -l)
-    echo "fuzz: $t ok (${runs:-?} runs, $inputs inputs)"
+    echo "ok (${runs:-?} runs, $inputs inputs)" >"$out/logs/$t.result"
+  else
+    echo "CRASH: ${crash:-no crash file, exit status $rc; see $log}" >"$out/logs/$t.result"
+  fi
+}
+
+running=0
+for t in "${built[@]}"; do
+  rm -f "$out/logs/$t.result"
+  fuzz_one "$t" &
+  running=$((running + 1))
+  if [ "$running" -ge "$(nproc)" ]; then
+    wait -n || true
+    running=$((running - 1))
+  fi
+done
+wait || true
+for t in "${built[@]}"; do
+  result=$(cat "$out/logs/$t.result" 2>/dev/null || echo "CRASH: no verdict; see $out/logs/$t.log")
+  echo "fuzz: $t $result"
+  if [[ $result == ok* ]]; then
     passed=$((passed + 1))
   else
-    echo "fuzz: $t CRASH: ${crash:-no crash file, exit status $rc; see $log}"
-    grep -m 3 -E '^SUMMARY|ERROR: (libFuzzer|AddressSanitizer)|runtime error' "$log" | sed 's/^/  /' >&2
+    grep -m 3 -E '^SUMMARY|ERROR: (libFuzzer|AddressSanitizer)|runtime error' "$out/logs/$t.log" | sed 's/^/  /' >&2
     failed=$((failed + 1))
   fi
 done
