@@ -270,7 +270,7 @@ void CheckpointService::serve_push_request(const net::StreamPeer& peer, const wi
   };
   const auto destination = [&](const ckpt::VersionInfo& info) -> Result<std::span<std::byte>> {
     std::lock_guard lock(store_mu_);
-    if (auto room = make_room(info.total_bytes); !room) return fail(room.error().message);
+    if (auto room = make_room(rank, info.total_bytes); !room) return fail(room.error().message);
     auto in = replicas_->begin(rank, step, info.total_bytes);
     if (!in) return fail(in.error().message);
     incoming.emplace(std::move(*in));
@@ -342,8 +342,9 @@ void CheckpointService::serve_fetch_request(const wire::CkptRequest& request, ne
   }
 }
 
-Status CheckpointService::make_room(uint64_t incoming) {
+Status CheckpointService::make_room(uint32_t rank, uint64_t incoming) {
   if (cfg_.budget_bytes == 0) return Ok{};
+
   uint64_t local = 0;
   for (const auto& h : held()) {
     if (!h.replica) local += h.segment_bytes;
@@ -355,9 +356,19 @@ Status CheckpointService::make_room(uint64_t incoming) {
                 " bytes is taken by local versions (" + std::to_string(local) + " bytes)");
   }
   const auto held_replicas = replicas_->held_versions();
-  auto plan =
-      ckpt::plan_eviction(held_replicas, ckpt::IncomingSave{cfg_.job, 0, incoming + replicas_->receiving_bytes()},
-                          cfg_.budget_bytes - local);
+  const auto plan_for = [&](uint64_t spares) {
+    return ckpt::plan_eviction(held_replicas,
+                               ckpt::IncomingSave{cfg_.job, 0, incoming + replicas_->receiving_bytes() + spares},
+                               cfg_.budget_bytes - local);
+  };
+  // Spares are memory without versions: they go before any replica would. The rank's own spare is the
+  // memory this receive reuses (counted in `incoming`), so it stays.
+  const uint64_t other_spares = replicas_->spare_bytes() - replicas_->spare_bytes(rank);
+  auto plan = plan_for(other_spares);
+  if (other_spares > 0 && (!plan || !plan->drop.empty())) {
+    logger().debug("ckpt: freed {} bytes of spare replica memory for the budget", replicas_->drop_spares(rank));
+    plan = plan_for(0);
+  }
   if (!plan) return fail("checkpoint budget: " + plan.error().message);
   for (const size_t i : plan->drop) {
     const auto& v = held_replicas[i];

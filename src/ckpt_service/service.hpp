@@ -99,8 +99,9 @@ class CheckpointService {
   void serve(const net::StreamPeer& peer, wire::CkptRequest request, net::BlockingConn conn);
   void serve_push_request(const net::StreamPeer& peer, const wire::CkptRequest& request, net::BlockingConn& conn);
   void serve_fetch_request(const wire::CkptRequest& request, net::BlockingConn& conn);
-  // Under store_mu_: frees replica memory so that `incoming` more bytes fit the budget.
-  Status make_room(uint64_t incoming);
+  // Under store_mu_: frees replica memory so that `incoming` more bytes of a replica of `rank` fit the
+  // budget (spares of other ranks go first; the rank's own spare is the memory the receive reuses).
+  Status make_room(uint32_t rank, uint64_t incoming);
   void reap_finished();
   // At start, with persist_dir: the newest persisted version of each rank that this host holds nothing
   // as new of in memory is loaded (verified) into a replica segment, so that after every host lost its

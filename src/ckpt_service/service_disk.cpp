@@ -27,7 +27,7 @@ void CheckpointService::load_persisted(const ckpt::PersistDir& dir) {
     if (auto m = in_memory.find(rank); m != in_memory.end() && m->second >= p.step) continue;
     const auto started = Clock::now();
     std::lock_guard lock(store_mu_);
-    if (auto room = make_room(p.bytes); !room) {
+    if (auto room = make_room(rank, p.bytes); !room) {
       logger().warn("ckpt: rank {} step {} stays on disk only ({}): {}", rank, p.step, p.path, room.error().message);
       continue;
     }

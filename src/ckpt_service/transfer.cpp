@@ -12,6 +12,10 @@ using Clock = std::chrono::steady_clock;
 
 Clock::time_point stall_deadline(const TransferLimits& limits) { return Clock::now() + limits.stall_timeout; }
 
+void mark(const TransferLimits& limits, Clock::time_point TransferPhases::*phase) {
+  if (limits.phases != nullptr) limits.phases->*phase = Clock::now();
+}
+
 std::vector<std::byte> encode(const google::protobuf::MessageLite& m) {
   std::vector<std::byte> out(m.ByteSizeLong());
   m.SerializeToArray(out.data(), static_cast<int>(out.size()));
@@ -59,7 +63,10 @@ Result<ckpt::VersionInfo> receive_stream(net::BlockingConn& conn, uint64_t strea
                                          const ReceiveDestination& destination, const TransferLimits& limits) {
   ckpt::VersionReceiver receiver;
   while (true) {
-    if (receiver.complete()) return receiver.info();  // a version without data bytes completes at attach
+    if (receiver.complete()) {  // a version without data bytes completes at attach
+      mark(limits, &TransferPhases::streamed);
+      return receiver.info();
+    }
     const auto into = receiver.next();
     if (into.empty()) return fail("the receiver expects no more bytes before it is complete");
     auto n = conn.read_some(into, stall_deadline(limits));
@@ -77,7 +84,9 @@ Result<ckpt::VersionInfo> receive_stream(net::BlockingConn& conn, uint64_t strea
       auto dest = destination(receiver.info());
       if (!dest) return fail(dest.error().message);
       if (auto a = receiver.attach(*dest); !a) return fail(a.error().message);
+      mark(limits, &TransferPhases::attached);
     } else if (*progress == ckpt::VersionReceiver::Progress::complete) {
+      mark(limits, &TransferPhases::streamed);
       return receiver.info();
     }
   }
@@ -85,6 +94,7 @@ Result<ckpt::VersionInfo> receive_stream(net::BlockingConn& conn, uint64_t strea
 
 Result<net::BlockingConn> open(const TransferPeer& peer, const wire::CkptRequest& request,
                                const TransferLimits& limits) {
+  mark(limits, &TransferPhases::started);
   auto conn = net::BlockingConn::connect(peer.addr, stall_deadline(limits));
   if (!conn) return conn;
   conn->set_cancel(limits.cancel);
@@ -125,10 +135,13 @@ Result<PushOutcome> push_version(const TransferPeer& peer, std::span<const std::
   if (!first) return fail(first.error().message);
   if (first->status() == wire::CkptResponse::ALREADY_HELD) return PushOutcome::already_held;
   if (first->status() != wire::CkptResponse::ACCEPT) return fail("refused: " + first->message());
+  mark(limits, &TransferPhases::answered);
   if (auto r = send_stream(*conn, segment, info, limits, segment_fd); !r) return fail(r.error().message);
+  mark(limits, &TransferPhases::streamed);
   auto last = read_response(*conn, limits, "after the stream");
   if (!last) return fail(last.error().message);
   if (last->status() != wire::CkptResponse::STORED) return fail("refused: " + last->message());
+  mark(limits, &TransferPhases::done);
   return PushOutcome::stored;
 }
 
@@ -147,8 +160,10 @@ Result<ckpt::VersionInfo> fetch_version(const TransferPeer& peer, std::string_vi
     return fail(peer.addr + " does not hold rank " + std::to_string(rank) + " step " + std::to_string(step));
   }
   if (answer->status() != wire::CkptResponse::OK) return fail("refused: " + answer->message());
+  mark(limits, &TransferPhases::answered);
   auto info = receive_stream(*conn, answer->stream_bytes(), destination, limits);
   if (!info) return info;
+  if (limits.phases != nullptr) limits.phases->done = limits.phases->streamed;
   if (info->id.job != job || info->id.rank != rank || info->id.step != step) {
     return fail("the peer sent rank " + std::to_string(info->id.rank) + " step " + std::to_string(info->id.step) +
                 " of job " + info->id.job + " instead");

@@ -29,10 +29,22 @@ struct TransferPeer {
   net::OutgoingHello hello;  // the CKPT_STREAM hello naming the caller
 };
 
+// When each phase of one transfer ended, for logs and shoal-bench-ckpt's breakdown of where the time
+// goes. A phase the transfer did not reach keeps its default (epoch) value.
+struct TransferPhases {
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point started;   // connecting began
+  Clock::time_point answered;  // the peer accepted the push, or announced the fetched version
+  Clock::time_point attached;  // receiving: the prefix checked out and the destination was ready
+  Clock::time_point streamed;  // the version's last byte was written (push) or received and verified (fetch)
+  Clock::time_point done;      // push: the peer said it stored the version; fetch: as streamed
+};
+
 struct TransferLimits {
   // A transfer fails when no byte moves for this long (a dead or wedged peer).
   std::chrono::milliseconds stall_timeout{10'000};
   const std::atomic<bool>* cancel = nullptr;  // polled between chunks; may be null
+  TransferPhases* phases = nullptr;           // filled in when not null
 };
 
 // Where received bytes go, asked once the version's prefix has been verified and its size is known:

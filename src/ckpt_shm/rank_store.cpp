@@ -1,6 +1,8 @@
 // RankStore: choosing slots, sizing segments, sealing, and reading back the newest complete version.
 #include "ckpt_shm/rank_store.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <atomic>
 #include <utility>
@@ -124,24 +126,10 @@ Result<std::vector<WritableBuffer>> RankStore::begin_save(uint64_t step, std::sp
   auto plan = plan_layout(buffers);
   if (!plan) return fail(plan.error().message);
 
+  adopt_prepared();
   uint64_t max_sequence = last_sequence_;
   const auto newest = newest_slot(&max_sequence);
-  // The target: any slot but the newest; an empty or unsealed one first, else the oldest sealed.
-  std::optional<uint32_t> target;
-  uint64_t target_sequence = UINT64_MAX;
-  for (uint32_t k = 0; k < config_.slots; ++k) {
-    if (newest && *newest == k) continue;
-    uint64_t seq = 0;  // slots without a valid sealed version are the first to go
-    if (segments_[k].valid() && load_state(segments_[k].bytes()) == VersionState::sealed) {
-      auto h = decode_version(segments_[k].bytes(), DataCheck::skip);
-      if (h) seq = h->id.sequence + 1;
-    }
-    if (!target || seq < target_sequence) {
-      target = k;
-      target_sequence = seq;
-    }
-  }
-  const uint32_t slot = *target;  // slots >= 2, so at least one slot is not the newest
+  const uint32_t slot = next_target(newest);
 
   auto& seg = segments_[slot];
   if (!seg.valid()) {
@@ -169,6 +157,66 @@ Result<std::vector<WritableBuffer>> RankStore::begin_save(uint64_t step, std::sp
   }
   in_progress_ = std::move(save);
   return out;
+}
+
+uint32_t RankStore::next_target(std::optional<uint32_t> newest) const {
+  std::optional<uint32_t> target;
+  uint64_t target_sequence = UINT64_MAX;
+  for (uint32_t k = 0; k < config_.slots; ++k) {
+    if (newest && *newest == k) continue;
+    uint64_t seq = 0;  // slots without a valid sealed version are the first to go
+    if (segments_[k].valid() && load_state(segments_[k].bytes()) == VersionState::sealed) {
+      auto h = decode_version(segments_[k].bytes(), DataCheck::skip);
+      if (h) seq = h->id.sequence + 1;
+    }
+    if (!target || seq < target_sequence) {
+      target = k;
+      target_sequence = seq;
+    }
+  }
+  return *target;  // slots >= 2, so at least one slot is not the newest
+}
+
+void RankStore::prepare(uint64_t total_bytes) {
+  adopt_prepared();
+  if (in_progress_) return;  // the save in progress has its memory; commit prepares the next one
+  prepare_slot(next_target(newest_slot(nullptr)), total_bytes);
+}
+
+void RankStore::wait_prepared() {
+  if (preparing_) preparing_->segment.wait();
+}
+
+void RankStore::prepare_slot(uint32_t slot, uint64_t total_bytes) {
+  adopt_prepared();
+  if (segments_[slot].valid() && segments_[slot].size() >= total_bytes) return;
+  // The thread touches only its own mapping and the object's size: the slot's contents (perhaps an
+  // older sealed version that readers still use) are left as they are, and growing never shrinks.
+  preparing_ = Preparing{slot, std::async(std::launch::async, [name = names_[slot], total_bytes] {
+                           return ShmSegment::open_or_create(name, total_bytes);
+                         })};
+}
+
+void RankStore::adopt_prepared() {
+  if (!preparing_) return;
+  Preparing done = std::move(*preparing_);
+  preparing_.reset();
+  auto segment = done.segment.get();
+  auto& log = log::get(log::Component::ckpt);
+  if (!segment) {
+    // The save itself will try again and report the error where it belongs.
+    log.debug("{}: preparing slot {} failed: {}", rank_text(config_), done.slot, segment.error().message);
+    return;
+  }
+  // Only while the name still leads to the object that was prepared (nothing unlinked it meanwhile).
+  struct stat named {
+  }, mapped{};
+  if (::stat(("/dev/shm" + names_[done.slot]).c_str(), &named) != 0 || ::fstat(segment->fd(), &mapped) != 0 ||
+      named.st_ino != mapped.st_ino || named.st_dev != mapped.st_dev) {
+    return;
+  }
+  if (segments_[done.slot].valid() && segments_[done.slot].size() >= segment->size()) return;
+  segments_[done.slot] = std::move(*segment);
 }
 
 Result<std::span<std::byte>> RankStore::save_buffer(size_t index, size_t size) const {
@@ -227,7 +275,10 @@ Result<SealedVersion> RankStore::commit() {
   // The checksums were computed from these very bytes a moment ago.
   verified_[save.slot] = Verified{save.sequence};
   log::get(log::Component::ckpt).debug("{}: sealed step {} in slot {}", rank_text(config_), save.step, save.slot);
-  return view_of(save.slot, DataCheck::skip);
+  auto sealed = view_of(save.slot, DataCheck::skip);
+  // The next save goes to another slot: ready its memory now, while the trainer computes.
+  if (sealed) prepare_slot(next_target(save.slot), sealed->total_bytes);
+  return sealed;
 }
 
 void RankStore::abandon() {
@@ -313,6 +364,10 @@ Status RankStore::drop_slot(uint32_t slot) {
   if (auto newest = newest_slot(nullptr); newest && *newest == slot) {
     return fail("slot " + std::to_string(slot) + " of " + rank_text(config_) +
                 " holds the newest complete version, which is never dropped");
+  }
+  if (preparing_ && preparing_->slot == slot) {
+    preparing_->segment.wait();  // its mapping goes with the name
+    preparing_.reset();
   }
   segments_[slot] = ShmSegment{};
   verified_[slot].reset();

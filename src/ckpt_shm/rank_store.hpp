@@ -5,6 +5,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <future>
 #include <optional>
 #include <span>
 #include <string>
@@ -95,6 +96,18 @@ class RankStore {
   Result<SealedVersion> commit();
   // Forgets the save in progress; its slot stays unsealed and is never returned.
   void abandon();
+  // Readies memory for a save of `total_bytes` off the caller's path: a thread of its own gives the
+  // slot the next save will use a segment of at least that size, its pages allocated, cleared and
+  // mapped (memory touched for the first time costs about ten times a memcpy on these machines:
+  // tmpfs clears each page at its first fault). The next begin_save waits for it and adopts the
+  // mapping. commit() does this for the following save whenever that slot is too small for the
+  // version just sealed, so only a rank's very first save of a size finds its memory cold; call it
+  // before that save (when the size is known early) to spare that one too. At most one preparation
+  // runs; a new call waits for the previous one first.
+  void prepare(uint64_t total_bytes);
+  // Waits until the preparation started by prepare() or commit() has finished (begin_save does this
+  // itself), so that a caller can tell when its next save will find its memory ready.
+  void wait_prepared();
   bool saving() const { return in_progress_.has_value(); }
 
   // The newest complete version, fully validated; nullopt when no slot holds one. A slot that claims
@@ -125,7 +138,19 @@ class RankStore {
     uint64_t sequence;  // the sealed version this store knows to be intact (it committed or read it)
   };
 
+  struct Preparing {
+    uint32_t slot;
+    std::future<Result<ShmSegment>> segment;
+  };
+
   explicit RankStore(RankStoreConfig config, std::vector<std::string> names);
+  // The slot a save would write into, given the newest sealed slot: an empty or unsealed one first,
+  // else the one with the oldest sealed version.
+  uint32_t next_target(std::optional<uint32_t> newest) const;
+  // Starts preparing `slot` for total_bytes unless its mapping is that large already.
+  void prepare_slot(uint32_t slot, uint64_t total_bytes);
+  // Waits for the preparation and adopts its mapping when it still names the slot's object.
+  void adopt_prepared();
   // Opens a segment another process created since, and remaps one another process grew.
   void refresh_slot(uint32_t slot);
   // The slot with the highest-sequence sealed version that passes validation (data checked unless
@@ -141,6 +166,7 @@ class RankStore {
   std::vector<ShmSegment> segments_;  // invalid (default) where no segment exists yet
   std::vector<std::optional<Verified>> verified_;
   std::optional<Save> in_progress_;
+  std::optional<Preparing> preparing_;
   uint64_t last_sequence_ = 0;
   std::array<uint64_t, kLayoutCauses> refused_{};
   uint32_t warned_causes_ = 0;  // a bit per LayoutCause already logged

@@ -30,6 +30,20 @@ Result<std::string> replica_segment_name(std::string_view job, uint32_t rank, ui
   return "/" + replica_file_prefix(job) + std::to_string(rank) + ".s" + std::to_string(step);
 }
 
+Result<std::string> spare_segment_name(std::string_view job, uint32_t rank) {
+  if (auto ok = check_job_name(job); !ok) return fail(ok.error().message);
+  return "/" + replica_file_prefix(job) + std::to_string(rank) + ".spare";
+}
+
+bool is_spare_segment_name(std::string_view name, std::string_view job) {
+  if (!name.empty() && name.front() == '/') name.remove_prefix(1);
+  const std::string prefix = replica_file_prefix(job);
+  constexpr std::string_view kSuffix = ".spare";
+  if (!name.starts_with(prefix) || !name.ends_with(kSuffix)) return false;
+  const std::string_view rank = name.substr(prefix.size(), name.size() - prefix.size() - kSuffix.size());
+  return parse_decimal(rank, std::numeric_limits<uint32_t>::max()).has_value();
+}
+
 std::string replica_file_prefix(std::string_view job) { return std::string(kPrefix) + std::string(job) + ".p"; }
 
 std::optional<ReplicaName> parse_replica_segment_name(std::string_view name) {

@@ -20,6 +20,12 @@ Result<std::string> replica_segment_name(std::string_view job, uint32_t rank, ui
 // The file-name prefix, without the leading '/', shared by every replica segment of `job`.
 std::string replica_file_prefix(std::string_view job);
 
+// "/shoal.<job>.p<rank>.spare": the memory of a rank's dropped replica, kept mapped (pages in memory)
+// for that rank's next receive. Never a version: a scan for replicas skips it (".spare" is no step).
+Result<std::string> spare_segment_name(std::string_view job, uint32_t rank);
+// Whether a file name of /dev/shm (with or without its leading '/') is a spare of `job`.
+bool is_spare_segment_name(std::string_view name, std::string_view job);
+
 struct ReplicaName {
   std::string job;
   uint32_t rank = 0;

@@ -44,6 +44,16 @@ Result<std::vector<std::pair<std::string, ReplicaName>>> scan_replicas(std::stri
   return out;
 }
 
+// Unlinks the spares of `store` left in /dev/shm (by an agent that stopped): they hold no version.
+void unlink_spares(std::string_view store) {
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(kShmDir, ec); !ec && it != std::filesystem::directory_iterator();
+       it.increment(ec)) {
+    const std::string file = it->path().filename().string();
+    if (is_spare_segment_name(file, store)) (void)ShmSegment::unlink("/" + file);
+  }
+}
+
 }  // namespace
 
 std::string_view name(ReplicaCause c) {
@@ -100,6 +110,8 @@ void Incoming::finish(bool keep) {
 
 ReplicaStore::ReplicaStore(ReplicaStoreConfig config) : config_(std::move(config)) {}
 
+ReplicaStore::~ReplicaStore() { (void)drop_spares(); }
+
 Result<ReplicaStore> ReplicaStore::open(ReplicaStoreConfig config) {
   if (auto ok = check_job_name(config.job); !ok) return fail(ok.error().message);
   if (config.store.empty()) config.store = config.job;
@@ -108,6 +120,7 @@ Result<ReplicaStore> ReplicaStore::open(ReplicaStoreConfig config) {
   auto found = scan_replicas(config.store);
   if (!found) return fail(found.error().message);
 
+  unlink_spares(config.store);
   ReplicaStore store(std::move(config));
   auto& log = log::get(log::Component::ckpt);
   std::vector<uint32_t> ranks;
@@ -142,6 +155,7 @@ Status ReplicaStore::remove_all(std::string_view store) {
   if (auto ok = check_job_name(store); !ok) return fail(ok.error().message);
   auto found = scan_replicas(store);
   if (!found) return fail(found.error().message);
+  unlink_spares(store);
   std::string errors;
   for (const auto& entry : *found) {
     if (auto r = ShmSegment::unlink(entry.first); !r) errors += (errors.empty() ? "" : "; ") + r.error().message;
@@ -214,7 +228,7 @@ Result<Incoming, ReplicaError> ReplicaStore::begin(uint32_t rank, uint64_t step,
     *existing = ShmSegment{};
     if (auto r = ShmSegment::unlink(*object); !r) return refuse(ReplicaCause::no_memory, r.error().message);
   }
-  if (auto recycled = recycle_oldest(rank, *object, total_bytes)) {
+  if (auto recycled = reuse_memory(rank, *object, total_bytes)) {
     receiving_->bytes[key] = total_bytes;
     return Incoming(receiving_, std::move(*recycled), rank, step);
   }
@@ -224,31 +238,57 @@ Result<Incoming, ReplicaError> ReplicaStore::begin(uint32_t rank, uint64_t step,
   return Incoming(receiving_, std::move(*segment), rank, step);
 }
 
-std::optional<ShmSegment> ReplicaStore::recycle_oldest(uint32_t rank, const std::string& object, uint64_t total_bytes) {
-  // Only when the new replica would push the oldest out anyway: the rank holds keep_per_rank already.
-  auto first = kept_.lower_bound(Key{rank, 0});
-  size_t held = 0;
-  for (auto it = first; it != kept_.end() && it->first.first == rank; ++it) ++held;
-  if (held < config_.keep_per_rank) return std::nullopt;
-  // Not while a fetch still streams from it (it holds a share): overwriting would spoil that copy.
-  if (first->second.segment.use_count() > 1) return std::nullopt;
-  ShmSegment segment = std::move(*first->second.segment);
-  const std::string old_name = segment.name();
-  kept_.erase(first);
-  // Unsealed before it changes names, so that no moment exists where the new name holds an old version.
-  std::memset(segment.bytes().data(), 0, kHeaderBytes);
-  if (auto r = segment.rename_to(object); !r) {
+std::optional<ShmSegment> ReplicaStore::reuse_memory(uint32_t rank, const std::string& object, uint64_t total_bytes) {
+  std::optional<ShmSegment> segment;
+  if (const auto spare = spares_.find(rank); spare != spares_.end()) {
+    segment = std::move(spare->second);
+    spares_.erase(spare);
+  } else {
+    // Only when the new replica would push the oldest out anyway (the rank holds keep_per_rank), and a
+    // newer complete replica stays while this one arrives: with keep_per_rank 1, overwriting the oldest
+    // would leave the rank with no replica at all until the receive completes.
+    auto first = kept_.lower_bound(Key{rank, 0});
+    size_t held = 0;
+    for (auto it = first; it != kept_.end() && it->first.first == rank; ++it) ++held;
+    if (held < config_.keep_per_rank || held < 2) return std::nullopt;
+    // Not while a fetch still streams from it (it holds a share): overwriting would spoil that copy.
+    if (first->second.segment.use_count() > 1) return std::nullopt;
+    segment = std::move(*first->second.segment);
+    kept_.erase(first);
+    // Unsealed before it changes names, so that no moment exists where the new name holds an old version.
+    std::memset(segment->bytes().data(), 0, kHeaderBytes);
+  }
+  const std::string old_name = segment->name();
+  if (auto r = segment->rename_to(object); !r) {
     log::get(log::Component::ckpt).warn("cannot reuse {} for the next replica: {}", old_name, r.error().message);
     (void)ShmSegment::unlink(old_name);
     return std::nullopt;
   }
-  if (segment.size() < total_bytes) {
-    if (auto r = segment.grow(total_bytes); !r) {
+  if (segment->size() < total_bytes) {
+    if (auto r = segment->grow(total_bytes); !r) {
       (void)ShmSegment::unlink(object);
       return std::nullopt;
     }
   }
   return segment;
+}
+
+void ReplicaStore::retire(uint32_t rank, std::shared_ptr<ShmSegment> segment) {
+  const std::string object = segment->name();
+  auto spare_name = spare_segment_name(config_.store, rank);
+  if (spare_name && !spares_.contains(rank) && segment.use_count() == 1) {
+    ShmSegment spare = std::move(*segment);
+    std::memset(spare.bytes().data(), 0, kHeaderBytes);  // unsealed first: a spare never holds a version
+    if (spare.rename_to(*spare_name)) {
+      spares_.emplace(rank, std::move(spare));
+      return;
+    }
+  }
+  // Forgotten even when the unlink fails: the next open() finds it again and retries.
+  if (auto r = ShmSegment::unlink(object); !r) {
+    log::get(log::Component::ckpt)
+        .warn("job {}: cannot drop the old replica {}: {}", config_.job, object, r.error().message);
+  }
 }
 
 Status ReplicaStore::complete(Incoming&& incoming) {
@@ -283,14 +323,9 @@ void ReplicaStore::keep_newest(uint32_t rank) {
   if (held.size() <= config_.keep_per_rank) return;
   const size_t excess = held.size() - config_.keep_per_rank;
   for (size_t i = 0; i < excess; ++i) {
-    const Key key = held[i];
-    const std::string object = kept_.at(key).segment->name();
-    kept_.erase(key);
-    // Forgotten even when the unlink fails: the next open() finds it again and retries.
-    if (auto r = ShmSegment::unlink(object); !r) {
-      log::get(log::Component::ckpt)
-          .warn("job {}: cannot drop the old replica {}: {}", config_.job, object, r.error().message);
-    }
+    auto segment = std::move(kept_.at(held[i]).segment);
+    kept_.erase(held[i]);
+    retire(rank, std::move(segment));
   }
 }
 
@@ -337,6 +372,32 @@ std::vector<HeldVersion> ReplicaStore::held_versions() const {
     out.push_back(HeldVersion{config_.job, key.first, key.second, kept.sequence, kept.segment->size(), true});
   }
   return out;
+}
+
+uint64_t ReplicaStore::spare_bytes() const {
+  uint64_t total = 0;
+  for (const auto& [rank, segment] : spares_) total += segment.size();
+  return total;
+}
+
+uint64_t ReplicaStore::spare_bytes(uint32_t rank) const {
+  const auto it = spares_.find(rank);
+  return it == spares_.end() ? 0 : it->second.size();
+}
+
+uint64_t ReplicaStore::drop_spares(std::optional<uint32_t> except_rank) {
+  uint64_t freed = 0;
+  for (auto it = spares_.begin(); it != spares_.end();) {
+    if (except_rank && it->first == *except_rank) {
+      ++it;
+      continue;
+    }
+    freed += it->second.size();
+    const std::string object = it->second.name();
+    it = spares_.erase(it);
+    (void)ShmSegment::unlink(object);
+  }
+  return freed;
 }
 
 uint64_t ReplicaStore::receiving_bytes() const {

@@ -116,6 +116,13 @@ class ReplicaStore {
   // segment; Ok when there are none.
   static Status remove_all(std::string_view store);
 
+  // Unlinks the spares (memory, no versions); the replicas stay for the next agent.
+  ~ReplicaStore();
+  ReplicaStore(ReplicaStore&&) noexcept = default;
+  ReplicaStore& operator=(ReplicaStore&&) noexcept = default;
+  ReplicaStore(const ReplicaStore&) = delete;
+  ReplicaStore& operator=(const ReplicaStore&) = delete;
+
   // Starts receiving (rank, step) into a new segment of total_bytes bytes, replacing a leftover
   // that is not sealed. Refuses (cause already_held) when a sealed replica of (rank, step) is kept,
   // also one that appeared in /dev/shm since open; and refuses a step older than keep_per_rank
@@ -144,6 +151,13 @@ class ReplicaStore {
   // need instead.
   std::vector<HeldVersion> held_versions() const;
   uint64_t receiving_bytes() const;
+  // Spares: the memory of dropped replicas kept mapped, at most one per rank, so that the rank's next
+  // receive writes into pages already in memory without ever overwriting a complete replica (see
+  // begin). Not versions: neither listed nor found. Bytes of every spare, or of one rank's.
+  uint64_t spare_bytes() const;
+  uint64_t spare_bytes(uint32_t rank) const;
+  // Unlinks every spare but `except_rank`'s (a budget needs the memory); returns the bytes freed.
+  uint64_t drop_spares(std::optional<uint32_t> except_rank = std::nullopt);
 
   const ReplicaStoreConfig& config() const { return config_; }
   // Segments unlinked by open() because they were not a valid sealed replica of their name.
@@ -163,16 +177,22 @@ class ReplicaStore {
   explicit ReplicaStore(ReplicaStoreConfig config);
   // The version in `segment` if it is a sealed, well-formed replica of (job, rank, step).
   Result<Kept, ReplicaError> validate(const ShmSegment& segment, uint32_t rank, uint64_t step) const;
-  // When the rank already holds keep_per_rank replicas, the oldest would be dropped once the new one is
-  // kept: its segment, pages already in memory, is renamed for the new one instead (a fresh segment
-  // costs page faults that cap a receive at about 1 GB/s). nullopt: create a new segment.
-  std::optional<ShmSegment> recycle_oldest(uint32_t rank, const std::string& object, uint64_t total_bytes);
-  // Drops the rank's lowest steps beyond keep_per_rank.
+  // Memory for a new receive that is already in memory (a fresh segment costs page faults that cap a
+  // receive at about 1 GB/s), renamed to `object` and grown to total_bytes: the rank's spare, else its
+  // oldest replica when keep_per_rank are held (it would be dropped once the new one is kept) and a
+  // newer complete one stays meanwhile. Never the rank's only complete replica, never one a fetch is
+  // streaming from. nullopt: create a new segment.
+  std::optional<ShmSegment> reuse_memory(uint32_t rank, const std::string& object, uint64_t total_bytes);
+  // Drops the rank's lowest steps beyond keep_per_rank; the first dropped becomes the rank's spare.
   void keep_newest(uint32_t rank);
+  // Unlinks `segment`'s name, or keeps it as the rank's spare when the rank has none and no fetch
+  // still streams from it.
+  void retire(uint32_t rank, std::shared_ptr<ShmSegment> segment);
   Unexpected<ReplicaError> refuse(ReplicaCause cause, std::string message);
 
   ReplicaStoreConfig config_;
   std::map<Key, Kept> kept_;
+  std::map<uint32_t, ShmSegment> spares_;  // by rank, named spare_segment_name(store, rank)
   std::shared_ptr<detail::Receiving> receiving_ = std::make_shared<detail::Receiving>();
   uint64_t discarded_at_open_ = 0;
   std::array<uint64_t, kReplicaCauses> refused_{};

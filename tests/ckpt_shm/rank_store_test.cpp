@@ -329,13 +329,63 @@ TEST_CASE("remove_segments unlinks every slot of a rank and leaves nothing in /d
     save(r0, 1);
     save(r0, 2);
     save(r1, 1);
-    CHECK(job.leftovers().size() == 3);
+    // r1's commit readied its other slot for the next save.
+    r1.wait_prepared();
+    CHECK(job.leftovers().size() == 4);
   }
   // The segments outlive the stores.
-  CHECK(job.leftovers().size() == 3);
+  CHECK(job.leftovers().size() == 4);
   REQUIRE(RankStore::remove_segments(job.name(), 0).ok());
-  CHECK(job.leftovers().size() == 1);
+  CHECK(job.leftovers().size() == 2);
   REQUIRE(RankStore::remove_segments(job.name(), 1).ok());
   CHECK(job.leftovers().empty());
   CHECK(RankStore::remove_segments(job.name(), 1).ok());
+}
+
+TEST_CASE("commit readies the next slot's memory in the background, and the next save adopts it") {
+  ShmTestJob job("store");
+  auto store = open_store(job);
+  const auto first = save(store, 1);
+  store.wait_prepared();
+  // The other slot exists now, as large as the version just sealed, with no version in it yet.
+  const auto reports = store.inspect();
+  REQUIRE(reports.size() == 2);
+  const auto& other = reports[1 - first.slot];
+  CHECK(other.segment_bytes >= first.total_bytes);
+  CHECK_FALSE(other.version.ok());
+  // The next save goes there, and the first version stays whole meanwhile.
+  const auto second = save(store, 2);
+  CHECK(second.slot == 1 - first.slot);
+  CHECK(holds_step(*store.newest_sealed(), 2));
+  CHECK(store.inspect()[first.slot].version->id.step == 1);
+}
+
+TEST_CASE("prepare before the first save readies the slot that save will use") {
+  ShmTestJob job("store");
+  auto store = open_store(job);
+  store.prepare(1 << 20);
+  store.wait_prepared();
+  const auto files = job.leftovers();
+  REQUIRE(files.size() == 1);
+  const auto first = save(store, 1);
+  CHECK(job.leftovers().size() >= 1);
+  CHECK(files[0] == "shoal." + job.name() + ".r0.v" + std::to_string(first.slot));
+  CHECK(store.inspect()[first.slot].segment_bytes >= (1u << 20));
+}
+
+TEST_CASE("a slot dropped while it was being prepared is not brought back by the preparation") {
+  ShmTestJob job("store");
+  auto store = open_store(job);
+  const auto one = save(store, 1);
+  save(store, 2);
+  // The commit of step 2 readies slot `one` (big enough already: nothing to do) - force a preparation
+  // of a larger size, then drop that slot.
+  store.prepare(8 << 20);
+  REQUIRE(store.drop_slot(one.slot).ok());
+  store.wait_prepared();
+  CHECK(job.leftovers().size() == 1);
+  CHECK(holds_step(*store.newest_sealed(), 2));
+  // The next save recreates the slot and seals into it.
+  CHECK(save(store, 3).slot == one.slot);
+  CHECK(job.leftovers().size() == 2);
 }

@@ -3,6 +3,7 @@
 #include "ckpt_shm/replica_store.hpp"
 
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <string>
@@ -399,4 +400,100 @@ TEST_CASE("open refuses a bad job or store name, or keep_per_rank 0") {
   CHECK_FALSE(ReplicaStore::open(ReplicaStoreConfig{"a.b", "", 2}).ok());
   CHECK_FALSE(ReplicaStore::open(ReplicaStoreConfig{"ok", "a/b", 2}).ok());
   CHECK_FALSE(ReplicaStore::open(ReplicaStoreConfig{"ok", "", 0}).ok());
+}
+
+namespace {
+
+ino_t inode_of(const std::string& object) {
+  struct stat st {};
+  REQUIRE(::stat(("/dev/shm" + object).c_str(), &st) == 0);
+  return st.st_ino;
+}
+
+}  // namespace
+
+TEST_CASE("with keep_per_rank 1 the only replica stays intact while the next one arrives") {
+  ShmTestJob job("spare");
+  auto store = open_store(job, 1);
+  receive(store, job.name(), 3, 10);
+  auto in = store.begin(3, 11, version_bytes());
+  REQUIRE(in.ok());
+  // Step 10 is still held, whole and sealed, while step 11 is written.
+  write_version(in->bytes(), identity(job.name(), 3, 11), false);
+  auto old = store.find(3, 10);
+  REQUIRE(old.has_value());
+  auto info = decode_version(*old, DataCheck::verify);
+  REQUIRE(info.ok());
+  CHECK(info->id.step == 10);
+  // A receive cut short leaves step 10 as it was.
+  store.abandon(std::move(*in));
+  CHECK(held(store) == std::vector<std::pair<uint32_t, uint64_t>>{{3, 10}});
+  CHECK(decode_version(*store.find(3, 10), DataCheck::verify).ok());
+  receive(store, job.name(), 3, 11);
+  CHECK(held(store) == std::vector<std::pair<uint32_t, uint64_t>>{{3, 11}});
+}
+
+TEST_CASE("a dropped replica's memory becomes the rank's spare and the next receive reuses it") {
+  ShmTestJob job("spare");
+  auto store = open_store(job, 1);
+  receive(store, job.name(), 2, 5);
+  const auto first = replica_segment_name(job.name(), 2, 5);
+  REQUIRE(first.ok());
+  const ino_t memory = inode_of(*first);
+  receive(store, job.name(), 2, 6);  // step 5 dropped: its segment is kept as the spare
+  const auto spare = spare_segment_name(job.name(), 2);
+  REQUIRE(spare.ok());
+  CHECK(inode_of(*spare) == memory);
+  CHECK(store.spare_bytes(2) >= version_bytes());
+  CHECK_FALSE(store.find(2, 5).has_value());
+  CHECK(store.list().size() == 1);   // a spare is no version: not listed
+  receive(store, job.name(), 2, 7);  // written into the spare; step 6 becomes the spare
+  const auto third = replica_segment_name(job.name(), 2, 7);
+  REQUIRE(third.ok());
+  CHECK(inode_of(*third) == memory);
+  CHECK(decode_version(*store.find(2, 7), DataCheck::verify).ok());
+  CHECK(store.spare_bytes() == store.spare_bytes(2));
+}
+
+TEST_CASE("spares are unlinked when the store closes, at open, by remove_all and by drop_spares") {
+  ShmTestJob job("spare");
+  const auto spare = spare_segment_name(job.name(), 1);
+  REQUIRE(spare.ok());
+  const auto spare_exists = [&] {
+    const auto files = job.leftovers();
+    return std::find(files.begin(), files.end(), spare->substr(1)) != files.end();
+  };
+  {
+    auto store = open_store(job, 1);
+    receive(store, job.name(), 1, 1);
+    receive(store, job.name(), 1, 2);
+    CHECK(spare_exists());
+    CHECK(store.drop_spares(1) == 0);  // the rank kept
+    CHECK(spare_exists());
+    CHECK(store.drop_spares() >= version_bytes());
+    CHECK_FALSE(spare_exists());
+    receive(store, job.name(), 1, 3);
+    CHECK(spare_exists());
+  }
+  CHECK_FALSE(spare_exists());  // the store closed
+  CHECK(exists(job, 1, 3));     // its replica stays for the next agent
+  // A spare left by an agent that was killed: the next open removes it, and so does remove_all.
+  REQUIRE(ShmSegment::create(*spare, 4096).ok());
+  { auto store = open_store(job, 1); }
+  CHECK_FALSE(spare_exists());
+  REQUIRE(ShmSegment::create(*spare, 4096).ok());
+  REQUIRE(ReplicaStore::remove_all(job.name()).ok());
+  CHECK_FALSE(spare_exists());
+  CHECK(job.leftovers().empty());
+}
+
+TEST_CASE("spare names are recognised exactly and never parse as replicas") {
+  CHECK(*spare_segment_name("job-1", 4) == "/shoal.job-1.p4.spare");
+  CHECK(is_spare_segment_name("shoal.job-1.p4.spare", "job-1"));
+  CHECK(is_spare_segment_name("/shoal.job-1.p4.spare", "job-1"));
+  CHECK_FALSE(is_spare_segment_name("shoal.job-1.p04.spare", "job-1"));
+  CHECK_FALSE(is_spare_segment_name("shoal.job-1.p4.spare", "job-2"));
+  CHECK_FALSE(is_spare_segment_name("shoal.job-1.p4.s7", "job-1"));
+  CHECK_FALSE(is_spare_segment_name("shoal.job-1.p.spare", "job-1"));
+  CHECK_FALSE(parse_replica_segment_name("shoal.job-1.p4.spare").has_value());
 }
