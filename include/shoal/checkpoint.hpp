@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -67,9 +68,30 @@ struct SHOAL_API RestoredCheckpoint {
   std::vector<std::byte> data;  // the whole version, as stored
   std::vector<Entry> entries;
 
-  // One buffer's bytes; throws shoal::Error for an unknown name.
+  // One buffer's bytes; throws shoal::Error for an unknown name. After Session::restore_into, whose
+  // bytes went to the caller's memory, `data` is empty and this throws for every name.
   std::span<const std::byte> buffer(std::string_view name) const;
   bool has(std::string_view name) const;
 };
+
+// What Session::restore_into shows the caller of the version it is about to load, so that the caller
+// can say where each buffer goes before any byte of it is copied.
+struct RestoreLayout {
+  uint64_t step = 0;
+  uint32_t saved_world = 0;
+  uint32_t saved_rank = 0;
+  std::string source;  // "local", or the member name of the peer it comes from
+  std::vector<RestoredCheckpoint::Entry> entries;  // every buffer, in the order it was saved
+  // The first buffer's bytes, already verified against its checksum: room for a description of the
+  // others (names, shapes, types) that the caller needs to place them.
+  std::span<const std::byte> first;
+};
+
+// Returns one destination per entry of the layout, in its order: exactly entry.size writable bytes, or
+// an empty span for a buffer the caller does not want. Each buffer is copied in and verified against
+// its checksum in one pass. A throw ends the restore on every rank of the communicator with
+// shoal::Error naming the rank and its message (a caller's state that does not match what was saved
+// is not a reason to try an older step).
+using RestorePlacer = std::function<std::vector<std::span<std::byte>>(const RestoreLayout& layout)>;
 
 }  // namespace shoal

@@ -119,6 +119,18 @@ class SHOAL_API Session {
   // world changes meanwhile, like a collective.
   virtual std::optional<RestoredCheckpoint> restore(Communicator& comm,
                                                     std::optional<uint32_t> saved_rank = std::nullopt) = 0;
+  // restore() without the intermediate copy: agrees on the step exactly as restore() does, then shows
+  // `place` the version's layout and first buffer and copies every buffer straight into the memory it
+  // names, verifying each checksum in the same pass (a copy that fails verification is retried from the
+  // next holder). The result describes the step and its entries; its `data` stays empty. A version kept
+  // in this host's memory is read in place; one held only by a peer is fetched first.
+  virtual std::optional<RestoredCheckpoint> restore_into(Communicator& comm, const RestorePlacer& place,
+                                                         std::optional<uint32_t> saved_rank = std::nullopt) = 0;
+  // Blocks until the newest checkpoint this session saved, if its step is `step` or newer, is as safe
+  // as the job is configured to keep it: held by every peer host that replica placement names (none
+  // when the view has no other host) and, with a persist directory, written there. Returns false at
+  // `timeout`, or when this session saved no such step. A trainer calls it before a normal exit.
+  virtual bool wait_checkpoint_safe(uint64_t step, std::chrono::milliseconds timeout) = 0;
 };
 
 }  // namespace shoal

@@ -60,6 +60,21 @@ struct ReplicationLag {
   std::optional<uint64_t> replicated;
 };
 
+// How safe a local rank's newest checkpoint is: the newest step committed here, the newest held by
+// every peer placement names (`holders` of them in the current view; 0: there is no peer to hold it),
+// and with a persist directory the newest step written there.
+struct RankSafety {
+  uint64_t committed = 0;
+  std::optional<uint64_t> replicated;
+  uint32_t holders = 0;
+  bool persisting = false;
+  std::optional<uint64_t> persisted;
+  // Whether `step` (or a newer one) is as safe as the configuration asks.
+  bool safe(uint64_t step) const {
+    return (holders == 0 || (replicated && *replicated >= step)) && (!persisting || (persisted && *persisted >= step));
+  }
+};
+
 class CheckpointService {
  public:
   // `hello` makes the CKPT_STREAM hello of this member (valid once the agent has started).
@@ -89,6 +104,7 @@ class CheckpointService {
   std::vector<ckpt::HeldSegment> held() const;
   CheckpointCounters counters() const;
   std::vector<ReplicationLag> replication_lag() const;
+  RankSafety safety(uint32_t rank) const;  // service_safety.cpp
   // The `ckpt-ls` control reply; `verify` also checks every sealed version's data checksums.
   std::string ls_json(bool verify = false) const;
 

@@ -113,6 +113,8 @@ Agent::Agent(AgentConfig cfg) : cfg_(std::move(cfg)), leave_timer_(io_), join_ti
                         });
   control_handlers_.add("ckpt-committed", "a local trainer sealed a version: ckpt-committed RANK STEP",
                         [this](std::span<const std::string> args) { return committed_reply(args); });
+  control_handlers_.add("ckpt-safe", "how safe a local rank's newest checkpoint is: ckpt-safe RANK",
+                        [this](std::span<const std::string> args) { return safety_reply(args); });
   control_handlers_.add("status",
                         "one screen for operators: this host, the view, members by state, the last view "
                         "changes, checkpoints and replication lag",
@@ -186,6 +188,18 @@ std::string Agent::committed_reply(std::span<const std::string> args) {
   if (!checkpoints_) return control_handlers_.error_reply("the agent has not started");
   checkpoints_->committed(static_cast<uint32_t>(*rank), *step);
   return control::write_reply(control::CommittedReply{true});
+}
+
+std::string Agent::safety_reply(std::span<const std::string> args) const {
+  uint32_t rank = 0;
+  const bool ok = args.size() == 1 && [&] {
+    const auto [end, ec] = std::from_chars(args[0].data(), args[0].data() + args[0].size(), rank);
+    return ec == std::errc() && end == args[0].data() + args[0].size();
+  }();
+  if (!ok) return control_handlers_.error_reply("usage: ckpt-safe RANK (a non-negative integer)");
+  if (!checkpoints_) return control_handlers_.error_reply("the agent has not started");
+  const auto s = checkpoints_->safety(rank);
+  return control::write_reply(control::CkptSafeReply{rank, s.committed, s.replicated, s.holders, s.persisting, s.persisted});
 }
 
 std::string Agent::force_reply(std::span<const std::string> args) {

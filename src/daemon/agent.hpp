@@ -130,6 +130,7 @@ class Agent {
   std::string view_reply() const;
   std::string force_reply(std::span<const std::string> args);
   std::string committed_reply(std::span<const std::string> args);
+  std::string safety_reply(std::span<const std::string> args) const;
   std::string status_reply() const;  // agent_status.cpp
   std::string metrics_text() const;  // agent_metrics.cpp
 

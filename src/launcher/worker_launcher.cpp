@@ -87,8 +87,9 @@ void WorkerLauncher::start_worker(uint32_t slot, uint64_t epoch) {
     }
     spec.env.insert(spec.env.end(), vars->begin(), vars->end());
     spec.env.emplace_back("SHOAL_VIEW_EPOCH", std::to_string(epoch));
-    if (cfg_.limits.mode == WorkerMode::connect) {
-      // Session::connect() with no control path reads these two.
+    // Session::connect() with no control path reads these two: in connect mode the worker follows the
+    // agent; in restart mode it may still connect, for checkpoints (shoal.torch.Checkpointer).
+    if (!agent_.control_path().empty()) {
       spec.env.emplace_back("SHOAL_CONTROL", agent_.control_path());
       spec.env.emplace_back("SHOAL_SLOT", std::to_string(slot));
     }

@@ -3,6 +3,7 @@
 
 #include "base/log.hpp"
 #include "control/client.hpp"
+#include "control/replies/errors_and_acks.hpp"
 #include "control/replies/session.hpp"
 #include "net/host_port.hpp"
 #include "net/stream_hello.hpp"
@@ -88,6 +89,13 @@ Status ConnectedSession::begin() {
     auto r = control::control_request(path, "ckpt-committed " + std::to_string(rank) + " " + std::to_string(step));
     if (!r)
       log::get(log::Component::ckpt).warn("ckpt: could not tell the agent of step {}: {}", step, r.error().message);
+  };
+  id.checkpoints.safety = [path = opt_.control_path](uint32_t rank) -> Result<ckpt_service::RankSafety> {
+    auto r = control::control_request(path, "ckpt-safe " + std::to_string(rank));
+    if (!r) return fail(r.error().message);
+    auto doc = control::parse_reply<control::CkptSafeReply>(*r);
+    if (!doc) return fail("the agent at " + path + " cannot say (" + doc.error().message + ")");
+    return ckpt_service::RankSafety{doc->committed, doc->replicated, doc->holders, doc->persisting, doc->persisted};
   };
   if (id.checkpoints.job.empty())
     return fail("the agent at " + opt_.control_path + " serves no checkpoints (an older version?)");

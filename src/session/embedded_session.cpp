@@ -38,6 +38,9 @@ Status EmbeddedSession::begin() {
   id.checkpoints.committed = [agent = agent_.get()](uint32_t rank, uint64_t step) {
     agent->checkpoints().committed(rank, step);
   };
+  id.checkpoints.safety = [agent = agent_.get()](uint32_t rank) -> Result<ckpt_service::RankSafety> {
+    return agent->checkpoints().safety(rank);
+  };
   set_identity(std::move(id));
   loop_ = std::thread([this] {
     std::string why;

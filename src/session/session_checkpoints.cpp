@@ -2,20 +2,25 @@
 #include "session/session_checkpoints.hpp"
 
 #include <algorithm>
+#include <thread>
 
 #include "base/log.hpp"
 #include "ckpt.pb.h"
-#include "ckpt_service/transfer.hpp"
 #include "ckpt_shm/held_scan.hpp"
 #include "ckpt_shm/restore_choice.hpp"
-#include "ckpt_shm/shm_segment.hpp"
+#include "session/restore_loading.hpp"
 #include "shoal/errors.hpp"
 
 namespace shoal {
 
 std::span<const std::byte> RestoredCheckpoint::buffer(std::string_view name) const {
   for (const auto& e : entries) {
-    if (e.name == name) return std::span<const std::byte>(data).subspan(e.offset, e.size);
+    if (e.name != name) continue;
+    if (data.size() < e.offset + e.size) {
+      throw Error("the restored checkpoint of step " + std::to_string(step) + " holds no bytes of '" +
+                  std::string(name) + "' here: restore_into copied them to the caller's memory");
+    }
+    return std::span<const std::byte>(data).subspan(e.offset, e.size);
   }
   throw Error("the restored checkpoint of step " + std::to_string(step) + " has no buffer '" + std::string(name) + "'");
 }
@@ -28,8 +33,6 @@ bool RestoredCheckpoint::has(std::string_view name) const {
 
 namespace shoal::session {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 spdlog::logger& logger() { return log::get(log::Component::ckpt); }
 
@@ -85,19 +88,6 @@ class SaveInProgress : public CheckpointSave {
 
 comm::Bytes to_bytes(const std::string& s) { return comm::Bytes(s.begin(), s.end()); }
 
-RestoredCheckpoint restored_from(const ckpt::VersionInfo& info, std::vector<std::byte> data, std::string source,
-                                 Clock::time_point started) {
-  RestoredCheckpoint r;
-  r.step = info.id.step;
-  r.saved_world = info.id.world;
-  r.saved_rank = info.id.rank;
-  r.source = std::move(source);
-  r.data = std::move(data);
-  for (const auto& b : info.buffers) r.entries.push_back({b.name, b.offset, b.size});
-  r.seconds = std::chrono::duration<double>(Clock::now() - started).count();
-  return r;
-}
-
 }  // namespace
 
 std::unique_ptr<CheckpointSave> SessionCheckpoints::begin_save(uint64_t step, uint32_t rank, uint32_t world,
@@ -115,32 +105,55 @@ std::unique_ptr<CheckpointSave> SessionCheckpoints::begin_save(uint64_t step, ui
   for (const auto& b : buffers) specs.push_back({b.name, b.bytes});
   auto spans = store->begin_save(step, specs);
   if (!spans) throw Error("checkpoint save of step " + std::to_string(step) + ": " + spans.error().message);
-  return std::make_unique<SaveInProgress>(store, std::move(*spans), step, ctx_.committed);
+  // The agent is told, and this process remembers the step for wait_safe.
+  auto committed = [this](uint32_t r, uint64_t s) {
+    {
+      std::lock_guard lock(mu_);
+      auto& last = (*last_committed_)[r];
+      last = std::max(last, s);
+    }
+    if (ctx_.committed) ctx_.committed(r, s);
+  };
+  return std::make_unique<SaveInProgress>(store, std::move(*spans), step, std::move(committed));
 }
 
-std::optional<RestoredCheckpoint> SessionCheckpoints::load_local(uint32_t rank, uint64_t step) {
-  const auto started = Clock::now();
-  for (const auto& h : ckpt::scan_held(ctx_.store)) {
-    if (!h.version || h.version->id.job != ctx_.job || h.version->id.rank != rank || h.version->id.step != step)
-      continue;
-    auto seg = ckpt::ShmSegment::open_existing(h.segment);
-    if (!seg) continue;
-    const auto bytes = std::span<const std::byte>(seg->bytes());
-    auto info = ckpt::decode_version(bytes, ckpt::DataCheck::verify);
-    if (!info || info->id.job != ctx_.job || info->id.rank != rank || info->id.step != step) {
-      logger().warn("ckpt: local copy {} of rank {} step {} refused: {}", h.segment, rank, step,
-                    info ? std::string("it changed meanwhile") : info.error().detail);
-      continue;
-    }
-    std::vector<std::byte> data(bytes.begin(), bytes.begin() + static_cast<ptrdiff_t>(info->total_bytes));
-    return restored_from(*info, std::move(data), "local", started);
+bool SessionCheckpoints::wait_safe(uint64_t step, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::map<uint32_t, uint64_t> ranks;
+  {
+    std::lock_guard lock(mu_);
+    ranks = *last_committed_;
   }
-  return std::nullopt;
+  if (ranks.empty()) return false;
+  for (const auto& [rank, last] : ranks) {
+    if (last < step) return false;
+  }
+  std::string last_problem;
+  while (true) {
+    bool all = true;
+    for (const auto& [rank, last] : ranks) {
+      auto s = ctx_.safety ? ctx_.safety(rank) : Result<ckpt_service::RankSafety>(fail(std::string("no agent")));
+      if (!s) {
+        last_problem = s.error().message;
+        all = false;
+      } else if (!s->safe(last)) {
+        all = false;
+      }
+    }
+    if (all) return true;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      logger().warn("ckpt: step {} was not safe within {} ms{}", step, timeout.count(),
+                    last_problem.empty() ? std::string() : " (" + last_problem + ")");
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
 }
 
 std::optional<RestoredCheckpoint> SessionCheckpoints::restore(Communicator& comm, uint32_t attempt,
                                                               comm::RendezvousStore& store,
-                                                              std::optional<uint32_t> saved_rank) {
+                                                              std::optional<uint32_t> saved_rank,
+                                                              const RestorePlacer* place) {
   const int world = comm.world_size();
   const auto rank = static_cast<uint32_t>(comm.rank());
   uint64_t at_most = UINT64_MAX;
@@ -192,36 +205,37 @@ std::optional<RestoredCheckpoint> SessionCheckpoints::restore(Communicator& comm
     }
     const uint32_t source = *wanted;
     // 3. Load: this host's memory first, then the peers that hold it, best first.
-    std::optional<RestoredCheckpoint> loaded = load_local(source, choice->step);
-    for (const auto& holder : choice->holders[source]) {
-      if (loaded) break;
-      const auto& report = reports[holder];
-      if (report.address == ctx_.agent_addr) continue;  // this host: load_local looked already
-      const auto started = Clock::now();
-      std::vector<std::byte> data;
-      auto got = fetch_version(
-          ckpt_service::TransferPeer{report.address, ctx_.ckpt_hello}, ctx_.job, source, choice->step,
-          [&](const ckpt::VersionInfo& info) -> Result<std::span<std::byte>> {
-            data.resize(info.total_bytes);
-            return std::span<std::byte>(data);
-          },
-          ckpt_service::TransferLimits{});
-      if (!got) {
-        logger().warn("ckpt: fetching rank {} step {} from {} failed: {}", source, choice->step, report.holder,
-                      got.error().message);
-        continue;
+    LoadRequest request{ctx_.job, ctx_.store, source, choice->step, place};
+    std::optional<RestoredCheckpoint> loaded;
+    std::string placer_failed;
+    try {
+      loaded = load_local(request);
+      for (const auto& holder : choice->holders[source]) {
+        if (loaded) break;
+        const auto& report = reports[holder];
+        if (report.address == ctx_.agent_addr) continue;  // this host: load_local looked already
+        loaded = load_from_peer(request, ckpt_service::TransferPeer{report.address, ctx_.ckpt_hello}, report.holder);
       }
-      loaded = restored_from(*got, std::move(data), report.holder, started);
+    } catch (const PlacerFailed& e) {
+      placer_failed = e.what();
     }
-    // 4. Everyone loaded, or everyone tries an older step.
-    store.set(prefix + "ok/" + std::to_string(rank), to_bytes(loaded ? "1" : "0"));
+    // 4. Everyone loaded, or everyone tries an older step, or (a placer refused) everyone stops.
+    const std::string outcome = !placer_failed.empty() ? "E" + placer_failed : loaded ? "1" : "0";
+    store.set(prefix + "ok/" + std::to_string(rank), to_bytes(outcome));
     keys.clear();
     for (int r = 0; r < world; ++r) keys.push_back(prefix + "ok/" + std::to_string(r));
     const auto oks = store.multi_get(keys, ctx_.exchange_timeout);
+    for (size_t r = 0; r < oks.size(); ++r) {
+      if (!oks[r].empty() && oks[r].front() == 'E') {
+        const std::string why(oks[r].begin() + 1, oks[r].end());
+        throw Error("restore of step " + std::to_string(choice->step) + " stopped by rank " + std::to_string(r) +
+                    ": " + why);
+      }
+    }
     const bool all = std::all_of(oks.begin(), oks.end(), [](const comm::Bytes& b) { return b == comm::Bytes{'1'}; });
     if (all) {
-      logger().info("ckpt: restored rank {} step {} from {} ({} bytes in {:.3f} s)", source, choice->step,
-                    loaded->source, loaded->data.size(), loaded->seconds);
+      logger().info("ckpt: restored rank {} step {} from {} ({} in {:.3f} s)", source, choice->step, loaded->source,
+                    place ? "in place" : std::to_string(loaded->data.size()) + " bytes", loaded->seconds);
       return loaded;
     }
     logger().warn("ckpt: step {} could not be loaded by every rank; trying an older one", choice->step);

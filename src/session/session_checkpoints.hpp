@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "ckpt_service/service.hpp"
 #include "ckpt_shm/rank_store.hpp"
 #include "comm_wrap/rendezvous_store.hpp"
 #include "net/stream_hello.hpp"
@@ -28,6 +29,8 @@ struct CheckpointContext {
   std::string agent_addr;                                       // "ip:port" of this host's agent
   net::OutgoingHello ckpt_hello;                                // opens CKPT_STREAM connections as this member
   std::function<void(uint32_t rank, uint64_t step)> committed;  // tells the agent
+  // Asks the agent how safe a local rank's newest version is; an error when it cannot answer.
+  std::function<Result<ckpt_service::RankSafety>(uint32_t rank)> safety;
   std::chrono::milliseconds exchange_timeout{30'000};
 };
 
@@ -38,16 +41,19 @@ class SessionCheckpoints {
   std::unique_ptr<CheckpointSave> begin_save(uint64_t step, uint32_t rank, uint32_t world,
                                              const std::vector<CheckpointBuffer>& buffers);
   // `store` is the rendezvous store of comm's epoch, scoped to comm's attempt within it.
+  // With `place`, the buffers go where it says (Session::restore_into), else into the result's bytes.
   std::optional<RestoredCheckpoint> restore(Communicator& comm, uint32_t attempt, comm::RendezvousStore& store,
-                                            std::optional<uint32_t> saved_rank);
+                                            std::optional<uint32_t> saved_rank, const RestorePlacer* place = nullptr);
+  // Session::wait_checkpoint_safe for every rank this process saved as.
+  bool wait_safe(uint64_t step, std::chrono::milliseconds timeout);
 
  private:
-  // Loads (rank, step) from this host's memory, verifying every checksum; nullopt when not held here.
-  std::optional<RestoredCheckpoint> load_local(uint32_t rank, uint64_t step);
 
   CheckpointContext ctx_;
   std::mutex mu_;
   std::map<uint32_t, std::shared_ptr<ckpt::RankStore>> stores_;  // per rank this process saved as
+  std::shared_ptr<std::map<uint32_t, uint64_t>> last_committed_ =  // per rank: its newest step sealed here
+      std::make_shared<std::map<uint32_t, uint64_t>>();
   // (epoch, attempt) -> restores begun on that communicator: makes rendezvous keys unique.
   std::map<std::pair<uint64_t, uint32_t>, uint64_t> restores_;
 };

@@ -91,6 +91,25 @@ std::unique_ptr<CheckpointSave> SessionCore::begin_save(Communicator& comm, uint
 }
 
 std::optional<RestoredCheckpoint> SessionCore::restore(Communicator& comm, std::optional<uint32_t> saved_rank) {
+  return restore_with(comm, saved_rank, nullptr);
+}
+
+std::optional<RestoredCheckpoint> SessionCore::restore_into(Communicator& comm, const RestorePlacer& place,
+                                                           std::optional<uint32_t> saved_rank) {
+  return restore_with(comm, saved_rank, &place);
+}
+
+bool SessionCore::wait_checkpoint_safe(uint64_t step, std::chrono::milliseconds timeout) {
+  SessionCheckpoints* checkpoints = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    checkpoints = checkpoints_.get();
+  }
+  return checkpoints != nullptr && checkpoints->wait_safe(step, timeout);
+}
+
+std::optional<RestoredCheckpoint> SessionCore::restore_with(Communicator& comm, std::optional<uint32_t> saved_rank,
+                                                            const RestorePlacer* place) {
   std::optional<membership::View> view;
   uint32_t attempt = 0;
   {
@@ -105,7 +124,7 @@ std::optional<RestoredCheckpoint> SessionCore::restore(Communicator& comm, std::
                                         " is not the session's current one");
   NetworkRendezvousStore epoch_store(store_options(*view));
   comm::ScopedRendezvousStore store(epoch_store, comm::attempt_prefix(attempt));
-  return checkpoints_->restore(comm, attempt, store, saved_rank);
+  return checkpoints_->restore(comm, attempt, store, saved_rank, place);
 }
 
 NetworkRendezvousStore::Options SessionCore::store_options(const membership::View& view) {

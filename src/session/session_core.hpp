@@ -38,6 +38,9 @@ class SessionCore : public Session {
   std::unique_ptr<CheckpointSave> begin_save(Communicator& comm, uint64_t step,
                                              const std::vector<CheckpointBuffer>& buffers) override;
   std::optional<RestoredCheckpoint> restore(Communicator& comm, std::optional<uint32_t> saved_rank) override;
+  std::optional<RestoredCheckpoint> restore_into(Communicator& comm, const RestorePlacer& place,
+                                                 std::optional<uint32_t> saved_rank) override;
+  bool wait_checkpoint_safe(uint64_t step, std::chrono::milliseconds timeout) override;
 
  protected:
   // Before the first view arrives.
@@ -73,6 +76,9 @@ class SessionCore : public Session {
   // The rendezvous store of `view`'s epoch, served by its rank 0's agent; gives up when the view is superseded.
   NetworkRendezvousStore::Options store_options(const membership::View& view);
   RankInfo rank_info(const membership::View& view) const;
+  // restore() and restore_into(): `place` null for the former.
+  std::optional<RestoredCheckpoint> restore_with(Communicator& comm, std::optional<uint32_t> saved_rank,
+                                                 const RestorePlacer* place);
   // Outside mu_: rendezvous and connect, under the keys of `attempt`; throws ViewChanged when the view
   // moves on meanwhile, or when a peer fails the build.
   std::shared_ptr<Communicator> build(const membership::View& view, std::shared_ptr<Communicator> previous,

@@ -6,6 +6,27 @@ namespace shoal::control {
 SHOAL_JSON_MEMBERS(ErrorReply, error, requests)
 SHOAL_JSON_MEMBERS(CommittedReply, ok)
 
+void to_json(Json& j, const CkptSafeReply& r) {
+  j = Json::object();
+  j["rank"] = r.rank;
+  j["committed"] = r.committed;
+  if (r.replicated) j["replicated"] = *r.replicated;
+  j["holders"] = r.holders;
+  j["persisting"] = r.persisting;
+  if (r.persisted) j["persisted"] = *r.persisted;
+}
+
+void from_json(const Json& j, CkptSafeReply& r) {
+  require_object(j, "a checkpoint's safety");
+  r = CkptSafeReply{};
+  read_member(j, "rank", r.rank);
+  read_member(j, "committed", r.committed);
+  read_member(j, "replicated", r.replicated);
+  read_member(j, "holders", r.holders);
+  read_member(j, "persisting", r.persisting);
+  read_member(j, "persisted", r.persisted);
+}
+
 void to_json(Json& j, const ForceReply& r) {
   j = Json::object();
   j["forced"] = r.forced;

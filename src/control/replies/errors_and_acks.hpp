@@ -1,5 +1,5 @@
 // The short replies of the control socket: the error document any request may get, and the answers
-// to `ckpt-committed` and `view-force`.
+// to `ckpt-committed`, `ckpt-safe` and `view-force`.
 #pragma once
 
 #include <array>
@@ -30,6 +30,22 @@ struct CommittedReply {
   bool operator==(const CommittedReply&) const = default;
 };
 
+// {"rank", "committed", "replicated"?, "holders", "persisting", "persisted"?}: how safe a local rank's
+// newest checkpoint is (`ckpt-safe RANK`): the newest step committed on this host, the newest held by
+// every one of the `holders` peers that placement names (0: no peer to hold it), and with a persist
+// directory the newest step written there.
+struct CkptSafeReply {
+  static constexpr const char* kWhat = "a checkpoint's safety";
+  static constexpr std::array kRequiredKeys{"rank", "committed", "holders"};
+  uint32_t rank = 0;
+  uint64_t committed = 0;
+  std::optional<uint64_t> replicated;
+  uint32_t holders = 0;
+  bool persisting = false;
+  std::optional<uint64_t> persisted;
+  bool operator==(const CkptSafeReply&) const = default;
+};
+
 // {"forced": bool, "error"?: why not, "epoch": the committed epoch}: the answer to `view-force yes`.
 struct ForceReply {
   static constexpr const char* kWhat = "the outcome of view-force";
@@ -44,6 +60,8 @@ void to_json(Json& j, const ErrorReply& r);
 void from_json(const Json& j, ErrorReply& r);
 void to_json(Json& j, const CommittedReply& r);
 void from_json(const Json& j, CommittedReply& r);
+void to_json(Json& j, const CkptSafeReply& r);
+void from_json(const Json& j, CkptSafeReply& r);
 void to_json(Json& j, const ForceReply& r);
 void from_json(const Json& j, ForceReply& r);
 

@@ -1,0 +1,244 @@
+"""shoal.torch.Checkpointer: flash checkpoints of any PyTorch state in this host's shared memory,
+replicated by the agent to peer hosts.
+
+    ckpt = shoal.torch.Checkpointer()              # this worker's agent (under `shoal agent -- ...`)
+    got = ckpt.load()                              # None, or (step, state) every rank agrees on
+    if got:
+        step, state = got
+        model.load_state_dict(state["model"]); optimizer.load_state_dict(state["optim"])
+    for step in range(start, steps):
+        train_one_step()
+        ckpt.save(step, {"model": model.state_dict(), "optim": optimizer.state_dict(), "step": step})
+
+save() copies each tensor's bytes once, straight into shared memory, checksumming them in the same
+pass, and returns; the agent replicates the version to a peer host (and persists it with --ckpt-dir) in
+the background. load() is collective: every rank of the current world calls it, and they all load the
+newest step that every rank of its world saved completely and that some host still holds -- this
+host's memory first, else a peer's replica, else the persist directory (through the agent).
+"""
+import atexit
+import logging
+import threading
+import weakref
+from typing import Any, Optional, Tuple
+
+import torch
+
+import shoal
+from . import state_tree
+
+log = logging.getLogger("shoal.torch")
+
+META = "meta"
+
+
+def _storage_name(i: int) -> str:
+    return "s%d" % i
+
+
+def _contiguous_strides(shape) -> Tuple[int, ...]:
+    strides, acc = [], 1
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def _is_whole_contiguous(record: state_tree.TensorRecord, nbytes: int) -> bool:
+    """The record covers its whole storage, densely, from its start."""
+    if record.offset != 0:
+        return False
+    numel = 1
+    for n in record.shape:
+        numel *= n
+    itemsize = torch.empty(0, dtype=state_tree.dtype_of(record.dtype)).element_size()
+    if numel * itemsize != nbytes:
+        return False
+    return numel <= 1 or tuple(s for s, n in zip(record.stride, record.shape) if n > 1) == \
+        tuple(s for s, n in zip(_contiguous_strides(record.shape), record.shape) if n > 1)
+
+
+class _Plan:
+    """Where each saved storage goes in one load, and what is left to do after the bytes arrived."""
+
+    def __init__(self, layout, into):
+        entries = layout.entries
+        if not entries or entries[0][0] != META:
+            raise ValueError("the checkpoint of step %d was not saved by shoal.torch.Checkpointer "
+                             "(its first buffer is %r)" % (layout.step, entries[0][0] if entries else None))
+        self.tree, self.records, self.storages = state_tree.load_skeleton(layout.first)
+        if len(entries) != 1 + len(self.storages):
+            raise ValueError("the checkpoint of step %d has %d buffers for %d storages"
+                             % (layout.step, len(entries) - 1, len(self.storages)))
+        for i, (name, _, size) in enumerate(entries[1:]):
+            if name != _storage_name(i) or size != self.storages[i].nbytes:
+                raise ValueError("the checkpoint of step %d: buffer %r of %d bytes does not match its structure"
+                                 % (layout.step, name, size))
+        users = [0] * len(self.storages)
+        for r in self.records:
+            users[r.storage] += 1
+        # The caller's tensors, checked before any byte is copied: a mismatch writes nothing.
+        self.targets = [None] * len(self.records)
+        problems = []
+        if into is not None:
+            for i, r in enumerate(self.records):
+                t = state_tree.lookup(into, r.path)
+                if not isinstance(t, torch.Tensor):
+                    continue
+                dtype = state_tree.dtype_of(r.dtype)
+                if tuple(t.shape) != tuple(r.shape) or t.dtype != dtype:
+                    problems.append("%s: saved %s%s, into= has %s%s" % (
+                        state_tree.path_text(r.path), r.dtype, list(r.shape),
+                        state_tree.dtype_name(t.dtype), list(t.shape)))
+                self.targets[i] = t
+        if problems:
+            raise ValueError("load(into=...) does not match the checkpoint of step %d: %s%s" % (
+                layout.step, "; ".join(problems[:5]), " (and %d more)" % (len(problems) - 5) if len(problems) > 5
+                else ""))
+        # A storage goes straight into the caller's tensor when that tensor is its only user and both
+        # are dense; else into a buffer of its own, from which the tensors are viewed or copied.
+        self.direct = [None] * len(self.storages)
+        self.buffers = [None] * len(self.storages)
+        for i, r in enumerate(self.records):
+            t = self.targets[i]
+            s = r.storage
+            if (t is not None and users[s] == 1 and t.device.type == "cpu" and t.is_contiguous()
+                    and _is_whole_contiguous(r, self.storages[s].nbytes)):
+                self.direct[s] = t
+        destinations = [None]
+        for s, st in enumerate(self.storages):
+            if self.direct[s] is not None:
+                destinations.append((self.direct[s].data_ptr(), st.nbytes))
+            else:
+                self.buffers[s] = torch.empty(st.nbytes, dtype=torch.uint8)
+                destinations.append((self.buffers[s].data_ptr(), st.nbytes) if st.nbytes else None)
+        self.destinations = destinations
+
+    def finish(self):
+        """The loaded state: the caller's tensors where into= had them, new ones elsewhere."""
+        tensors = []
+        with torch.no_grad():
+            for i, r in enumerate(self.records):
+                t = self.targets[i]
+                if t is not None:
+                    if self.direct[r.storage] is None:
+                        t.copy_(state_tree.view_of(self.buffers[r.storage], r))
+                    tensors.append(t)
+                    continue
+                v = state_tree.view_of(self.buffers[r.storage], r) if self.direct[r.storage] is None \
+                    else self.direct[r.storage]
+                if r.parameter:
+                    v = torch.nn.Parameter(v, requires_grad=r.requires_grad)
+                elif r.requires_grad:
+                    v.requires_grad_(True)
+                tensors.append(v)
+        return state_tree.rebuild(self.tree, self.records, tensors)
+
+
+class Checkpointer:
+    """Flash checkpoints of a training state through a shoal session.
+
+    session: a shoal.Session; default Session.connect() (this worker's `shoal agent`, found through
+    SHOAL_CONTROL and SHOAL_SLOT). safe_timeout: how long a normal exit waits for the last save to be
+    safe (replicated, and persisted with --ckpt-dir); 0 does not wait.
+    """
+
+    def __init__(self, session: Optional["shoal.Session"] = None, *, safe_timeout: float = 60.0):
+        self._own_session = session is None
+        self._session = session if session is not None else shoal.Session.connect()
+        self._comm = None
+        self._lock = threading.Lock()
+        self.last_saved: Optional[int] = None  # the step of the newest save that returned
+        self.safe_timeout = safe_timeout
+        if safe_timeout > 0:
+            ref = weakref.ref(self)
+            atexit.register(lambda: ref() is not None and ref()._at_exit())
+
+    @property
+    def session(self) -> "shoal.Session":
+        return self._session
+
+    def communicator(self) -> "shoal.Communicator":
+        """The communicator of the current view that saves and loads name their rank and world by."""
+        if self._comm is None or self._comm.aborted:
+            self._comm = self._session.communicator()
+        return self._comm
+
+    def save(self, step: int, state: Any) -> None:
+        """Saves `state` (a nest of dicts, lists and tuples of tensors and picklable values) as this
+        rank's checkpoint of `step`, and returns once its bytes are in shared memory. Every rank saves
+        every step it wants restorable. TypeError names the key path of a value that is neither a
+        tensor nor picklable; shoal.Error says why shared memory could not take it (the earlier step
+        stays intact)."""
+        flat = state_tree.flatten(state)
+        buffers = [(META, len(flat.skeleton))] + [(_storage_name(i), s.nbytes) for i, s in enumerate(flat.storages)]
+        with self._lock:
+            save = self._session.begin_save(self.communicator(), int(step), buffers)
+            try:
+                save.write(META, flat.skeleton)
+                host = []
+                for i, s in enumerate(flat.storages):
+                    if s.device == "cuda":
+                        t = flat.storage_tensors[i]
+                        stream = torch.cuda.current_stream(t.device).cuda_stream
+                        save.write_from_device(_storage_name(i), flat.storage_address(i), stream)
+                    else:
+                        host.append((_storage_name(i), flat.storage_address(i), s.nbytes))
+                save.write_many(host)
+                save.commit()
+            except BaseException:
+                save.abandon()
+                raise
+            self.last_saved = int(step)
+
+    def load(self, into: Any = None) -> Optional[Tuple[int, Any]]:
+        """Collective: (step, state) of the newest step every rank of the current world can load, or
+        None when no step is complete. With into= (a state of the same structure, e.g. the model's and
+        optimizer's state_dict()), each saved tensor is copied in place into the caller's tensor at the
+        same key path; shapes and dtypes are checked first, and a mismatch raises ValueError naming the
+        tensor with nothing written. Tensors missing from into= come back as new tensors."""
+        result = {}
+
+        def place(layout):
+            result["plan"] = _Plan(layout, into)
+            return result["plan"].destinations
+
+        with self._lock:
+            restored = self._session.restore_into(self.communicator(), place)
+        if restored is None:
+            return None
+        state = result["plan"].finish()
+        log.info("shoal: loaded step %d (saved rank %d of %d) from %s in %.3f s", restored.step, restored.saved_rank,
+                 restored.saved_world, restored.source, restored.seconds)
+        return restored.step, state
+
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        """Blocks until the newest save is safe: held by the peers replica placement names and, with a
+        persist directory, written there. False at timeout or when nothing was saved."""
+        if self.last_saved is None:
+            return False
+        return self._session.wait_checkpoint_safe(self.last_saved, self.safe_timeout if timeout is None else timeout)
+
+    def close(self) -> None:
+        """Waits for the last save to be safe (up to safe_timeout), then leaves a session it started."""
+        self._at_exit()
+        if self._own_session:
+            self._session.leave()
+
+    def _at_exit(self):
+        if self.last_saved is None or self.safe_timeout <= 0:
+            return
+        step, timeout = self.last_saved, self.safe_timeout
+        self.safe_timeout = 0  # once
+        try:
+            if not self._session.wait_checkpoint_safe(step, timeout):
+                log.warning("shoal: the checkpoint of step %d was not safe (replicated/persisted) before exit", step)
+        except shoal.Error as e:
+            log.warning("shoal: could not learn whether the checkpoint of step %d is safe: %s", step, e)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False

@@ -1,0 +1,21 @@
+// The pieces of the `shoal._shoal` extension module, one function per part of libshoal's public API.
+// Every call that can block or take a lock of libshoal releases the GIL; callbacks into Python take it.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <chrono>
+
+namespace shoal::python {
+
+namespace py = pybind11;
+
+void bind_errors(py::module_& m);        // errors.cpp: Error, Timeout, ViewChanged
+void bind_communicator(py::module_& m);  // communicator.cpp: RankInfo, Communicator
+void bind_session(py::module_& m);       // session.cpp: Session (start, connect, views)
+void bind_checkpoints(py::module_& m);   // checkpoints.cpp: saves, restores, copies with checksums
+
+// Seconds (a float, as Python APIs take them) to milliseconds; refuses negative and non-finite values.
+std::chrono::milliseconds milliseconds_from(double seconds, const char* what);
+
+}  // namespace shoal::python

@@ -1,0 +1,34 @@
+// shoal::Error, Timeout and ViewChanged as Python exceptions with the same messages:
+// shoal.Error (a RuntimeError), shoal.Timeout and shoal.ViewChanged (both shoal.Error; ViewChanged
+// carries the epoch that changed as `.epoch`).
+#include "bindings.hpp"
+#include "shoal/errors.hpp"
+
+namespace shoal::python {
+
+void bind_errors(py::module_& m) {
+  static py::exception<Error> error(m, "Error", PyExc_RuntimeError);
+  static py::exception<Timeout> timeout(m, "Timeout", error.ptr());
+  static py::exception<ViewChanged> view_changed(m, "ViewChanged", error.ptr());
+  error.doc() = "A libshoal call failed; the message says what to change.";
+  timeout.doc() = "A rendezvous, view wait or collective did not complete in time.";
+  view_changed.doc() =
+      "The view of the communicator's epoch changed (a member failed, left or joined): rebuild and retry. "
+      "`.epoch` is the epoch that changed.";
+  // Most derived first: a ViewChanged is also an Error.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const ViewChanged& e) {
+      py::object exc = py::reinterpret_borrow<py::object>(view_changed.ptr())(e.what());
+      exc.attr("epoch") = e.epoch();
+      PyErr_SetObject(view_changed.ptr(), exc.ptr());
+    } catch (const Timeout& e) {
+      timeout(e.what());
+    } catch (const Error& e) {
+      error(e.what());
+    }
+  });
+}
+
+}  // namespace shoal::python

@@ -1,0 +1,145 @@
+// Loading one agreed version: find it, show the caller its layout, copy and verify.
+#include "session/restore_loading.hpp"
+
+#include <memory>
+
+#include "base/log.hpp"
+#include "ckpt_shm/checksum.hpp"
+#include "ckpt_shm/held_scan.hpp"
+#include "ckpt_shm/shm_segment.hpp"
+#include "ckpt_shm/version_layout.hpp"
+#include "shoal/errors.hpp"
+
+namespace shoal::session {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+spdlog::logger& logger() { return log::get(log::Component::ckpt); }
+
+RestoredCheckpoint described(const ckpt::VersionInfo& info, std::string source, Clock::time_point started) {
+  RestoredCheckpoint r;
+  r.step = info.id.step;
+  r.saved_world = info.id.world;
+  r.saved_rank = info.id.rank;
+  r.source = std::move(source);
+  for (const auto& b : info.buffers) r.entries.push_back({b.name, b.offset, b.size});
+  r.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  return r;
+}
+
+bool matches(const ckpt::VersionInfo& info, const LoadRequest& request) {
+  return info.id.job == request.job && info.id.rank == request.rank && info.id.step == request.step;
+}
+
+// Shows the placer the version in `bytes` (structure and meta checksum verified, data not yet), then
+// copies every placed buffer and verifies it on the way. The error names what did not verify.
+Result<RestoredCheckpoint> place_and_copy(const ckpt::VersionInfo& info, std::span<const std::byte> bytes,
+                                          const RestorePlacer& place, std::string source, Clock::time_point started) {
+  RestoreLayout layout;
+  layout.step = info.id.step;
+  layout.saved_world = info.id.world;
+  layout.saved_rank = info.id.rank;
+  layout.source = source;
+  for (const auto& b : info.buffers) layout.entries.push_back({b.name, b.offset, b.size});
+  if (!info.buffers.empty()) {
+    const auto& first = info.buffers.front();
+    layout.first = bytes.subspan(first.offset, first.size);
+    if (ckpt::buffer_checksum(layout.first) != first.checksum) {
+      return fail("buffer '" + first.name + "' does not match its checksum");
+    }
+  }
+  std::vector<std::span<std::byte>> into;
+  try {
+    into = place(layout);
+  } catch (const std::exception& e) {
+    throw PlacerFailed(e.what());
+  }
+  if (into.size() != info.buffers.size()) {
+    throw PlacerFailed("the placer named " + std::to_string(into.size()) + " destinations for " +
+                       std::to_string(info.buffers.size()) + " buffers");
+  }
+  for (size_t i = 0; i < into.size(); ++i) {
+    const auto& b = info.buffers[i];
+    if (into[i].empty()) continue;
+    if (into[i].size() != b.size) {
+      throw PlacerFailed("the destination of buffer '" + b.name + "' holds " + std::to_string(into[i].size()) +
+                         " bytes, not " + std::to_string(b.size));
+    }
+    if (ckpt::copy_with_checksum(into[i], bytes.subspan(b.offset, b.size)) != b.checksum) {
+      return fail("buffer '" + b.name + "' does not match its checksum");
+    }
+  }
+  return described(info, std::move(source), started);
+}
+
+}  // namespace
+
+std::optional<RestoredCheckpoint> load_local(const LoadRequest& request) {
+  const auto started = Clock::now();
+  for (const auto& h : ckpt::scan_held(request.store)) {
+    if (!h.version || !matches(*h.version, request)) continue;
+    auto seg = ckpt::ShmSegment::open_existing(h.segment);
+    if (!seg) continue;
+    const auto bytes = std::span<const std::byte>(seg->bytes());
+    // In place, the data is verified while it is copied out; else here, before it is copied.
+    auto info = ckpt::decode_version(bytes, request.place ? ckpt::DataCheck::skip : ckpt::DataCheck::verify);
+    if (!info || !matches(*info, request)) {
+      logger().warn("ckpt: local copy {} of rank {} step {} refused: {}", h.segment, request.rank, request.step,
+                    info ? std::string("it changed meanwhile") : info.error().detail);
+      continue;
+    }
+    if (request.place) {
+      auto placed = place_and_copy(*info, bytes, *request.place, "local", started);
+      if (placed) return std::move(*placed);
+      logger().warn("ckpt: local copy {} of rank {} step {} refused: {}", h.segment, request.rank, request.step,
+                    placed.error().message);
+      continue;
+    }
+    auto r = described(*info, "local", started);
+    r.data.assign(bytes.begin(), bytes.begin() + static_cast<ptrdiff_t>(info->total_bytes));
+    r.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    return r;
+  }
+  return std::nullopt;
+}
+
+std::optional<RestoredCheckpoint> load_from_peer(const LoadRequest& request, const ckpt_service::TransferPeer& peer,
+                                                 const std::string& holder) {
+  const auto started = Clock::now();
+  // Copy mode receives into the result's own bytes. In place, into memory of this call (not cleared
+  // first: every byte of it is received and verified before the placer sees any), then copied out.
+  std::vector<std::byte> data;
+  std::unique_ptr<std::byte[]> staging;
+  size_t staging_bytes = 0;
+  auto got = ckpt_service::fetch_version(
+      peer, request.job, request.rank, request.step,
+      [&](const ckpt::VersionInfo& info) -> Result<std::span<std::byte>> {
+        if (request.place) {
+          staging.reset(new std::byte[info.total_bytes]);
+          staging_bytes = info.total_bytes;
+          return std::span<std::byte>(staging.get(), staging_bytes);
+        }
+        data.resize(info.total_bytes);
+        return std::span<std::byte>(data);
+      },
+      ckpt_service::TransferLimits{});
+  if (!got) {
+    logger().warn("ckpt: fetching rank {} step {} from {} failed: {}", request.rank, request.step, holder,
+                  got.error().message);
+    return std::nullopt;
+  }
+  if (request.place) {
+    auto placed = place_and_copy(*got, std::span<const std::byte>(staging.get(), staging_bytes), *request.place,
+                                 holder, started);
+    if (placed) return std::move(*placed);
+    logger().warn("ckpt: rank {} step {} from {} refused: {}", request.rank, request.step, holder,
+                  placed.error().message);
+    return std::nullopt;
+  }
+  auto r = described(*got, holder, started);
+  r.data = std::move(data);
+  return r;
+}
+
+}  // namespace shoal::session
