@@ -44,6 +44,7 @@ TEST_LEVEL = {
     'bench': 'session',            # each benchmark measures the layer it includes
     'tests/integration': None,
     'examples': None,
+    'python': None,                # the Python package binds the public API only
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
@@ -155,7 +156,7 @@ def main(argv):
     root = argv[1]
     problems = []
     checked = 0
-    for top in ('src', 'include', 'tests', 'bench', 'examples'):
+    for top in ('src', 'include', 'tests', 'bench', 'examples', 'python'):
         for dirpath, _, names in os.walk(os.path.join(root, top)):
             for n in sorted(names):
                 if not n.endswith(('.cpp', '.hpp', '.h', '.cc', '.in')):

@@ -142,6 +142,11 @@ def _replace(obj, path: Tuple, on_tensor):
 def _first_unpicklable(obj, path: Tuple) -> Optional[Tuple[Tuple, BaseException]]:
     if isinstance(obj, torch.Tensor):
         return None
+    if isinstance(obj, (dict, list, tuple)) and type(obj) not in (dict, list, tuple):
+        try:
+            pickle.dumps(type(obj), protocol=pickle.HIGHEST_PROTOCOL)  # a container class saved by reference
+        except Exception as e:  # noqa: BLE001
+            return path, e
     if isinstance(obj, dict):
         items = list(obj.items())
     elif isinstance(obj, (list, tuple)):

@@ -1,0 +1,92 @@
+"""Real `shoal agent` processes on loopback that run workers, for the python suite: their output lines
+are read on threads of their own and kept with the time each arrived."""
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+from conftest import BUILD, child_env
+
+SHOAL = os.path.join(BUILD, "shoal")
+WORKER_LINE = re.compile(r"^\[rank (\d+)\] (\{.*\})$")
+
+
+def free_ports(n):
+    """n consecutive ports that are free for TCP and UDP now (the agent binds both)."""
+    for _ in range(200):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            base = s.getsockname()[1]
+        if base + n >= 65535:
+            continue
+        ok = True
+        for p in range(base, base + n):
+            for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+                with socket.socket(socket.AF_INET, kind) as s:
+                    try:
+                        s.bind(("127.0.0.1", p))
+                    except OSError:
+                        ok = False
+        if ok:
+            return list(range(base, base + n))
+    raise RuntimeError("no free ports")
+
+
+class Agent:
+    """One host: `shoal agent` with a worker command; lines = [(time, text)]."""
+
+    def __init__(self, name, port, seed_port, job, command, control_dir, extra=(), env=None):
+        self.name = name
+        self.control = os.path.join(control_dir, name + ".sock")
+        argv = [SHOAL, "agent", "--name", name, "--host", name, "--bind", "127.0.0.1:%d" % port,
+                "--cluster", job, "--job", job, "--control", self.control] + list(extra)
+        if seed_port:
+            argv += ["--seeds", "127.0.0.1:%d" % seed_port]
+        self.proc = subprocess.Popen(argv + ["--"] + list(command), stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, env=env or child_env(SHOAL_LOG="info"),
+                                     start_new_session=True)
+        self.lines = []
+        self.lock = threading.Lock()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for raw in self.proc.stdout:
+            with self.lock:
+                self.lines.append((time.monotonic(), raw.decode(errors="replace").rstrip("\n")))
+
+    def docs(self, since=0.0):
+        """The workers' JSON lines as (time, rank, doc)."""
+        out = []
+        with self.lock:
+            lines = list(self.lines)
+        for t, text in lines:
+            m = WORKER_LINE.match(text)
+            if m and t >= since:
+                try:
+                    out.append((t, int(m.group(1)), json.loads(m.group(2))))
+                except ValueError:
+                    pass
+        return out
+
+    def text(self):
+        with self.lock:
+            return "\n".join(l for _, l in self.lines)
+
+    def kill(self):
+        """SIGKILL: the agent and, with it, its workers."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(10)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.proc.wait(10)

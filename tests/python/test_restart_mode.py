@@ -1,0 +1,66 @@
+"""Restart mode with flash checkpoints: `shoal agent -- python3 examples/python/ddp_flash.py` on three
+loopback hosts; one whole host is killed, and every restarted worker must resume from the last step
+that every rank finished, with the very parameters it had then."""
+import os
+
+import pytest
+
+from agents import Agent, free_ports
+from conftest import PYTHON, wait_for
+
+EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "python", "ddp_flash.py")
+
+
+def steps_of(agents, world, since=0.0):
+    out = []
+    for a in agents:
+        out += [(t, rank, d) for t, rank, d in a.docs(since) if d.get("world") == world and "event" not in d]
+    return out
+
+
+@pytest.mark.parametrize("victim", [0, 2])
+def test_a_killed_host_costs_no_finished_step(job, tmp_path, victim):
+    ports = free_ports(4)
+    command = [PYTHON, EXAMPLE, "--steps", "1000000", "--step-ms", "20", "--width", "64"]
+    extra = ["--min-hosts", "2", "--hold-down", "1", "--master-port", str(ports[3])]
+    agents = [Agent("h%d" % i, ports[i], ports[0] if i else None, job, command, str(tmp_path), extra) for i in range(3)]
+    try:
+        wait_for(lambda: {r for _, r, d in steps_of(agents, 3) if d["step"] >= 15} == {0, 1, 2}, 90,
+                 "three ranks training in a world of 3")
+        # Kill the host whose worker is rank `victim` in the world of 3.
+        dead = next(a for a in agents if any(r == victim for _, r, _ in steps_of([a], 3)))
+        before = {r: d for _, r, d in steps_of(agents, 3)}
+        dead.kill()
+        survivors = [a for a in agents if a is not dead]
+        loads = wait_for(lambda: (lambda l: l if len(l) == 2 else None)(
+            [d for a in survivors for _, _, d in a.docs() if d.get("event") == "load" and d["world"] == 2]),
+            60, "both survivors' restarted workers to load")
+        wait_for(lambda: len({r for _, r, d in steps_of(survivors, 2)}) == 2, 30, "training in the world of 2")
+        world3 = steps_of(agents, 3)
+        last = {}
+        for _, r, d in world3:
+            last[r] = max(last.get(r, -1), d["step"])
+        checksums = {d["step"]: d["checksum"] for _, _, d in world3}
+        common = min(last.values())
+        steps = {l["step"] for l in loads}
+        assert len(steps) == 1, loads
+        loaded = steps.pop()
+        # The dead rank may have saved one step more than it printed; never less than what all printed.
+        assert loaded in (common, common + 1), (loaded, last)
+        assert loaded >= max(last.values()) - 1, ("a step every rank finished was lost", loaded, last)
+        for l in loads:
+            assert l["checksum"] == checksums[loaded], ("parameters differ from step %d's" % loaded, l)
+        old_pids = {d["pid"] for d in before.values()}
+        assert all(l["pid"] not in old_pids for l in loads)
+        # Each new world's first step continues right after the loaded one.
+        firsts = {}
+        for _, r, d in steps_of(survivors, 2):
+            firsts.setdefault(r, d["step"])
+        assert set(firsts.values()) == {loaded + 1}, firsts
+    except BaseException:
+        for a in agents:
+            print("==== %s\n%s" % (a.name, a.text()[-6000:]))
+        raise
+    finally:
+        for a in agents:
+            a.stop()
