@@ -21,6 +21,7 @@
 #include "shoal/checkpoint.hpp"
 #include "shoal/communicator.hpp"
 #include "shoal/errors.hpp"
+#include "shoal/store.hpp"
 
 namespace shoal {
 
@@ -131,6 +132,10 @@ class SHOAL_API Session {
   // when the view has no other host) and, with a persist directory, written there. Returns false at
   // `timeout`, or when this session saved no such step. A trainer calls it before a normal exit.
   virtual bool wait_checkpoint_safe(uint64_t step, std::chrono::milliseconds timeout) = 0;
+  // The key-value store of comm's view (and attempt), served by the agents: empty when the view is new,
+  // never shared with another view, its calls throw ViewChanged once the view is superseded or loses a
+  // member. Throws ViewChanged when `comm` is no longer the session's current communicator.
+  virtual std::unique_ptr<EpochStore> store(Communicator& comm) = 0;
 };
 
 }  // namespace shoal

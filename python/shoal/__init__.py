@@ -11,6 +11,7 @@ never imports torch.
 from ._shoal import (  # noqa: F401  (re-exported)
     CheckpointSave,
     Communicator,
+    EpochStore,
     Error,
     RankInfo,
     RestoredCheckpoint,
@@ -25,6 +26,7 @@ from ._shoal import (  # noqa: F401  (re-exported)
 __all__ = [
     "CheckpointSave",
     "Communicator",
+    "EpochStore",
     "Error",
     "RankInfo",
     "RestoredCheckpoint",

@@ -14,6 +14,7 @@ void bind_errors(py::module_& m);        // errors.cpp: Error, Timeout, ViewChan
 void bind_communicator(py::module_& m);  // communicator.cpp: RankInfo, Communicator
 void bind_session(py::module_& m);       // session.cpp: Session (start, connect, views)
 void bind_checkpoints(py::module_& m);   // checkpoints.cpp: saves, restores, copies with checksums
+void bind_store(py::module_& m);         // store.cpp: EpochStore, Session.store
 
 // Seconds (a float, as Python APIs take them) to milliseconds; refuses negative and non-finite values.
 std::chrono::milliseconds milliseconds_from(double seconds, const char* what);

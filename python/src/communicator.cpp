@@ -136,6 +136,14 @@ void bind_communicator(py::module_& m) {
             c.allgather(i.ptr, o.ptr, per_rank);
           },
           py::arg("input"), py::arg("output"), "Every rank's input, in rank order, into output.")
+      .def(
+          "allgather_address",
+          [](Communicator& c, uintptr_t in, uintptr_t out, size_t bytes_per_rank) {
+            py::gil_scoped_release release;
+            c.allgather(reinterpret_cast<const void*>(in), address(out), bytes_per_rank);
+          },
+          py::arg("input_address"), py::arg("output_address"), py::arg("bytes_per_rank"),
+          "allgather from and into memory Python cannot describe (tensors' data_ptr()).")
       .def("barrier", &Communicator::barrier, py::call_guard<py::gil_scoped_release>())
       .def("abort", &Communicator::abort, py::arg("why"), py::call_guard<py::gil_scoped_release>(),
            "From any thread: calls in flight and later ones raise ViewChanged(why).");

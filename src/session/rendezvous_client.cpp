@@ -120,4 +120,49 @@ void NetworkRendezvousStore::wait(const std::vector<std::string>& keys, std::chr
   call(req, std::chrono::steady_clock::now() + timeout + kAnswerSlack);
 }
 
+int64_t NetworkRendezvousStore::add(const std::string& key, int64_t delta) {
+  wire::RendezvousRequest req;
+  req.set_epoch(opt_.epoch);
+  req.set_op(wire::RendezvousRequest::ADD);
+  req.add_keys(key);
+  req.set_delta(delta);
+  return call(req, std::chrono::steady_clock::now() + opt_.set_timeout).number();
+}
+
+int64_t NetworkRendezvousStore::add_wait_change(const std::string& key, int64_t seen,
+                                                std::chrono::milliseconds timeout) {
+  wire::RendezvousRequest req;
+  req.set_epoch(opt_.epoch);
+  req.set_op(wire::RendezvousRequest::ADD);
+  req.add_keys(key);
+  req.set_wait_for_change(true);
+  req.set_seen(seen);
+  req.set_timeout_ms(static_cast<uint32_t>(timeout.count()));
+  return call(req, std::chrono::steady_clock::now() + timeout + kAnswerSlack).number();
+}
+
+bool NetworkRendezvousStore::check(const std::vector<std::string>& keys) {
+  wire::RendezvousRequest req;
+  req.set_epoch(opt_.epoch);
+  req.set_op(wire::RendezvousRequest::CHECK);
+  for (const auto& k : keys) req.add_keys(k);
+  return call(req, std::chrono::steady_clock::now() + opt_.set_timeout).number() == 1;
+}
+
+bool NetworkRendezvousStore::remove(const std::string& key) {
+  wire::RendezvousRequest req;
+  req.set_epoch(opt_.epoch);
+  req.set_op(wire::RendezvousRequest::DELETE);
+  req.add_keys(key);
+  return call(req, std::chrono::steady_clock::now() + opt_.set_timeout).number() == 1;
+}
+
+int64_t NetworkRendezvousStore::num_keys(const std::string& prefix) {
+  wire::RendezvousRequest req;
+  req.set_epoch(opt_.epoch);
+  req.set_op(wire::RendezvousRequest::NUM_KEYS);
+  req.add_keys(prefix);
+  return call(req, std::chrono::steady_clock::now() + opt_.set_timeout).number();
+}
+
 }  // namespace shoal::session

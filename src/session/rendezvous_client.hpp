@@ -36,6 +36,14 @@ class NetworkRendezvousStore : public comm::RendezvousStore {
   std::vector<comm::Bytes> multi_get(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override;
   void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override;
 
+  // What a framework's store needs besides (see RendezvousRequest in proto/rendezvous.proto).
+  int64_t add(const std::string& key, int64_t delta);
+  // The counter's value once it differs from `seen`, or as it is after `timeout`.
+  int64_t add_wait_change(const std::string& key, int64_t seen, std::chrono::milliseconds timeout);
+  bool check(const std::vector<std::string>& keys);
+  bool remove(const std::string& key);
+  int64_t num_keys(const std::string& prefix);
+
  private:
   // One request, retried on connection failures until `deadline`; throws on VIEW_CHANGED, TIMEOUT, REFUSED.
   wire::RendezvousResponse call(const wire::RendezvousRequest& request, std::chrono::steady_clock::time_point deadline);

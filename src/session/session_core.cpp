@@ -5,6 +5,7 @@
 #include "comm_wrap/session_communicator.hpp"
 #include "comm_wrap/stores/scoped_rendezvous_store.hpp"
 #include "ranks/rank_table.hpp"
+#include "session/epoch_store.hpp"
 #include "session/rendezvous_client.hpp"
 
 namespace shoal::session {
@@ -106,6 +107,22 @@ bool SessionCore::wait_checkpoint_safe(uint64_t step, std::chrono::milliseconds 
     checkpoints = checkpoints_.get();
   }
   return checkpoints != nullptr && checkpoints->wait_safe(step, timeout);
+}
+
+std::unique_ptr<EpochStore> SessionCore::store(Communicator& comm) {
+  std::optional<membership::View> view;
+  uint32_t attempt = 0;
+  {
+    std::lock_guard lock(mu_);
+    if (comm_.get() == &comm && comm_view_ && comm_view_->epoch() == comm.epoch()) {
+      view = comm_view_;
+      attempt = comm_attempt_;
+    }
+  }
+  if (!view)
+    throw ViewChanged(comm.epoch(), "store: the communicator of epoch " + std::to_string(comm.epoch()) +
+                                        " is not the session's current one");
+  return std::make_unique<SessionEpochStore>(store_options(*view), attempt);
 }
 
 std::optional<RestoredCheckpoint> SessionCore::restore_with(Communicator& comm, std::optional<uint32_t> saved_rank,

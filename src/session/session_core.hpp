@@ -41,6 +41,7 @@ class SessionCore : public Session {
   std::optional<RestoredCheckpoint> restore_into(Communicator& comm, const RestorePlacer& place,
                                                  std::optional<uint32_t> saved_rank) override;
   bool wait_checkpoint_safe(uint64_t step, std::chrono::milliseconds timeout) override;
+  std::unique_ptr<EpochStore> store(Communicator& comm) override;
 
  protected:
   // Before the first view arrives.

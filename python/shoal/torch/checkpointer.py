@@ -25,7 +25,7 @@ from typing import Any, Optional, Tuple
 import torch
 
 import shoal
-from . import state_tree
+from . import placement, state_tree
 
 log = logging.getLogger("shoal.torch")
 
@@ -34,105 +34,6 @@ META = "meta"
 
 def _storage_name(i: int) -> str:
     return "s%d" % i
-
-
-def _contiguous_strides(shape) -> Tuple[int, ...]:
-    strides, acc = [], 1
-    for n in reversed(shape):
-        strides.append(acc)
-        acc *= max(n, 1)
-    return tuple(reversed(strides))
-
-
-def _is_whole_contiguous(record: state_tree.TensorRecord, nbytes: int) -> bool:
-    """The record covers its whole storage, densely, from its start."""
-    if record.offset != 0:
-        return False
-    numel = 1
-    for n in record.shape:
-        numel *= n
-    itemsize = torch.empty(0, dtype=state_tree.dtype_of(record.dtype)).element_size()
-    if numel * itemsize != nbytes:
-        return False
-    return numel <= 1 or tuple(s for s, n in zip(record.stride, record.shape) if n > 1) == \
-        tuple(s for s, n in zip(_contiguous_strides(record.shape), record.shape) if n > 1)
-
-
-class _Plan:
-    """Where each saved storage goes in one load, and what is left to do after the bytes arrived."""
-
-    def __init__(self, layout, into):
-        entries = layout.entries
-        if not entries or entries[0][0] != META:
-            raise ValueError("the checkpoint of step %d was not saved by shoal.torch.Checkpointer "
-                             "(its first buffer is %r)" % (layout.step, entries[0][0] if entries else None))
-        self.tree, self.records, self.storages = state_tree.load_skeleton(layout.first)
-        if len(entries) != 1 + len(self.storages):
-            raise ValueError("the checkpoint of step %d has %d buffers for %d storages"
-                             % (layout.step, len(entries) - 1, len(self.storages)))
-        for i, (name, _, size) in enumerate(entries[1:]):
-            if name != _storage_name(i) or size != self.storages[i].nbytes:
-                raise ValueError("the checkpoint of step %d: buffer %r of %d bytes does not match its structure"
-                                 % (layout.step, name, size))
-        users = [0] * len(self.storages)
-        for r in self.records:
-            users[r.storage] += 1
-        # The caller's tensors, checked before any byte is copied: a mismatch writes nothing.
-        self.targets = [None] * len(self.records)
-        problems = []
-        if into is not None:
-            for i, r in enumerate(self.records):
-                t = state_tree.lookup(into, r.path)
-                if not isinstance(t, torch.Tensor):
-                    continue
-                dtype = state_tree.dtype_of(r.dtype)
-                if tuple(t.shape) != tuple(r.shape) or t.dtype != dtype:
-                    problems.append("%s: saved %s%s, into= has %s%s" % (
-                        state_tree.path_text(r.path), r.dtype, list(r.shape),
-                        state_tree.dtype_name(t.dtype), list(t.shape)))
-                self.targets[i] = t
-        if problems:
-            raise ValueError("load(into=...) does not match the checkpoint of step %d: %s%s" % (
-                layout.step, "; ".join(problems[:5]), " (and %d more)" % (len(problems) - 5) if len(problems) > 5
-                else ""))
-        # A storage goes straight into the caller's tensor when that tensor is its only user and both
-        # are dense; else into a buffer of its own, from which the tensors are viewed or copied.
-        self.direct = [None] * len(self.storages)
-        self.buffers = [None] * len(self.storages)
-        for i, r in enumerate(self.records):
-            t = self.targets[i]
-            s = r.storage
-            if (t is not None and users[s] == 1 and t.device.type == "cpu" and t.is_contiguous()
-                    and _is_whole_contiguous(r, self.storages[s].nbytes)):
-                self.direct[s] = t
-        destinations = [None]
-        for s, st in enumerate(self.storages):
-            if self.direct[s] is not None:
-                destinations.append((self.direct[s].data_ptr(), st.nbytes))
-            else:
-                self.buffers[s] = torch.empty(st.nbytes, dtype=torch.uint8)
-                destinations.append((self.buffers[s].data_ptr(), st.nbytes) if st.nbytes else None)
-        self.destinations = destinations
-
-    def finish(self):
-        """The loaded state: the caller's tensors where into= had them, new ones elsewhere."""
-        tensors = []
-        with torch.no_grad():
-            for i, r in enumerate(self.records):
-                t = self.targets[i]
-                if t is not None:
-                    if self.direct[r.storage] is None:
-                        t.copy_(state_tree.view_of(self.buffers[r.storage], r))
-                    tensors.append(t)
-                    continue
-                v = state_tree.view_of(self.buffers[r.storage], r) if self.direct[r.storage] is None \
-                    else self.direct[r.storage]
-                if r.parameter:
-                    v = torch.nn.Parameter(v, requires_grad=r.requires_grad)
-                elif r.requires_grad:
-                    v.requires_grad_(True)
-                tensors.append(v)
-        return state_tree.rebuild(self.tree, self.records, tensors)
 
 
 class Checkpointer:
@@ -164,16 +65,17 @@ class Checkpointer:
             self._comm = self._session.communicator()
         return self._comm
 
-    def save(self, step: int, state: Any) -> None:
+    def save(self, step: int, state: Any, comm: Optional["shoal.Communicator"] = None) -> None:
         """Saves `state` (a nest of dicts, lists and tuples of tensors and picklable values) as this
         rank's checkpoint of `step`, and returns once its bytes are in shared memory. Every rank saves
         every step it wants restorable. TypeError names the key path of a value that is neither a
         tensor nor picklable; shoal.Error says why shared memory could not take it (the earlier step
-        stays intact)."""
+        stays intact). comm: the communicator whose rank and world the save is made as (default: the
+        session's current one)."""
         flat = state_tree.flatten(state)
         buffers = [(META, len(flat.skeleton))] + [(_storage_name(i), s.nbytes) for i, s in enumerate(flat.storages)]
         with self._lock:
-            save = self._session.begin_save(self.communicator(), int(step), buffers)
+            save = self._session.begin_save(comm or self.communicator(), int(step), buffers)
             try:
                 save.write(META, flat.skeleton)
                 host = []
@@ -191,7 +93,7 @@ class Checkpointer:
                 raise
             self.last_saved = int(step)
 
-    def load(self, into: Any = None) -> Optional[Tuple[int, Any]]:
+    def load(self, into: Any = None, comm: Optional["shoal.Communicator"] = None) -> Optional[Tuple[int, Any]]:
         """Collective: (step, state) of the newest step every rank of the current world can load, or
         None when no step is complete. With into= (a state of the same structure, e.g. the model's and
         optimizer's state_dict()), each saved tensor is copied in place into the caller's tensor at the
@@ -200,11 +102,20 @@ class Checkpointer:
         result = {}
 
         def place(layout):
-            result["plan"] = _Plan(layout, into)
-            return result["plan"].destinations
+            entries = layout.entries
+            if not entries or entries[0][0] != META:
+                raise ValueError("the checkpoint of step %d was not saved by shoal.torch.Checkpointer "
+                                 "(its first buffer is %r)" % (layout.step, entries[0][0] if entries else None))
+            names = [e[0] for e in entries[1:]]
+            if names != [_storage_name(i) for i in range(len(names))]:
+                raise ValueError("the checkpoint of step %d has buffers %s after its structure, not s0, s1, ..."
+                                 % (layout.step, names[:4]))
+            result["plan"] = placement.Plan(layout.first, [s for _, _, s in entries[1:]], into,
+                                            "the checkpoint of step %d" % layout.step)
+            return [None] + result["plan"].destinations
 
         with self._lock:
-            restored = self._session.restore_into(self.communicator(), place)
+            restored = self._session.restore_into(comm or self.communicator(), place)
         if restored is None:
             return None
         state = result["plan"].finish()

@@ -69,6 +69,17 @@ def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).replace("torch.", "")
 
 
+_ITEMSIZE: Dict[str, int] = {}
+
+
+def itemsize(name: str) -> int:
+    """Bytes per element of the dtype called `name`."""
+    size = _ITEMSIZE.get(name)
+    if size is None:
+        size = _ITEMSIZE[name] = torch.empty(0, dtype=dtype_of(name)).element_size()
+    return size
+
+
 def dtype_of(name: str) -> torch.dtype:
     d = getattr(torch, name, None)
     if not isinstance(d, torch.dtype):

@@ -2,6 +2,7 @@
 #include "comm_wrap/stores/rendezvous_table.hpp"
 
 #include <algorithm>
+#include <charconv>
 
 namespace shoal::comm {
 
@@ -28,6 +29,14 @@ RendezvousResponse RendezvousTable::view_changed(uint64_t epoch) const {
 std::optional<RendezvousResponse> RendezvousTable::try_answer(const EpochTable& table,
                                                               const RendezvousRequest& r) const {
   RendezvousResponse out;
+  if (r.op() == RendezvousRequest::ADD) {  // a parked long poll: answered once the value moved
+    const auto value = counter_value(table, r.keys(0));
+    if (!value || *value == r.seen()) return std::nullopt;
+    out.set_status(RendezvousResponse::OK);
+    out.set_current_epoch(current_epoch_);
+    out.set_number(*value);
+    return out;
+  }
   for (const auto& key : r.keys()) {
     const auto it = table.values.find(key);
     if (it == table.values.end()) return std::nullopt;
@@ -36,6 +45,53 @@ std::optional<RendezvousResponse> RendezvousTable::try_answer(const EpochTable& 
   out.set_status(RendezvousResponse::OK);
   out.set_current_epoch(current_epoch_);
   return out;
+}
+
+RendezvousResponse RendezvousTable::number_reply(int64_t n) const {
+  RendezvousResponse r;
+  r.set_status(RendezvousResponse::OK);
+  r.set_current_epoch(current_epoch_);
+  r.set_number(n);
+  return r;
+}
+
+std::optional<int64_t> RendezvousTable::counter_value(const EpochTable& table, const std::string& key) {
+  const auto it = table.values.find(key);
+  if (it == table.values.end()) return int64_t{0};
+  int64_t v = 0;
+  const auto* end = it->second.data() + it->second.size();
+  const auto [ptr, ec] = std::from_chars(it->second.data(), end, v);
+  if (ec != std::errc() || ptr != end || it->second.empty()) return std::nullopt;
+  return v;
+}
+
+std::optional<RendezvousResponse> RendezvousTable::add(Waiter waiter, EpochTable& table, const RendezvousRequest& r,
+                                                       Time now, std::vector<Reply>& completed) {
+  if (r.keys_size() != 1) return refuse("an add names exactly one key");
+  const std::string& key = r.keys(0);
+  const auto current = counter_value(table, key);
+  if (!current) return refuse("key '" + key + "' does not hold a decimal counter");
+  if (r.wait_for_change() && r.delta() == 0) {  // a long poll
+    if (*current != r.seen()) return number_reply(*current);
+    if (waiters_.size() >= limits_.max_waiters) return refuse("too many waiting requests");
+    const uint32_t timeout_ms = std::min(r.timeout_ms(), limits_.max_timeout_ms);
+    waiters_[waiter] = Parked{r.epoch(), r, now + std::chrono::milliseconds(timeout_ms)};
+    return std::nullopt;
+  }
+  int64_t next = 0;
+  if (__builtin_add_overflow(*current, r.delta(), &next)) return refuse("the counter '" + key + "' would overflow");
+  const bool exists = table.values.contains(key);
+  if (!exists && table.values.size() >= limits_.max_keys_per_epoch) {
+    return refuse("epoch " + std::to_string(r.epoch()) + " already holds " + std::to_string(table.values.size()) +
+                  " keys");
+  }
+  std::string text = std::to_string(next);
+  const size_t old_bytes = exists ? key.size() + table.values[key].size() : 0;
+  table.bytes = table.bytes - old_bytes + key.size() + text.size();
+  table.values[key] = std::move(text);
+  ++counters_.sets;
+  complete_waiters(r.epoch(), completed);
+  return number_reply(next);
 }
 
 std::optional<RendezvousResponse> RendezvousTable::handle(Waiter waiter, const RendezvousRequest& r, Time now,
@@ -77,6 +133,30 @@ std::optional<RendezvousResponse> RendezvousTable::handle(Waiter waiter, const R
       ok.set_status(RendezvousResponse::OK);
       ok.set_current_epoch(current_epoch_);
       return ok;
+    }
+    case RendezvousRequest::ADD:
+      return add(waiter, table, r, now, completed);
+    case RendezvousRequest::CHECK: {
+      const bool all = std::all_of(r.keys().begin(), r.keys().end(),
+                                   [&](const std::string& k) { return table.values.contains(k); });
+      return number_reply(all ? 1 : 0);
+    }
+    case RendezvousRequest::DELETE: {
+      if (r.keys_size() != 1) return refuse("a delete names exactly one key");
+      const auto it = table.values.find(r.keys(0));
+      if (it == table.values.end()) return number_reply(0);
+      table.bytes -= it->first.size() + it->second.size();
+      table.values.erase(it);
+      complete_waiters(r.epoch(), completed);  // a long poll on a counter sees it go
+      return number_reply(1);
+    }
+    case RendezvousRequest::NUM_KEYS: {
+      if (r.keys_size() != 1) return refuse("num_keys names exactly one prefix");
+      const std::string& prefix = r.keys(0);
+      int64_t n = 0;
+      for (auto it = table.values.lower_bound(prefix); it != table.values.end() && it->first.starts_with(prefix); ++it)
+        ++n;
+      return number_reply(n);
     }
     case RendezvousRequest::GET:
     case RendezvousRequest::WAIT: {
@@ -128,10 +208,17 @@ void RendezvousTable::expire(Time now, std::vector<Reply>& out) {
       ++it;
       continue;
     }
+    const auto table = epochs_.find(it->second.epoch);
+    if (it->second.request.op() == RendezvousRequest::ADD) {  // a long poll: the value has not moved
+      const auto value = table == epochs_.end() ? std::optional<int64_t>(0)
+                                                : counter_value(table->second, it->second.request.keys(0));
+      out.push_back(Reply{it->first, number_reply(value.value_or(it->second.request.seen()))});
+      it = waiters_.erase(it);
+      continue;
+    }
     RendezvousResponse r;
     r.set_status(RendezvousResponse::TIMEOUT);
     r.set_current_epoch(current_epoch_);
-    const auto table = epochs_.find(it->second.epoch);
     for (const auto& key : it->second.request.keys()) {
       if (table == epochs_.end() || !table->second.values.contains(key)) r.add_missing(key);
     }

@@ -1,6 +1,8 @@
 // RendezvousTable: the state of the rendezvous store one agent serves, as a pure state machine. Keys
 // live per epoch; a request either is answered at once or waits (parked under a waiter id) until a
 // set completes it, its deadline passes, or its epoch is superseded. No IO, no clock: time comes in.
+// Besides set/get/wait it serves what torch.distributed's Store needs: counters (add, with a long poll
+// for a counter to move), check, delete and a count of keys by prefix.
 //
 // Epoch rule: requests for epochs older than the current one are answered VIEW_CHANGED at once; newer
 // epochs are served (a store host may commit a view a moment after the ranks that use it), up to
@@ -77,6 +79,11 @@ class RendezvousTable {
   };
 
   wire::RendezvousResponse refuse(const std::string& why);
+  wire::RendezvousResponse number_reply(int64_t n) const;
+  // A counter's value: 0 when absent, nullopt when the key holds something else than decimal text.
+  static std::optional<int64_t> counter_value(const EpochTable& table, const std::string& key);
+  std::optional<wire::RendezvousResponse> add(Waiter waiter, EpochTable& table, const wire::RendezvousRequest& r,
+                                              Time now, std::vector<Reply>& completed);
   wire::RendezvousResponse view_changed(uint64_t epoch) const;
   // OK with the values when every key is present, else nullopt.
   std::optional<wire::RendezvousResponse> try_answer(const EpochTable& table, const wire::RendezvousRequest& r) const;

@@ -1,0 +1,286 @@
+"""shoal.torch.Elastic: in-place elastic DDP. The processes of the survivors keep running when a host
+fails or joins: the collective in flight fails within milliseconds (the session aborts it), the process
+group and the DDP wrapper are rebuilt for the next committed view in the same process, and training goes
+on. No lighthouse, no store host: the agents agree on the view and serve its store.
+
+    job = shoal.torch.Elastic(session, model, optimizer, sampler=shoal.torch.ElasticSampler(len(data), 32))
+    for batch in job.batches(data):
+        with job.step():                      # a view change during the step: discarded, then redone
+            loss_fn(job.model(batch)).backward()
+            optimizer.step()
+
+What happens to the state:
+- after a leave, the survivors keep their live model and optimizer. They agree on the newest step any of
+  them completed; a rank that finished a step its peers did not (the failure cut the step short on some
+  ranks only) hands its state to all, so a step is either applied on every rank or on none.
+- after a join, the newcomer receives the live state (model, optimizer, data position, step) by a
+  broadcast from a survivor; the survivors redo no step.
+- at the start of the job, with no live state anywhere, a Checkpointer given to Elastic loads the
+  newest complete checkpoint on every rank; without one the ranks' parameters must already agree (the
+  same seed), which is checked: DDP would otherwise average different models silently.
+- the data position (ElasticSampler) is part of the state, so no sample of an epoch is skipped or
+  repeated when the world size changes.
+
+Faults that a process cannot survive in place (an abort that does not return, a CUDA error) end it with
+the error; under `shoal agent --workers connect` the agent starts it again, and it comes back as a
+newcomer that receives the live state (or, if every rank restarted, loads the checkpoint).
+"""
+import contextlib
+import gc
+import logging
+import struct
+import time
+import zlib
+from typing import Any, Callable, Iterator, Optional
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+import shoal
+from . import state_sync
+from .checkpointer import Checkpointer
+from .process_group import ProcessGroup
+from .sampler import ElasticSampler
+from .store import Store
+
+log = logging.getLogger("shoal.torch")
+
+BACKEND = "shoal"
+_building = []  # the communicator init_process_group("shoal") is building a group for
+
+
+def _create_group(store, rank, size, timeout):
+    if not _building or _building[-1].rank != rank or _building[-1].world_size != size:
+        raise RuntimeError("the shoal backend builds its groups through shoal.torch.Elastic; "
+                           "init_process_group('shoal') is not for direct use")
+    return ProcessGroup(_building[-1])
+
+
+if BACKEND.upper() not in dist.Backend._plugins:
+    dist.Backend.register_backend(BACKEND, _create_group)
+
+
+def _param_hash(module: torch.nn.Module) -> int:
+    crc = 0
+    for p in module.parameters():
+        t = p.detach()
+        t = (t if t.device.type == "cpu" else t.cpu()).contiguous()
+        crc = zlib.crc32(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"", crc)
+    return crc
+
+
+def is_view_change(error: BaseException, comm: Optional["shoal.Communicator"]) -> bool:
+    """Whether `error` (raised inside a step) comes from a view change rather than from the step's code:
+    the communicator was aborted, or shoal said so (also when torch wrapped it in a RuntimeError)."""
+    if isinstance(error, (shoal.ViewChanged, shoal.Timeout)):
+        return True
+    if comm is not None and comm.aborted:
+        return True
+    text = str(error)
+    return "view of epoch" in text and "changed" in text
+
+
+class Elastic:
+    """In-place elastic data-parallel training over a shoal session (see the module's text).
+
+    model: the plain module (Elastic wraps it in DDP for every view; use job.model for forward passes).
+    optimizer: its optimizer. sampler: an ElasticSampler (the data position); optional for loops that
+    bring their own data. checkpointer, ckpt_every: save a flash checkpoint every ckpt_every completed
+    steps, and load the newest at the start of the job. ddp_kwargs: passed to DistributedDataParallel.
+    """
+
+    def __init__(self, session: "shoal.Session", model: torch.nn.Module, optimizer: torch.optim.Optimizer, *,
+                 sampler: Optional[ElasticSampler] = None, checkpointer: Optional[Checkpointer] = None,
+                 ckpt_every: int = 0, ddp_kwargs: Optional[dict] = None):
+        if isinstance(model, DDP):
+            raise TypeError("pass the plain module to shoal.torch.Elastic, not a DistributedDataParallel: "
+                            "it wraps the module in DDP itself for every view")
+        if dist.is_initialized() and not isinstance(dist.distributed_c10d._get_default_group(), ProcessGroup):
+            raise RuntimeError("torch.distributed already has a process group (init_process_group was called): "
+                               "shoal.torch.Elastic builds the process group of every view itself. Remove the "
+                               "init_process_group call; torch.distributed calls (all_reduce, get_rank, ...) "
+                               "then work on the group Elastic builds")
+        if ckpt_every and checkpointer is None:
+            checkpointer = Checkpointer(session)
+        self.session = session
+        self.module = model
+        self.optimizer = optimizer
+        self.sampler = sampler
+        self.checkpointer = checkpointer
+        self.ckpt_every = ckpt_every
+        self.ddp_kwargs = dict(ddp_kwargs or {})
+        self.comm: Optional["shoal.Communicator"] = None
+        self.ranks: Optional["shoal.RankInfo"] = None
+        self.model: Optional[DDP] = None
+        self.completed = -1  # the last step this rank completed
+        self._has_state = False  # this process holds the job's live state (it trained, synced or loaded)
+        self._broken_at: Optional[float] = None  # when the step in flight failed, for rebuild_ms
+        self.rebuild_ms: Optional[float] = None  # the last rebuild's duration, for the caller's log
+        self.restored_step: Optional[int] = None  # the checkpoint step loaded at the last build, if any
+        self.rebuilds = 0
+        # optimizer.step() marks the step applied: a view change after it cannot undo the update, so that
+        # step counts as completed on this rank (and the state sync rolls the others forward to it).
+        self._applied = False
+        original_step = optimizer.step
+
+        def step_and_mark(*args, **kwargs):
+            out = original_step(*args, **kwargs)
+            self._applied = True
+            return out
+
+        optimizer.step = step_and_mark
+
+    @property
+    def next_step(self) -> int:
+        return self.completed + 1
+
+    # ---- building the world of a view ----
+
+    def _needs_build(self) -> bool:
+        return self.comm is None or self.comm.aborted or self.session.latest_epoch > self.comm.epoch
+
+    def _state(self) -> dict:
+        state = {"model": self.module.state_dict(), "optim": self.optimizer.state_dict(), "completed": self.completed}
+        if self.sampler is not None:
+            state["sampler"] = self.sampler.state_dict()
+        return state
+
+    def _adopt(self, state: dict) -> None:
+        self.module.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optim"])
+        self.completed = int(state["completed"])
+        if self.sampler is not None and "sampler" in state:
+            self.sampler.load_state_dict(state["sampler"])
+        self._has_state = True
+
+    def _build(self) -> None:
+        started = time.monotonic()
+        since = self._broken_at if self._broken_at is not None else started
+        while True:
+            try:
+                self._build_once()
+                break
+            except (shoal.ViewChanged, shoal.Timeout) as e:
+                log.info("shoal: the view changed while building (%s); building again", e)
+                continue
+        first = self.rebuilds == 0 and self._broken_at is None
+        self.rebuild_ms = None if first else (time.monotonic() - since) * 1000.0
+        self._broken_at = None
+        self.rebuilds += 0 if first else 1
+
+    def _build_once(self) -> None:
+        if self.model is not None:  # the old wrapper's hooks go with it
+            self.model = None
+            gc.collect()
+        comm = self.session.communicator()
+        if dist.is_initialized():
+            dist.destroy_process_group()
+        _building.append(comm)
+        try:
+            dist.init_process_group(BACKEND, store=Store(self.session, comm), rank=comm.rank,
+                                    world_size=comm.world_size)
+        finally:
+            _building.pop()
+        self.comm = comm
+        self.ranks = self.session.ranks()
+        self._sync_state(comm)
+        self.model = DDP(self.module, **self.ddp_kwargs)
+
+    def _sync_state(self, comm: "shoal.Communicator") -> None:
+        """Every rank ends with the same state: the newest any rank completed, or the checkpoint's."""
+        mine = bytearray(struct.pack("<qq", self.completed, 1 if self._has_state else 0))
+        table = bytearray(16 * comm.world_size)
+        comm.allgather(mine, table)
+        rows = [struct.unpack_from("<qq", table, 16 * r) for r in range(comm.world_size)]
+        self.restored_step = None
+        if not any(has for _, has in rows):
+            self._start_of_job(comm)
+            return
+        newest = max(done for done, has in rows if has)
+        source = min(r for r, (done, has) in enumerate(rows) if has and done == newest)
+        if all(has and done == newest for done, has in rows):
+            return  # every rank holds the same live state already
+        behind = [r for r, (done, has) in enumerate(rows) if not has or done != newest]
+        log.info("shoal: rank %d hands its state of step %d to rank(s) %s", source, newest, behind)
+        self._adopt(state_sync.broadcast_state(comm, self._state(), source))
+
+    def _start_of_job(self, comm: "shoal.Communicator") -> None:
+        if self.checkpointer is not None:
+            got = self.checkpointer.load(into=self._state(), comm=comm)
+            if got is not None:
+                step, state = got
+                self._adopt(state)
+                self.restored_step = step
+                return
+        # No live state and no checkpoint: the ranks start from their own initialisation, which must agree.
+        mine = bytearray(struct.pack("<q", _param_hash(self.module)))
+        table = bytearray(8 * comm.world_size)
+        comm.allgather(mine, table)
+        hashes = [struct.unpack_from("<q", table, 8 * r)[0] for r in range(comm.world_size)]
+        if len(set(hashes)) != 1:
+            raise RuntimeError("the model's parameters differ across ranks at the start of the job (parameter "
+                               "hashes by rank: %s): DDP would average different models. Initialise them the same "
+                               "way on every rank (torch.manual_seed before building the model)" %
+                               ", ".join("%d: %08x" % (r, h & 0xFFFFFFFF) for r, h in enumerate(hashes)))
+        self._has_state = True
+
+    def ensure_world(self) -> None:
+        """Builds the process group and DDP wrapper of the newest view unless they are current."""
+        if self._needs_build():
+            self._build()
+
+    # ---- steps ----
+
+    def batches(self, dataset, collate_fn: Optional[Callable] = None, steps: Optional[int] = None) -> Iterator[Any]:
+        """Yields this rank's batch of every step (ElasticSampler's order) until `steps` steps completed
+        (None: for ever), rebuilding the world between steps whenever the view changed."""
+        if self.sampler is None:
+            raise ValueError("batches() needs Elastic(sampler=ElasticSampler(...))")
+        collate = collate_fn or torch.utils.data.default_collate
+        while steps is None or self.next_step < steps:
+            self.ensure_world()
+            if steps is not None and self.next_step >= steps:
+                break
+            yield collate([dataset[i] for i in self.sampler.indices(self.comm.rank, self.comm.world_size)])
+
+    @contextlib.contextmanager
+    def step(self):
+        """One training step. On a view change inside it, the step is discarded on this rank (its gradients
+        dropped; nothing was applied) and the exception is swallowed: the next batches() iteration rebuilds
+        and redoes it. Any other exception propagates."""
+        self.ensure_world()
+        comm = self.comm
+        self._applied = False
+        try:
+            yield self
+        except Exception as e:  # noqa: BLE001 (sorted below)
+            if not is_view_change(e, comm):
+                raise
+            self._broken_at = time.monotonic()
+            self.optimizer.zero_grad(set_to_none=True)
+            if self._applied:
+                log.info("shoal: step %d was applied before the view changed (%s): it counts as done",
+                         self.next_step, str(e).splitlines()[0] if str(e) else e)
+                self._complete(comm, save=False)
+            else:
+                log.info("shoal: step %d discarded: %s", self.next_step, str(e).splitlines()[0] if str(e) else e)
+            return
+        self._complete(comm)
+
+    def _complete(self, comm: "shoal.Communicator", save: bool = True) -> None:
+        if self.sampler is not None:
+            self.sampler.advance(comm.world_size)
+        self.completed += 1
+        self._has_state = True
+        if save and self.checkpointer is not None and self.ckpt_every and (self.completed + 1) % self.ckpt_every == 0:
+            try:
+                self.checkpointer.save(self.completed, self._state(), comm=comm)
+            except shoal.ViewChanged as e:  # the view moved on after the step: this save is lost, not the step
+                log.info("shoal: the checkpoint of step %d was not saved: %s", self.completed, e)
+
+    def close(self) -> None:
+        """Leaves the process group (the session stays the caller's)."""
+        self.model = None
+        if dist.is_initialized():
+            dist.destroy_process_group()
