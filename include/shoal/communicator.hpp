@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <chrono>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -52,6 +53,15 @@ class SHOAL_API Communicator {
   // From any thread, any number of times: operations in flight and later ones throw ViewChanged(why).
   virtual void abort(const std::string& why) = 0;
   virtual bool aborted() const = 0;
+  // Like abort(why), but a collective already in flight may still finish, for at most `grace`; later ones
+  // throw ViewChanged(why) at once (aborted() is true from now on). For changes that do not stop the peers
+  // from finishing what they started -- a member that left gracefully after its last collective, a view
+  // that only adds members -- so that a peer's last collective is not cut short. Backends that cannot
+  // tell abort at once.
+  virtual void abort_after(const std::string& why, std::chrono::milliseconds grace) {
+    (void)grace;
+    abort(why);
+  }
 };
 
 }  // namespace shoal

@@ -113,11 +113,14 @@ class SHOAL_API Session {
   // ViewChanged when it is no longer the session's current one, shoal::Error for bad names or no memory.
   virtual std::unique_ptr<CheckpointSave> begin_save(Communicator& comm, uint64_t step,
                                                      const std::vector<CheckpointBuffer>& buffers) = 0;
-  // Collective: every rank of `comm` calls it. Agrees on the newest step that every rank of its world
-  // saved completely and that some host of the job still holds, and loads the state of `saved_rank`
-  // (default: this rank's own when it existed then, else rank % saved world: data-parallel replicas
-  // hold the same state). nullopt on every rank when no step is complete. Throws ViewChanged when the
-  // world changes meanwhile, like a collective.
+  // Collective: every rank of `comm` calls it. Agrees on the newest step whose versions the ranks read
+  // are complete and held by some host of the job, and loads them. By default each rank reads the version
+  // its own host saved at that step (a survivor restores its own state from local memory), else the one
+  // of saved rank (rank % saved world): data-parallel replicas hold the same state, so the version of a
+  // rank that no new rank reads need not exist. With `saved_rank` (given on every rank), the step must be
+  // complete for every rank of its world, and this rank loads that saved rank's version. nullopt on
+  // every rank when no step qualifies. Throws ViewChanged when the world changes meanwhile, like a
+  // collective.
   virtual std::optional<RestoredCheckpoint> restore(Communicator& comm,
                                                     std::optional<uint32_t> saved_rank = std::nullopt) = 0;
   // restore() without the intermediate copy: agrees on the step exactly as restore() does, then shows

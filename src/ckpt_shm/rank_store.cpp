@@ -96,6 +96,18 @@ Result<SealedVersion> RankStore::view_of(uint32_t slot, DataCheck check) {
   return v;
 }
 
+std::optional<std::span<const std::byte>> RankStore::sealed_segment(uint64_t step) {
+  for (uint32_t k = 0; k < config_.slots; ++k) {
+    if (in_progress_ && in_progress_->slot == k) continue;
+    refresh_slot(k);
+    if (!segments_[k].valid()) continue;
+    const auto bytes = std::as_const(segments_[k]).bytes();
+    auto info = decode_version(bytes, DataCheck::skip);
+    if (info && info->id.job == config_.job && info->id.rank == config_.rank && info->id.step == step) return bytes;
+  }
+  return std::nullopt;
+}
+
 std::optional<uint32_t> RankStore::newest_slot(uint64_t* max_sequence) {
   std::optional<uint32_t> best;
   uint64_t best_sequence = 0;

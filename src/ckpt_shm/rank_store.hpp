@@ -115,6 +115,10 @@ class RankStore {
   std::optional<SealedVersion> newest_sealed();
   // Every slot with what it holds (data checksums are not verified here).
   std::vector<SlotReport> inspect();
+  // The whole mapped segment of the slot holding sealed `step`, structure and meta checksum checked, the
+  // data not (a reader that copies it out verifies it on the way); nullopt when no slot holds it. Spares a
+  // restore in the process that saved the version a second mapping of it. Valid as SealedVersion's spans.
+  std::optional<std::span<const std::byte>> sealed_segment(uint64_t step);
   // The slots with a segment, as the host budget counts them.
   std::vector<HeldVersion> held_versions();
   // Unlinks one slot's segment to free its memory. Refuses the slot with the newest sealed version

@@ -73,6 +73,64 @@ std::optional<RestoreChoice> choose_restore(std::span<const HolderReport> report
   return std::nullopt;
 }
 
+std::optional<WorldRestoreChoice> choose_restore_for_world(std::span<const HolderReport> reports,
+                                                           uint64_t at_most_step) {
+  const auto new_world = static_cast<uint32_t>(reports.size());
+  std::map<uint64_t, ByWorld, std::greater<>> steps;  // newest first
+  for (size_t i = 0; i < reports.size(); ++i) {
+    for (const auto& h : reports[i].held) {
+      if (h.step > at_most_step || h.world == 0 || h.rank >= h.world) continue;
+      bool& local = steps[h.step][h.world][h.rank][i];
+      local = local || h.local;
+    }
+  }
+  for (const auto& [step, worlds] : steps) {
+    const uint32_t world = majority_world(worlds);
+    const ByRank& ranks = worlds.at(world);
+    // Each new rank's source: its host's own saved ranks of this step, handed out in order to the
+    // host's new ranks (a host is its address), else the modulo rule.
+    std::map<std::string, std::vector<uint32_t>> own;  // address -> local saved ranks of step, ascending
+    for (const auto& [rank, holding] : ranks) {
+      for (const auto& [report, local] : holding) {
+        if (!local) continue;
+        auto& list = own[reports[report].address];
+        if (std::find(list.begin(), list.end(), rank) == list.end()) list.push_back(rank);
+      }
+    }
+    for (auto& [address, list] : own) std::sort(list.begin(), list.end());
+    std::map<std::string, size_t> handed;  // address -> local ranks handed out so far
+    WorldRestoreChoice out{RestoreChoice{step, world, std::vector<std::vector<size_t>>(world)}, {}};
+    bool complete = true;
+    for (uint32_t r = 0; r < new_world && complete; ++r) {
+      const auto& address = reports[r].address;
+      std::optional<uint32_t> source;
+      if (auto it = own.find(address); it != own.end()) {
+        auto& next = handed[address];
+        if (next < it->second.size()) source = it->second[next++];
+      }
+      if (!source) source = source_rank_for(r, new_world, world);
+      complete = source && ranks.contains(*source);
+      if (complete) out.sources.push_back(*source);
+    }
+    if (!complete) continue;
+    for (uint32_t source : out.sources) {
+      auto& order = out.choice.holders[source];
+      if (!order.empty()) continue;
+      std::vector<Holding> list;
+      for (const auto& [report, local] : ranks.at(source)) list.push_back(Holding{report, local});
+      std::sort(list.begin(), list.end(), [&](const Holding& a, const Holding& b) {
+        const auto& ra = reports[a.report];
+        const auto& rb = reports[b.report];
+        if (a.local != b.local) return a.local;
+        return std::tie(ra.holder, ra.address, a.report) < std::tie(rb.holder, rb.address, b.report);
+      });
+      for (const auto& h : list) order.push_back(h.report);
+    }
+    return out;
+  }
+  return std::nullopt;
+}
+
 std::optional<uint32_t> source_rank_for(uint32_t new_rank, uint32_t new_world, uint32_t saved_world) {
   if (new_rank >= new_world || saved_world == 0) return std::nullopt;
   return new_rank < saved_world ? new_rank : new_rank % saved_world;

@@ -48,6 +48,22 @@ struct RestoreChoice {
 // nullopt when no step is complete.
 std::optional<RestoreChoice> choose_restore(std::span<const HolderReport> reports, uint64_t at_most_step = UINT64_MAX);
 
+// choose_restore for a known new world, preferring for each new rank the version its own host saved:
+// reports[r] is new rank r's report (so there are as many reports as new ranks). For a candidate step S
+// of saved world W, new rank r restores the saved rank its host holds locally (its own slot; a host with
+// several new ranks hands its local saved ranks out in order), else source_rank_for(r, new world, W). S
+// qualifies when every source so chosen is held by some report: the saved ranks no new rank reads need
+// not be (a host that died with its rank's newest version still on the way to its replica costs nothing
+// when no new rank reads that rank). `sources[r]` is new rank r's saved rank; `holders` as in
+// RestoreChoice, empty for the saved ranks no one reads. Every rank computes the same answer from the
+// same reports.
+struct WorldRestoreChoice {
+  RestoreChoice choice;
+  std::vector<uint32_t> sources;
+};
+std::optional<WorldRestoreChoice> choose_restore_for_world(std::span<const HolderReport> reports,
+                                                           uint64_t at_most_step = UINT64_MAX);
+
 // The saved rank whose version new rank `new_rank` restores: itself when it existed in the saved
 // world, else new_rank % saved_world. This is data-parallel reasoning: every rank holds the same model
 // and optimizer state, so any saved rank's version restores a new rank's model; keeping the same rank

@@ -126,7 +126,7 @@ void add_worker_flags(CLI::App& app, AgentFlags& f) {
        "restart (default) stops and starts the workers at every committed view change with the new ranks, as "
        "torchrun does, for scripts that cannot rebuild in place; connect starts them once and lets them follow "
        "views themselves (they link libshoal and call Session::connect, which finds this agent through "
-       "SHOAL_CONTROL and SHOAL_SLOT)",
+       "SHOAL_CONTROL and SHOAL_SLOT, which restart mode sets too)",
        f.workers)
       ->check(one_of({"restart", "connect"}));
   number(app, "max-restarts", "N",
@@ -216,8 +216,9 @@ std::unique_ptr<CLI::App> agent_app(AgentFlags& flags) {
       "srun --ntasks-per-node=1 shoal agent [flags] [-- COMMAND ARGS...]",
       "Run one member of a shoal cluster: SWIM gossip over UDP and TCP on one port, committed views\n"
       "agreed with the other members, in-memory checkpoints replicated to peer hosts, and a control\n"
-      "socket (requests: members, view, view-force, stats, ckpt-ls, and the trainers' session-info,\n"
-      "session-wait, ckpt-committed) for `shoal members`, `shoal view` and `shoal ckpt ls`. Once bound,\n"
+      "socket (requests: members, view, view-force, stats, ckpt-ls, status, and the trainers'\n"
+      "session-info, session-wait, ckpt-committed, ckpt-safe) for `shoal members`, `shoal view` and\n"
+      "`shoal ckpt ls`. Once bound,\n"
       "prints one line:\n"
       "  shoal agent NAME listening on ADDR control PATH [metrics HOST:PORT]\n"
       "SIGTERM or SIGINT leaves the cluster gracefully and exits 0; a second signal exits at once;\n"
@@ -225,7 +226,8 @@ std::unique_ptr<CLI::App> agent_app(AgentFlags& flags) {
       "With `-- COMMAND ARGS...` the agent also runs one worker per slot with torchrun's environment for\n"
       "the committed view (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, ROLE_RANK,\n"
       "ROLE_WORLD_SIZE, ROLE_NAME, MASTER_ADDR, MASTER_PORT, TORCHELASTIC_RESTART_COUNT (the view's epoch\n"
-      "- 1: the same on every host), TORCHELASTIC_MAX_RESTARTS, TORCHELASTIC_RUN_ID, CUDA_VISIBLE_DEVICES),\n"
+      "- 1: the same on every host), TORCHELASTIC_MAX_RESTARTS, TORCHELASTIC_RUN_ID, CUDA_VISIBLE_DEVICES,\n"
+      "and SHOAL_CONTROL and SHOAL_SLOT, with which a worker finds this agent: shoal.torch.Checkpointer),\n"
       "prefixes their output lines with [rank N], restarts them at every view change (--workers restart)\n"
       "or lets them rebuild in place (--workers connect), and leaves with exit 0 once they all exit 0,\n"
       "or exit 1 after --max-restarts failures of their own. SIGTERM stops the workers, then leaves.\n"

@@ -73,7 +73,34 @@ Result<RestoredCheckpoint> place_and_copy(const ckpt::VersionInfo& info, std::sp
   return described(info, std::move(source), started);
 }
 
+// One local copy: decoded (in place, the data is verified while it is copied out; else here, before it
+// is copied), then placed or copied. nullopt, with the reason logged, when it does not hold an intact copy.
+std::optional<RestoredCheckpoint> load_segment(const LoadRequest& request, std::span<const std::byte> bytes,
+                                               const std::string& segment, Clock::time_point started) {
+  auto info = ckpt::decode_version(bytes, request.place ? ckpt::DataCheck::skip : ckpt::DataCheck::verify);
+  if (!info || !matches(*info, request)) {
+    logger().warn("ckpt: local copy {} of rank {} step {} refused: {}", segment, request.rank, request.step,
+                  info ? std::string("it changed meanwhile") : info.error().detail);
+    return std::nullopt;
+  }
+  if (request.place) {
+    auto placed = place_and_copy(*info, bytes, *request.place, "local", started);
+    if (placed) return std::move(*placed);
+    logger().warn("ckpt: local copy {} of rank {} step {} refused: {}", segment, request.rank, request.step,
+                  placed.error().message);
+    return std::nullopt;
+  }
+  auto r = described(*info, "local", started);
+  r.data.assign(bytes.begin(), bytes.begin() + static_cast<ptrdiff_t>(info->total_bytes));
+  r.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  return r;
+}
+
 }  // namespace
+
+std::optional<RestoredCheckpoint> load_mapped(const LoadRequest& request, std::span<const std::byte> segment) {
+  return load_segment(request, segment, "(this process's own slot)", Clock::now());
+}
 
 std::optional<RestoredCheckpoint> load_local(const LoadRequest& request) {
   const auto started = Clock::now();
@@ -81,25 +108,7 @@ std::optional<RestoredCheckpoint> load_local(const LoadRequest& request) {
     if (!h.version || !matches(*h.version, request)) continue;
     auto seg = ckpt::ShmSegment::open_existing(h.segment);
     if (!seg) continue;
-    const auto bytes = std::span<const std::byte>(seg->bytes());
-    // In place, the data is verified while it is copied out; else here, before it is copied.
-    auto info = ckpt::decode_version(bytes, request.place ? ckpt::DataCheck::skip : ckpt::DataCheck::verify);
-    if (!info || !matches(*info, request)) {
-      logger().warn("ckpt: local copy {} of rank {} step {} refused: {}", h.segment, request.rank, request.step,
-                    info ? std::string("it changed meanwhile") : info.error().detail);
-      continue;
-    }
-    if (request.place) {
-      auto placed = place_and_copy(*info, bytes, *request.place, "local", started);
-      if (placed) return std::move(*placed);
-      logger().warn("ckpt: local copy {} of rank {} step {} refused: {}", h.segment, request.rank, request.step,
-                    placed.error().message);
-      continue;
-    }
-    auto r = described(*info, "local", started);
-    r.data.assign(bytes.begin(), bytes.begin() + static_cast<ptrdiff_t>(info->total_bytes));
-    r.seconds = std::chrono::duration<double>(Clock::now() - started).count();
-    return r;
+    if (auto r = load_segment(request, std::span<const std::byte>(seg->bytes()), h.segment, started)) return r;
   }
   return std::nullopt;
 }

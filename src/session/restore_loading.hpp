@@ -30,6 +30,9 @@ struct LoadRequest {
 
 // From this host's memory; nullopt when no intact copy is held here. Throws PlacerFailed.
 std::optional<RestoredCheckpoint> load_local(const LoadRequest& request);
+// From a segment this process has mapped already (the rank's own store: see RankStore::sealed_segment);
+// nullopt when it does not hold an intact copy. Throws PlacerFailed.
+std::optional<RestoredCheckpoint> load_mapped(const LoadRequest& request, std::span<const std::byte> segment);
 
 // From the agent at `peer`; nullopt (with the reason logged) when it fails. Throws PlacerFailed.
 std::optional<RestoredCheckpoint> load_from_peer(const LoadRequest& request, const ckpt_service::TransferPeer& peer,

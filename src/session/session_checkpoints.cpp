@@ -191,14 +191,21 @@ std::optional<RestoredCheckpoint> SessionCheckpoints::restore(Communicator& comm
       for (const auto& e : m.held()) r.held.push_back({e.rank(), e.step(), e.world(), e.bytes(), e.local()});
       reports.push_back(std::move(r));
     }
-    // 2. The same choice on every rank.
-    const auto choice = ckpt::choose_restore(reports, at_most);
+    // 2. The same choice on every rank: by default each rank restores what its own host saved where it
+    // can (reports are in rank order); with saved_rank given (on every rank), the step every saved rank
+    // completed.
+    std::optional<ckpt::RestoreChoice> choice;
+    std::optional<uint32_t> wanted = saved_rank;
+    if (saved_rank) {
+      choice = ckpt::choose_restore(reports, at_most);
+    } else if (auto w = ckpt::choose_restore_for_world(reports, at_most)) {
+      choice = std::move(w->choice);
+      wanted = w->sources[rank];
+    }
     if (!choice) {
       logger().info("ckpt: no checkpoint step is complete for a restore");
       return std::nullopt;
     }
-    const auto wanted =
-        saved_rank ? saved_rank : ckpt::source_rank_for(rank, static_cast<uint32_t>(world), choice->world);
     if (!wanted || *wanted >= choice->world) {
       throw Error("rank " + (wanted ? std::to_string(*wanted) : std::string("?")) + " did not exist at step " +
                   std::to_string(choice->step) + " (world " + std::to_string(choice->world) + ")");
@@ -209,7 +216,16 @@ std::optional<RestoredCheckpoint> SessionCheckpoints::restore(Communicator& comm
     std::optional<RestoredCheckpoint> loaded;
     std::string placer_failed;
     try {
-      loaded = load_local(request);
+      // The rank's own store in this process maps the version already: no second mapping of it.
+      std::shared_ptr<ckpt::RankStore> own;
+      {
+        std::lock_guard lock(mu_);
+        if (auto it = stores_.find(source); it != stores_.end()) own = it->second;
+      }
+      if (own && !own->saving()) {
+        if (auto segment = own->sealed_segment(choice->step)) loaded = load_mapped(request, *segment);
+      }
+      if (!loaded) loaded = load_local(request);
       for (const auto& holder : choice->holders[source]) {
         if (loaded) break;
         const auto& report = reports[holder];

@@ -31,8 +31,10 @@ void SessionCore::view_committed(const membership::View& view) {
     std::lock_guard lock(mu_);
     latest_ = view;
     if (comm_ && comm_->epoch() < view.epoch() && !comm_->aborted()) {
+      // A member that failed was aborted for already (member_failed); what is left is a view that adds
+      // members or drops departed ones, whose peers can finish the collective in flight.
       logger().info("epoch {} committed: aborting the communicator of epoch {}", view.epoch(), comm_->epoch());
-      comm_->abort("superseded by the view of epoch " + std::to_string(view.epoch()));
+      comm_->abort_after("superseded by the view of epoch " + std::to_string(view.epoch()), kFinishGrace);
     }
     callbacks = callbacks_;
   }
@@ -50,7 +52,12 @@ void SessionCore::member_failed(const std::string& name, uint64_t generation, co
   mark_broken(latest_->epoch());
   if (comm_ && !comm_->aborted()) {
     logger().info("member {} is {}: aborting the communicator of epoch {}", name, state, comm_->epoch());
-    comm_->abort("member " + name + " is " + state);
+    // A member that left gracefully finished its last collective before it left: the peers may too.
+    if (std::string_view(state) == "left") {
+      comm_->abort_after("member " + name + " is " + state, kFinishGrace);
+    } else {
+      comm_->abort("member " + name + " is " + state);
+    }
   }
   changed_.notify_all();
 }

@@ -66,6 +66,9 @@ class SessionCore : public Session {
   // removes it. When none comes (gossip took the member back under loss and the keeper removed nobody),
   // the view is used again and its communicator rebuilt as it stands: waiting longer would wait for ever.
   static constexpr std::chrono::milliseconds kUnconfirmedFailureGrace{5'000};
+  // How long a collective in flight may still finish when its view ends without a failed member (a
+  // graceful leave, a join): enough for data already sent, short against a rebuild.
+  static constexpr std::chrono::milliseconds kFinishGrace{200};
 
   // Under mu_: a member of `epoch` (or a newer one) was reported failed less than the grace ago.
   bool fresh_failure(uint64_t epoch) const;

@@ -188,3 +188,55 @@ TEST_CASE("holders_for_new_rank follows the source rank") {
   CHECK(holders_for_new_rank(*c, 1, 3)[0] == 1);
   CHECK(holders_for_new_rank(*c, 3, 3).empty());
 }
+
+// choose_restore_for_world: reports[r] is new rank r's; each report names its host by address.
+namespace {
+
+HolderReport on_host(std::string holder, std::string address, std::vector<HeldCheckpoint> held) {
+  return HolderReport{std::move(holder), std::move(address), std::move(held)};
+}
+
+}  // namespace
+
+TEST_CASE("survivors restore their own hosts' versions, so a dead host's unreplicated step costs nothing") {
+  // World of 3 (h0, h1, h2), each replicating to the next. h0 died after every rank saved step 15, but
+  // before rank 0's step 15 reached its replica on h1. The survivors h1, h2 are the new ranks 0 and 1.
+  const auto h1 = std::vector<HeldCheckpoint>{local(1, 14, 3), local(1, 15, 3), replica(0, 14, 3)};
+  const auto h2 = std::vector<HeldCheckpoint>{local(2, 14, 3), local(2, 15, 3), replica(1, 14, 3), replica(1, 15, 3)};
+  const std::vector<HolderReport> reports = {on_host("h1", "10.0.0.2:7946", h1), on_host("h2", "10.0.0.3:7946", h2)};
+  auto w = choose_restore_for_world(reports);
+  REQUIRE(w.has_value());
+  CHECK(w->choice.step == 15);
+  CHECK(w->choice.world == 3);
+  CHECK(w->sources == std::vector<uint32_t>{1, 2});  // each its own host's rank
+  CHECK(w->choice.holders[0].empty());                // rank 0 of step 15 is read by no one
+  CHECK(w->choice.holders[1] == std::vector<size_t>{0, 1});
+  CHECK(w->choice.holders[2] == std::vector<size_t>{1});
+  // The old rule needs every saved rank: it goes back to 14.
+  REQUIRE(choose_restore(reports).has_value());
+  CHECK(choose_restore(reports)->step == 14);
+}
+
+TEST_CASE("a new host reads the modulo rank, and the step waits until that rank is held somewhere") {
+  // Saved world of 2 (h0, h1). h1 died; a newcomer h9 took its place: new ranks h0 -> 0, h9 -> 1.
+  // h0 holds its own rank 0 at 20 and 21, and the replica of rank 1 only at 20.
+  const std::vector<HolderReport> reports = {
+      on_host("h0", "10.0.0.1:7946", {local(0, 20, 2), local(0, 21, 2), replica(1, 20, 2)}),
+      on_host("h9", "10.0.0.9:7946", {}),
+  };
+  auto w = choose_restore_for_world(reports);
+  REQUIRE(w.has_value());
+  CHECK(w->choice.step == 20);  // 21: rank 1, which h9 reads, is held nowhere
+  CHECK(w->sources == std::vector<uint32_t>{0, 1});
+  CHECK(w->choice.holders[1] == std::vector<size_t>{0});
+}
+
+TEST_CASE("a host with several new ranks hands its local saved ranks out in order") {
+  const auto held = std::vector<HeldCheckpoint>{local(2, 5, 4), local(3, 5, 4), replica(0, 5, 4), replica(1, 5, 4)};
+  const std::vector<HolderReport> reports = {on_host("b", "10.0.0.2:7946", held), on_host("b", "10.0.0.2:7946", held)};
+  auto w = choose_restore_for_world(reports);
+  REQUIRE(w.has_value());
+  CHECK(w->choice.step == 5);
+  CHECK(w->sources == std::vector<uint32_t>{2, 3});
+  CHECK_FALSE(choose_restore_for_world(std::vector<HolderReport>{}).has_value());
+}

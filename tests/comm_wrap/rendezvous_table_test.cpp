@@ -133,3 +133,73 @@ TEST_CASE("limits refuse oversized values, too many keys, far-future epochs and 
   CHECK(t.handle(8, bad, 0us, out)->status() == RendezvousResponse::REFUSED);  // no operation
   CHECK(t.counters().refused == 5);
 }
+
+namespace {
+
+RendezvousRequest op_req(uint64_t epoch, RendezvousRequest::Op op, std::vector<std::string> keys, int64_t delta = 0) {
+  RendezvousRequest r;
+  r.set_epoch(epoch);
+  r.set_op(op);
+  for (auto& k : keys) r.add_keys(k);
+  r.set_delta(delta);
+  return r;
+}
+
+RendezvousRequest poll_req(uint64_t epoch, const std::string& key, int64_t seen, uint32_t timeout_ms) {
+  auto r = op_req(epoch, RendezvousRequest::ADD, {key});
+  r.set_wait_for_change(true);
+  r.set_seen(seen);
+  r.set_timeout_ms(timeout_ms);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("add counts from zero, stores decimal text a get reads, and refuses a key holding other bytes") {
+  RendezvousTable t;
+  std::vector<RendezvousTable::Reply> out;
+  CHECK(t.handle(1, op_req(1, RendezvousRequest::ADD, {"n"}, 2), 0us, out)->number() == 2);
+  CHECK(t.handle(2, op_req(1, RendezvousRequest::ADD, {"n"}, -5), 0us, out)->number() == -3);
+  CHECK(t.handle(3, get_req(1, {"n"}), 0us, out)->values(0) == "-3");
+  REQUIRE(t.handle(4, set_req(1, "s", "abc"), 0us, out)->status() == RendezvousResponse::OK);
+  CHECK(t.handle(5, op_req(1, RendezvousRequest::ADD, {"s"}, 1), 0us, out)->status() == RendezvousResponse::REFUSED);
+  CHECK(t.handle(7, op_req(1, RendezvousRequest::ADD, {"n"}, INT64_MAX), 0us, out)->status() ==
+        RendezvousResponse::OK);  // -3 + max fits; + max again would not
+  CHECK(t.handle(8, op_req(1, RendezvousRequest::ADD, {"n"}, INT64_MAX), 0us, out)->status() ==
+        RendezvousResponse::REFUSED);
+}
+
+TEST_CASE("a long poll on a counter is answered by the add that moves it, or at its timeout with it as is") {
+  RendezvousTable t;
+  std::vector<RendezvousTable::Reply> out;
+  CHECK(t.handle(1, op_req(1, RendezvousRequest::ADD, {"arrived"}, 1), 0us, out)->number() == 1);
+  CHECK(t.handle(2, poll_req(1, "arrived", 0, 50), 0us, out)->number() == 1);  // already moved: at once
+  CHECK_FALSE(t.handle(3, poll_req(1, "arrived", 1, 50), 0us, out));           // parked
+  CHECK(t.handle(4, op_req(1, RendezvousRequest::ADD, {"arrived"}, 1), 10us, out)->number() == 2);
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].waiter == 3);
+  CHECK(out[0].response.number() == 2);
+  out.clear();
+  CHECK_FALSE(t.handle(5, poll_req(1, "arrived", 2, 50), 20us, out));
+  t.expire(60ms, out);
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].response.status() == RendezvousResponse::OK);
+  CHECK(out[0].response.number() == 2);
+}
+
+TEST_CASE("check, delete and num_keys see only their epoch") {
+  RendezvousTable t;
+  std::vector<RendezvousTable::Reply> out;
+  t.handle(1, set_req(1, "a/1", "x"), 0us, out);
+  t.handle(2, set_req(1, "a/2", "y"), 0us, out);
+  t.handle(3, set_req(1, "b", "z"), 0us, out);
+  t.handle(4, set_req(2, "a/3", "w"), 0us, out);
+  CHECK(t.handle(5, op_req(1, RendezvousRequest::CHECK, {"a/1", "b"}), 0us, out)->number() == 1);
+  CHECK(t.handle(6, op_req(1, RendezvousRequest::CHECK, {"a/1", "a/3"}), 0us, out)->number() == 0);
+  CHECK(t.handle(7, op_req(1, RendezvousRequest::NUM_KEYS, {"a/"}), 0us, out)->number() == 2);
+  CHECK(t.handle(8, op_req(1, RendezvousRequest::NUM_KEYS, {""}), 0us, out)->number() == 3);
+  CHECK(t.handle(9, op_req(1, RendezvousRequest::DELETE, {"a/1"}), 0us, out)->number() == 1);
+  CHECK(t.handle(10, op_req(1, RendezvousRequest::DELETE, {"a/1"}), 0us, out)->number() == 0);
+  CHECK(t.handle(11, op_req(1, RendezvousRequest::NUM_KEYS, {"a/"}), 0us, out)->number() == 1);
+  CHECK(t.handle(12, op_req(2, RendezvousRequest::NUM_KEYS, {"a/"}), 0us, out)->number() == 1);
+}

@@ -9,7 +9,7 @@ import subprocess
 import threading
 import time
 
-from conftest import BUILD, child_env
+from conftest import BUILD, PYTHON, child_env
 
 SHOAL = os.path.join(BUILD, "shoal")
 WORKER_LINE = re.compile(r"^\[rank (\d+)\] (\{.*\})$")
@@ -90,3 +90,64 @@ class Agent:
             except ProcessLookupError:
                 pass
         self.proc.wait(10)
+
+
+class Trainer:
+    """One host as an embedded-agent trainer (examples/python/elastic_ddp.py or a test script with the
+    same flags); its stdout JSON lines are kept with their arrival time, stderr in a file."""
+
+    def __init__(self, script, name, port, seed_addr, job, log_dir, extra=(), env=None):
+        self.name = name
+        argv = [PYTHON, script, "--name", name, "--host", name, "--bind", "127.0.0.1:%d" % port,
+                "--cluster", job, "--job", job] + list(extra)
+        if seed_addr:
+            argv += ["--seeds", seed_addr]
+        self.err_path = os.path.join(log_dir, name + ".err")
+        self.err = open(self.err_path, "w")
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.err,
+                                     env=env or child_env(), start_new_session=True)
+        self.docs_list = []  # (arrival, doc)
+        self.lock = threading.Lock()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for raw in self.proc.stdout:
+            try:
+                doc = json.loads(raw)
+            except ValueError:
+                continue
+            with self.lock:
+                self.docs_list.append((time.monotonic(), doc))
+
+    def docs(self):
+        with self.lock:
+            return list(self.docs_list)
+
+    def steps(self):
+        return [d for _, d in self.docs() if "step" in d]
+
+    def addr(self):
+        for _, d in self.docs():
+            if d.get("event") == "started":
+                return d["addr"]
+        return None
+
+    def stderr_text(self):
+        self.err.flush()
+        with open(self.err_path) as f:
+            return f.read()
+
+    def kill(self):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.proc.wait(10)
+        self.err.close()

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <mutex>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "base/log.hpp"
@@ -78,6 +79,7 @@ class GlooCommunicator final : public Communicator {
       : options_(std::move(options)), context_(std::move(context)), sockets_(std::move(sockets)) {}
 
   ~GlooCommunicator() override {
+    if (drainer_.joinable()) drainer_.join();
     // A collective still running belongs to the runner's worker, which owns what it uses (the context
     // included); shutting the sockets makes it, and the peers, finish soon instead of at the timeout.
     if (!aborted_.load()) sockets_.shutdown_all();
@@ -153,7 +155,7 @@ class GlooCommunicator final : public Communicator {
     {
       std::lock_guard lock(why_mu_);
       if (aborted_.load()) return;
-      why_ = why;
+      if (!draining_.load()) why_ = why;  // a drain keeps the reason it was started for
       aborted_.store(true);  // before the shutdown, so the woken collective sees why it woke
     }
     runner_.cancel();  // the caller returns now, whatever Gloo does with the shut sockets
@@ -163,7 +165,24 @@ class GlooCommunicator final : public Communicator {
               sockets_.found());
   }
 
-  bool aborted() const override { return aborted_.load(); }
+  bool aborted() const override { return aborted_.load() || draining_.load(); }
+
+  void abort_after(const std::string& why, std::chrono::milliseconds grace) override {
+    {
+      std::lock_guard lock(why_mu_);
+      if (aborted_.load() || draining_.load()) return;
+      why_ = why;
+      draining_.store(true);  // run() refuses new collectives from now on
+    }
+    // The collective in flight (if any) holds op_mu_: whoever gets it first, the drainer or the grace's end,
+    // decides whether it finished on its own.
+    drainer_ = std::thread([this, why, grace] {
+      std::unique_lock lock(op_mu_, std::defer_lock);
+      const bool finished = lock.try_lock_for(grace);
+      abort(finished ? why : why + " (the collective in flight did not finish within " +
+                                 std::to_string(grace.count()) + " ms)");
+    });
+  }
 
  private:
   template <class T>
@@ -192,7 +211,7 @@ class GlooCommunicator final : public Communicator {
   template <class Fn>
   void run(const char* what, Fn&& fn) {
     std::lock_guard lock(op_mu_);
-    if (aborted_.load()) throw_aborted();
+    if (aborted_.load() || draining_.load()) throw_aborted();
     bool finished = false;
     try {
       finished = runner_.run(std::forward<Fn>(fn));
@@ -236,8 +255,10 @@ class GlooCommunicator final : public Communicator {
   std::shared_ptr<gloo::rendezvous::Context> context_;
   const GlooPairSockets sockets_;
   CollectiveRunner runner_;
-  std::mutex op_mu_;  // Gloo contexts run one collective at a time
+  std::timed_mutex op_mu_;  // Gloo contexts run one collective at a time
   std::atomic<bool> aborted_{false};
+  std::atomic<bool> draining_{false};  // abort_after: no new collective; abort once the one in flight ends
+  std::thread drainer_;
   mutable std::mutex why_mu_;
   std::string why_;
 };
