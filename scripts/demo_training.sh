@@ -3,7 +3,7 @@
 # shoal agent and acts as its own host with --host) train over Gloo allreduce on loopback and save
 # their state every 20 steps to shoal's in-memory checkpoints, which each agent copies to a peer host.
 # h2 is killed with SIGKILL mid-run: the survivors see the view change, rebuild their communicator in
-# place, restore the newest step every rank saved (h2's rank from the replica a peer holds) and train
+# place, restore the newest step they all saved (each from its own host's memory) and train
 # on. Then a fifth host joins with no state and restores too. Prints a timeline (t=0 is the start of
 # the first trainer) built only from what was measured: the trainers' JSON step lines ("t"), their
 # agents' log lines and the clock read when the kill is sent; then a summary. Exits 0 only when every

@@ -70,7 +70,7 @@ def kill_host_and_check_restore(lab, victim, role, timeout_s=30):
     """kill -9 of the victim's whole host (agent and trainer). Checks that the survivors commit one view
     without it, rebuild, and restore with state_ok the newest step that every rank had checkpointed
     on a host that survived (read from every agent's `ckpt-ls` just before the kill), and at most the
-    newest step every rank had saved at all. Returns the figures of this kill."""
+    newest step every surviving rank had saved. Returns the figures of this kill."""
     alive = [a for a in lab.members() if a.running()]
     survivors = [a for a in alive if a is not victim]
     trainers = [lab.trainer(a.name) for a in alive]
@@ -90,10 +90,12 @@ def kill_host_and_check_restore(lab, victim, role, timeout_s=30):
     check(e_after == e_before + 1, f"the survivors went from epoch {e_before} to {e_after}: expected one view change")
 
     # What was done before the kill: lines of the old epoch only (the victim's output ends there).
+    # Each survivor restores what its own host saved where it can (the dead host's versions are read by
+    # no survivor), so the ceiling is the newest step every surviving rank had saved.
     saved = [max((x["step"] for x in tr.steps() if x.get("saved") and x["epoch"] == e_before), default=-1)
-             for tr in trainers]
+             for tr in survivor_trainers]
     last = max(max((x["step"] for x in tr.steps() if x["epoch"] == e_before), default=-1) for tr in trainers)
-    ceiling = min(saved)  # the newest step every rank had saved (replicated or not)
+    ceiling = min(saved)  # the newest step every surviving rank had saved (replicated or not)
 
     deadline = time.monotonic() + timeout_s
     while True:
@@ -125,7 +127,7 @@ def kill_host_and_check_restore(lab, victim, role, timeout_s=30):
     step = restored.pop()
     check(floor <= step <= ceiling,
           f"restored step {step}, but every rank had step {floor} checkpointed on a surviving host before the "
-          f"kill (a checkpoint was lost) and at most step {ceiling} saved by every rank")
+          f"kill (a checkpoint was lost) and at most step {ceiling} saved by every surviving rank")
     k.update(restored_step=step, newest_surviving_step=floor, newest_saved_step=ceiling,
              steps_lost=last - step,
              rebuild_ms=max(x["rebuild_ms"] for x in firsts.values()),
