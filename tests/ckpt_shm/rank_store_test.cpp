@@ -243,6 +243,9 @@ TEST_CASE("the configured world size is stored in every version and read back") 
   REQUIRE(writer.ok());
   const auto committed = save(*writer, 5);
   CHECK(committed.world == 6);
+  // One writer per rank at a time: the writer's commit readies the next slot on a thread of its own,
+  // which must be done before another store of the same rank saves (CI once saw the two collide).
+  writer->wait_prepared();
   auto reader = open_store(job, 2);
   auto v = reader.newest_sealed();
   REQUIRE(v.has_value());
