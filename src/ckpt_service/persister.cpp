@@ -2,6 +2,7 @@
 #include "ckpt_service/persister.hpp"
 
 #include "base/log.hpp"
+#include "ckpt_service/background_priority.hpp"
 #include "ckpt_service/held_versions.hpp"
 #include "ckpt_shm/held_scan.hpp"
 
@@ -68,6 +69,7 @@ bool CheckpointPersister::busy() const {
 }
 
 void CheckpointPersister::loop() {
+  lower_this_thread_priority();
   std::unique_lock lock(mu_);
   while (true) {
     wake_.wait(lock, [&] { return stopping_ || !pending_.empty(); });

@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "base/log.hpp"
+#include "ckpt_service/background_priority.hpp"
 #include "ckpt_service/held_versions.hpp"
 #include "ckpt_shm/host_budget.hpp"
 #include "ckpt_shm/shm_segment.hpp"
@@ -18,6 +19,12 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 spdlog::logger& logger() { return log::get(log::Component::ckpt); }
+
+// Replication happens at every save: the first of a kind and every 100th after it are logged at info, the
+// others at debug (the counters in `shoal ckpt ls` and the metrics count them all).
+spdlog::level::level_enum routine_level(uint64_t count) {
+  return count == 1 || count % 100 == 0 ? spdlog::level::info : spdlog::level::debug;
+}
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -139,6 +146,7 @@ void CheckpointService::committed(uint32_t rank, uint64_t step) {
 }
 
 void CheckpointService::replicate_loop() {
+  lower_this_thread_priority();
   std::unique_lock lock(mu_);
   while (!stopping_) {
     wake_.wait(lock, [&] { return stopping_ || (!pending_.empty() && view_); });
@@ -190,13 +198,14 @@ void CheckpointService::replicate(uint32_t rank, uint64_t step) {
       ++counters_.pushed;
       counters_.pushed_bytes += version->info.total_bytes;
       const double s = seconds_since(started);
-      logger().info("ckpt: rank {} step {} replicated to {} ({} bytes in {:.3f} s, {:.2f} GB/s)", rank, step, holder,
-                    version->info.total_bytes, s, gbps(version->info.total_bytes, s));
+      logger().log(routine_level(counters_.pushed), "ckpt: rank {} step {} replicated to {} ({} bytes in {:.3f} s, {:.2f} GB/s)",
+                   rank, step, holder, version->info.total_bytes, s, gbps(version->info.total_bytes, s));
     } else if (outcome) {
       ++counters_.push_skipped;
     } else if (cancel_stream_ && !stopping_) {
       ++counters_.push_superseded;
-      logger().info("ckpt: rank {} step {} to {} superseded by a newer save", rank, step, holder);
+      logger().log(routine_level(counters_.push_superseded), "ckpt: rank {} step {} to {} superseded by a newer save",
+                   rank, step, holder);
       return;
     } else {
       ++counters_.push_failed;
@@ -246,6 +255,7 @@ void CheckpointService::serve(const net::StreamPeer& peer, wire::CkptRequest req
       Inbound{std::thread([this, peer, request = std::move(request), conn = std::move(conn), done]() mutable {
                 conn.set_cancel(&stopping_);
                 if (request.kind() == wire::CkptRequest::PUSH) {
+                  lower_this_thread_priority();  // a replica arriving: nobody waits for it
                   serve_push_request(peer, request, conn);
                 } else if (request.kind() == wire::CkptRequest::FETCH) {
                   serve_fetch_request(request, conn);
@@ -296,8 +306,8 @@ void CheckpointService::serve_push_request(const net::StreamPeer& peer, const wi
       first = origins_.erase(first);
     }
     const double s = seconds_since(started);
-    logger().info("ckpt: kept rank {} step {} from {} ({} bytes in {:.3f} s, {:.2f} GB/s)", rank, step, peer.hello.name,
-                  outcome->total_bytes, s, gbps(outcome->total_bytes, s));
+    logger().log(routine_level(counters_.received), "ckpt: kept rank {} step {} from {} ({} bytes in {:.3f} s, {:.2f} GB/s)", rank,
+                 step, peer.hello.name, outcome->total_bytes, s, gbps(outcome->total_bytes, s));
   } else if (outcome.error().message != "already held") {
     ++counters_.receive_refused;
     logger().warn("ckpt: refused rank {} step {} from {}: {}", rank, step, peer.hello.name, outcome.error().message);
