@@ -23,9 +23,11 @@ usage: bench/torch_ckpt_bench.py [--bytes 1G] [--runs 5] [--skip-training]
    calibrated at start (under the load of the moment) so that the DDP step -- forward, backward with
    its gradient allreduce, Adam -- takes ~--step-ms. Blocks of --block-steps steps
    with no save and with a save after every step alternate (--runs blocks of each, the first step of
-   every block dropped); once with replication off, once with one replica on the peer (the default).
-   step_overhead[_replicated]_pct = (median step with a save - median step without) / without * 100,
-   over both ranks' steps.
+   every block dropped); once with replication off, once with one replica on the peer (the default),
+   and once with replication off and save(..., fence=optimizer), which copies the optimizer's tensors
+   on a thread while the next step computes (its step() waits for the copy).
+   step_overhead[_replicated|_fenced]_pct = (median step with a save - median step without) / without
+   * 100, over both ranks' steps.
 
 Every ratio is the ratio of two medians of --runs repetitions measured in the same run. Output: one JSON
 object per line on stdout (inputs, medians in seconds, the figure, its target from issue 23 and whether
@@ -52,7 +54,7 @@ import torch
 
 import shoal
 import shoal.torch
-from shoal.torch import checkpointer as _checkpointer
+from shoal.torch import placement as _placement
 
 TARGETS = {"save_vs_memcpy": 1.2, "save_vs_torch_save": 0.2, "load_vs_memcpy": 1.2, "peer_load_vs_tcp": 1.25,
            "step_overhead_pct": 5.0, "step_overhead_replicated_pct": 10.0}
@@ -160,7 +162,7 @@ def bytes_view(t):
 def profiled(samples):
     """Times shoal.torch's calls stage by stage into samples[key] (lists of seconds)."""
     st, Save, Session = shoal.torch.state_tree, shoal.CheckpointSave, shoal.Session
-    Ck, Plan = shoal.torch.Checkpointer, _checkpointer._Plan
+    Ck, Plan = shoal.torch.Checkpointer, _placement.Plan
     saved = [(st, "flatten", st.flatten)] + [(Save, n, Save.__dict__[n]) for n in ("write", "write_many", "commit")] + \
         [(Session, n, Session.__dict__[n]) for n in ("begin_save", "restore_into")] + \
         [(Ck, n, Ck.__dict__[n]) for n in ("save", "load")] + [(Plan, "finish", Plan.__dict__["finish"])]
@@ -425,9 +427,10 @@ def peer_worker(spec):
 
             def place(layout):
                 marks["in"] = now()
-                plan["p"] = _checkpointer._Plan(layout, state)
+                plan["p"] = _placement.Plan(layout.first, [size for _, _, size in layout.entries[1:]], state,
+                                            "rank %d's version" % other)
                 marks["out"] = now()
-                return plan["p"].destinations
+                return [None] + plan["p"].destinations
             t0 = now()
             restored = s.restore_into(comm, place, saved_rank=other)
             t1 = now()
@@ -544,7 +547,8 @@ def train_worker(spec):
             compute(model, x, y)
             t1 = now()
             if save:
-                ck.save(n, {"model": net.state_dict(), "optim": opt.state_dict(), "step": n})
+                ck.save(n, {"model": net.state_dict(), "optim": opt.state_dict(), "step": n},
+                        fence=opt if spec.get("fence") else None)
             t2 = now()
             n += 1
             if keep:
@@ -566,11 +570,12 @@ def train_worker(spec):
         s.leave()
 
 
-def bench_training(args, job, logdir, replicas):
-    name = "step_overhead_replicated_pct" if replicas else "step_overhead_pct"
-    log("training: 2 DDP ranks, ckpt_replicas=%d: starting them, calibrating the batch" % replicas)
+def bench_training(args, job, logdir, replicas, fence=False):
+    name = "step_overhead_fenced_pct" if fence else "step_overhead_replicated_pct" if replicas else "step_overhead_pct"
+    log("training: 2 DDP ranks, ckpt_replicas=%d%s: starting them, calibrating the batch"
+        % (replicas, ", save(fence=optimizer)" if fence else ""))
     spec = {"role": "train", "job": job, "replicas": replicas, "port": free_port(), "width": args.width,
-            "step_s": args.step_ms / 1000.0, "blocks": args.runs, "block_steps": args.block_steps}
+            "step_s": args.step_ms / 1000.0, "blocks": args.runs, "block_steps": args.block_steps, "fence": fence}
     r0 = Child(dict(spec, rank=0), logdir, "train%d-r0" % replicas)
     hello = r0.line(120)
     r1 = Child(dict(spec, rank=1, seed=hello["addr"]), logdir, "train%d-r1" % replicas)
@@ -630,6 +635,7 @@ def main():
         if not args.skip_training:
             bench_training(args, job + "-train0", logdir, 0)
             bench_training(args, job + "-train1", logdir, 1)
+            bench_training(args, job + "-train2", logdir, 0, fence=True)
     except (RuntimeError, shoal.Error) as e:
         log("failed: %s (children's logs in %s)" % (e, logdir))
         return 1

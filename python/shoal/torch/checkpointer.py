@@ -49,6 +49,7 @@ class Checkpointer:
         self._session = session if session is not None else shoal.Session.connect()
         self._comm = None
         self._lock = threading.Lock()
+        self._pending = None  # (thread, result, step, flat) of a save whose copy is in flight
         self.last_saved: Optional[int] = None  # the step of the newest save that returned
         self.safe_timeout = safe_timeout
         if safe_timeout > 0:
@@ -65,40 +66,104 @@ class Checkpointer:
             self._comm = self._session.communicator()
         return self._comm
 
-    def save(self, step: int, state: Any, comm: Optional["shoal.Communicator"] = None) -> None:
+    def save(self, step: int, state: Any, comm: Optional["shoal.Communicator"] = None, *,
+             fence: Optional[torch.optim.Optimizer] = None) -> None:
         """Saves `state` (a nest of dicts, lists and tuples of tensors and picklable values) as this
         rank's checkpoint of `step`, and returns once its bytes are in shared memory. Every rank saves
         every step it wants restorable. TypeError names the key path of a value that is neither a
         tensor nor picklable; shoal.Error says why shared memory could not take it (the earlier step
         stays intact). comm: the communicator whose rank and world the save is made as (default: the
-        session's current one)."""
+        session's current one).
+
+        fence=optimizer takes the copy of what that optimizer updates (its parameters and their state)
+        off the caller's path: it runs on a thread of its own while the next forward and backward pass
+        run, and the optimizer's next step() waits for it, so the snapshot is still the state of `step`.
+        Everything else in `state` (buffers, which a forward pass may change; plain values) is copied
+        before save returns. The next save, load or wait() waits for the copy too; an error in it is
+        raised there."""
         flat = state_tree.flatten(state)
         buffers = [(META, len(flat.skeleton))] + [(_storage_name(i), s.nbytes) for i, s in enumerate(flat.storages)]
+        self._finish_pending()
+        protected = self._fenced_storages(fence) if fence is not None else set()
         with self._lock:
             save = self._session.begin_save(comm or self.communicator(), int(step), buffers)
             try:
                 save.write(META, flat.skeleton)
-                host = []
+                now, later = [], []
                 for i, s in enumerate(flat.storages):
                     if s.device == "cuda":
                         t = flat.storage_tensors[i]
                         stream = torch.cuda.current_stream(t.device).cuda_stream
                         save.write_from_device(_storage_name(i), flat.storage_address(i), stream)
-                    else:
-                        host.append((_storage_name(i), flat.storage_address(i), s.nbytes))
-                save.write_many(host)
-                save.commit()
+                        continue
+                    part = (_storage_name(i), flat.storage_address(i), s.nbytes)
+                    (later if flat.storage_address(i) in protected else now).append(part)
+                save.write_many(now)
+                if not later:
+                    save.commit()
+                    self.last_saved = int(step)
+                    return
             except BaseException:
                 save.abandon()
                 raise
-            self.last_saved = int(step)
+        # The optimizer's tensors, copied while the caller computes; `flat` keeps them alive meanwhile.
+        pending = {"error": None}
 
-    def load(self, into: Any = None, comm: Optional["shoal.Communicator"] = None) -> Optional[Tuple[int, Any]]:
+        def copy_and_commit():
+            try:
+                save.write_many(later)
+                save.commit()
+            except BaseException as e:  # noqa: BLE001 (raised on the caller's thread, at the fence)
+                save.abandon()
+                pending["error"] = e
+
+        thread = threading.Thread(target=copy_and_commit, name="shoal-ckpt-copy", daemon=True)
+        self._pending = (thread, pending, int(step), flat)
+        thread.start()
+
+    def _fenced_storages(self, optimizer: torch.optim.Optimizer) -> set:
+        """The storages `optimizer.step()` writes: its parameters' and their state's. Wraps its step() once
+        so that it waits for a copy in flight first."""
+        if getattr(optimizer, "_shoal_fenced_by", None) is not self:
+            original = optimizer.step
+
+            def step_after_copy(*args, **kwargs):
+                self._finish_pending()
+                return original(*args, **kwargs)
+
+            optimizer.step = step_after_copy
+            optimizer._shoal_fenced_by = self
+        out = set()
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                out.add(p.storage().data_ptr())
+        for per_param in optimizer.state.values():
+            for v in per_param.values():
+                if isinstance(v, torch.Tensor):
+                    out.add(v.storage().data_ptr())
+        return out
+
+    def _finish_pending(self) -> None:
+        """Waits for a save's copy in flight (save(fence=...)); raises what it raised."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        thread, result, step, _ = pending
+        thread.join()
+        if result["error"] is not None:
+            raise result["error"]
+        self.last_saved = step
+
+    def load(self, into: Any = None, comm: Optional["shoal.Communicator"] = None,
+             saved_rank: Optional[int] = None) -> Optional[Tuple[int, Any]]:
         """Collective: (step, state) of the newest step every rank of the current world can load, or
         None when no step is complete. With into= (a state of the same structure, e.g. the model's and
         optimizer's state_dict()), each saved tensor is copied in place into the caller's tensor at the
         same key path; shapes and dtypes are checked first, and a mismatch raises ValueError naming the
-        tensor with nothing written. Tensors missing from into= come back as new tensors."""
+        tensor with nothing written. Tensors missing from into= come back as new tensors. saved_rank
+        (given on every rank): load that rank's version instead of the one this rank's host saved, from
+        the newest step every rank of its world completed."""
+        self._finish_pending()
         result = {}
 
         def place(layout):
@@ -115,7 +180,7 @@ class Checkpointer:
             return [None] + result["plan"].destinations
 
         with self._lock:
-            restored = self._session.restore_into(comm or self.communicator(), place)
+            restored = self._session.restore_into(comm or self.communicator(), place, saved_rank)
         if restored is None:
             return None
         state = result["plan"].finish()
@@ -126,6 +191,7 @@ class Checkpointer:
     def wait(self, timeout: Optional[float] = None) -> bool:
         """Blocks until the newest save is safe: held by the peers replica placement names and, with a
         persist directory, written there. False at timeout or when nothing was saved."""
+        self._finish_pending()
         if self.last_saved is None:
             return False
         return self._session.wait_checkpoint_safe(self.last_saved, self.safe_timeout if timeout is None else timeout)
@@ -137,6 +203,10 @@ class Checkpointer:
             self._session.leave()
 
     def _at_exit(self):
+        try:
+            self._finish_pending()
+        except BaseException as e:  # noqa: BLE001
+            log.warning("shoal: the last checkpoint's copy failed: %s", e)
         if self.last_saved is None or self.safe_timeout <= 0:
             return
         step, timeout = self.last_saved, self.safe_timeout
