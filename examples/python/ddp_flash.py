@@ -13,8 +13,9 @@ memory, or a peer's replica when its host is gone) and goes on from the step aft
 Output, one JSON object per line on stdout:
     {"event": "load", "step": S, "world": W, "rank": R, "pid": P, "source": "local"|PEER, "seconds": T}
     {"event": "fresh", ...}  when there was nothing to load
-    {"step": S, "world": W, "rank": R, "pid": P, "checksum": C, "loss": L, "step_ms": D}
-where checksum is a CRC32 of every parameter's bytes (identical on every rank: DDP keeps replicas equal).
+    {"step": S, "world": W, "rank": R, "pid": P, "checksum": C, "loss": L, "step_ms": D, "t": T}
+where checksum is a CRC32 of every parameter's bytes (identical on every rank: DDP keeps replicas equal)
+and t the wall-clock time the line was written (load lines carry it too).
 """
 import argparse
 import json
@@ -67,9 +68,9 @@ def main():
         optimizer.load_state_dict(state["optim"])
         start = step + 1
         emit({"event": "load", "step": step, "world": world, "rank": rank, "pid": os.getpid(),
-              "checksum": param_checksum(model.module)})
+              "checksum": param_checksum(model.module), "t": round(time.time(), 6)})
     else:
-        emit({"event": "fresh", "world": world, "rank": rank, "pid": os.getpid()})
+        emit({"event": "fresh", "world": world, "rank": rank, "pid": os.getpid(), "t": round(time.time(), 6)})
 
     for step in range(start, args.steps + 1):
         began = time.monotonic()
@@ -85,7 +86,7 @@ def main():
         ckpt.save(step, {"model": model.module.state_dict(), "optim": optimizer.state_dict(), "step": step})
         emit({"step": step, "world": world, "rank": rank, "pid": os.getpid(),
               "checksum": param_checksum(model.module), "loss": round(float(loss), 6),
-              "step_ms": round((time.monotonic() - began) * 1000.0, 3)})
+              "step_ms": round((time.monotonic() - began) * 1000.0, 3), "t": round(time.time(), 6)})
     ckpt.close()
     dist.destroy_process_group()
 
