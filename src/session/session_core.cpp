@@ -273,7 +273,7 @@ std::shared_ptr<Communicator> SessionCore::communicator() {
         agree_on_retry(*view, *retry_after, deadline);
       } catch (const ViewChanged& e) {
         // A newer view, or a member's failure: the loop decides again what to build.
-        logger().info("retry of epoch {} interrupted: {}", view->epoch(), e.what());
+        logger().info("the same-view rebuild of epoch {} is off: {}", view->epoch(), e.what());
         continue;
       }
       attempt = *retry_after + 1;
@@ -320,9 +320,12 @@ void SessionCore::agree_on_retry(const membership::View& view, uint32_t failed, 
   const ranks::RankTable table(view);
   const auto* me = table.find(id_.name, id_.slot);
   if (!me) throw ViewChanged(view.epoch(), id_.name + " holds no rank in epoch " + std::to_string(view.epoch()));
-  logger().warn(
-      "the communicator of epoch {} (attempt {}) failed while every member of the view lives: "
-      "rebuilding it for the same view once all {} ranks are through with it",
+  // Said as what is known: a collective failed and no member is (yet) known to have failed. A peer that
+  // died makes its connections fail before gossip's verdict; the verdict then ends this wait.
+  logger().info(
+      "the communicator of epoch {} (attempt {}) failed and no member of the view is known to have failed: "
+      "rebuilding it for the same view once all {} ranks are through with it, unless a failure verdict or a "
+      "newer view comes first",
       view.epoch(), failed, table.world_size());
   NetworkRendezvousStore store(store_options(view));
   const std::string prefix = "retry/" + std::to_string(failed) + "/";
