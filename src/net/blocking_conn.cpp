@@ -42,7 +42,9 @@ BlockingConn::BlockingConn(int fd) : fd_(fd) {
   // verifying it as it arrives) does not have to spare.
   const int flags = ::fcntl(fd_, F_GETFL);
   if (flags >= 0 && (flags & O_NONBLOCK) != 0) ::fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK);
-  size_for_bulk(fd_);
+  // Connected by now (also in connect(), which adopts its socket after the handshake): only growing
+  // buffers, which the window scale chosen in the handshake already allows for.
+  size_for_bulk(fd_, peer_is_loopback(fd_));
 }
 
 BlockingConn::~BlockingConn() {
@@ -90,8 +92,6 @@ Result<BlockingConn> BlockingConn::connect(const std::string& ip_port, Clock::ti
   }
   const int fd = ::socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return fail("socket: " + errno_text(errno));
-  // Buffers before connect: the window scale is settled in the handshake.
-  size_for_bulk(fd);
   net::cap_retransmission_backoff(fd);  // before connect: SYN retransmissions too
   // Non-blocking for the connect only, so that its wait has the deadline.
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0) {
