@@ -10,8 +10,11 @@
 //                 checksum and keeps it in shared memory; tcp_gbps is a raw loopback TCP stream of the
 //                 same bytes from one pre-faulted buffer to another (tcp_stream_gbps: a cache-resident
 //                 stream, for reference); replicate_vs_tcp.
-//   restore_s     fetch_version of that replica from the agent into a ready buffer, verified;
-//                 tcp_transfer_s the raw TCP transfer of the same bytes; restore_vs_tcp.
+//   restore_s     fetch_version of that replica from the agent into a ready buffer (the state's own
+//                 memory, as a trainer restores into its live state), verified; tcp_transfer_s the raw
+//                 TCP transfer of the same bytes; restore_vs_tcp.
+//   load_s        a local restore: the newest version's buffer copied out of its slot into the state's
+//                 memory and verified in the same pass (copy_and_verify); load_vs_memcpy.
 // and where the time goes (the stage keys, see stage_keys below).
 #include <unistd.h>
 
@@ -142,7 +145,10 @@ void measure_cold_saves(size_t bytes, int runs, const std::string& job, std::spa
   (void)ckpt::RankStore::remove_segments(store, 0);
 }
 
-void measure_steady(int runs, const std::string& job, std::vector<std::byte>& state, Host& receiver, Samples& out) {
+// `storage` is laid out as the version is (prefix, then the state at the data offset), so that a fetch
+// writes straight into the state's own memory: no buffer beside it (a 4 GiB run fits in 20 GiB).
+void measure_steady(int runs, const std::string& job, std::span<std::byte> storage, std::span<std::byte> state,
+                    Host& receiver, Samples& out) {
   const std::string store = job + "-origin";
   auto rs = ckpt::RankStore::open({.job = job, .rank = 0, .world = 2, .store = store});
   if (!rs) throw std::runtime_error(rs.error().message);
@@ -150,7 +156,6 @@ void measure_steady(int runs, const std::string& job, std::vector<std::byte>& st
   shoal::ckpt_service::TransferPhases phases;
   const shoal::ckpt_service::TransferLimits limits{
       .stall_timeout = std::chrono::milliseconds(60'000), .cancel = nullptr, .phases = &phases};
-  std::vector<std::byte> into;
   for (int r = 0; r < runs + 2; ++r) {
     // The first two rounds fault in both save slots and both replica segments, as a trainer's first
     // saves do; after them every save and receive reuses memory already mapped.
@@ -166,6 +171,15 @@ void measure_steady(int runs, const std::string& job, std::vector<std::byte>& st
     auto info = ckpt::decode_version(seg->bytes(), ckpt::DataCheck::skip);
     if (!info) throw std::runtime_error(info.error().detail);
     const auto version = std::span<const std::byte>(seg->bytes()).first(info->total_bytes);
+
+    // A local restore: the buffer out of the slot into the state's memory, checked on the way.
+    const auto& b = info->buffers[0];
+    const auto t_load = Clock::now();
+    if (!ckpt::copy_and_verify(state, version.subspan(b.offset, b.size), b.checksum)) {
+      throw std::runtime_error("load: the slot's buffer fails its checksum");
+    }
+    sink.add("load_s", seconds(t_load, Clock::now()));
+
     auto pushed = shoal::ckpt_service::push_version(peer, version, *info, limits);
     if (!pushed || *pushed != shoal::ckpt_service::PushOutcome::stored) {
       throw std::runtime_error("push: " + (pushed ? std::string("the peer already held it") : pushed.error().message));
@@ -175,13 +189,10 @@ void measure_steady(int runs, const std::string& job, std::vector<std::byte>& st
     sink.add("push_stored_s", seconds(phases.streamed, phases.done));
     sink.add("replicate_s", seconds(phases.started, phases.done));
 
-    if (into.size() != info->total_bytes)
-      into.assign(info->total_bytes, std::byte{1});  // pre-faulted, as the baseline's
+    if (storage.size() < info->total_bytes) throw std::runtime_error("the state's storage is smaller than its version");
     auto got = shoal::ckpt_service::fetch_version(
         peer, job, 0, sealed.step,
-        [&](const ckpt::VersionInfo& v) -> shoal::Result<std::span<std::byte>> {
-          return std::span<std::byte>(into).first(v.total_bytes);
-        },
+        [&](const ckpt::VersionInfo& v) -> shoal::Result<std::span<std::byte>> { return storage.first(v.total_bytes); },
         limits);
     if (!got) throw std::runtime_error("fetch: " + got.error().message);
     sink.add("fetch_answer_s", seconds(phases.started, phases.answered));
@@ -198,7 +209,14 @@ void measure(size_t bytes, int runs, const std::string& job, Host& receiver) {
   for (const double v : bench::tcp_loopback_seconds(bytes, runs)) s.add("tcp_stream_s", v);
   for (const double v : bench::memcpy_seconds(bytes, runs)) s.add("memcpy_s", v);
 
-  std::vector<std::byte> state(bytes);
+  const auto plan = ckpt::plan_layout(std::vector<ckpt::BufferSpec>{{"state", bytes}});
+  if (!plan) throw std::runtime_error(plan.error().message);
+  // Page-aligned, as a trainer's tensors (at least 64-byte aligned) and segments are: malloc's large
+  // blocks start 16 bytes into a page.
+  std::vector<std::byte> raw(plan->total_bytes + 4096);
+  const size_t skew = (4096 - reinterpret_cast<uintptr_t>(raw.data()) % 4096) % 4096;
+  const auto storage = std::span<std::byte>(raw).subspan(skew, plan->total_bytes);
+  const auto state = storage.subspan(plan->offsets[0], bytes);
   for (size_t i = 0; i < bytes; i += 4096) state[i] = std::byte(i >> 12);
   for (int r = 0; r < runs; ++r) {
     const auto t = Clock::now();
@@ -207,7 +225,7 @@ void measure(size_t bytes, int runs, const std::string& job, Host& receiver) {
     s.add("checksum_s", seconds(t, Clock::now()));
   }
   measure_cold_saves(bytes, runs, job, state, s);
-  measure_steady(runs, job, state, receiver, s);
+  measure_steady(runs, job, storage, state, receiver, s);
 
   const double memcpy_s = s.median("memcpy_s"), tcp_s = s.median("tcp_s");
   std::string line = "{\"bench\":\"ckpt\",\"bytes\":" + std::to_string(bytes) + ",\"runs\":" + std::to_string(runs);
@@ -230,6 +248,8 @@ void measure(size_t bytes, int runs, const std::string& job, Host& receiver) {
   put("restore_s", s.median("restore_s"), 6);
   put("tcp_transfer_s", tcp_s, 6);
   put("restore_vs_tcp", s.median("restore_s") / tcp_s, 3);
+  put("load_s", s.median("load_s"), 6);
+  put("load_vs_memcpy", s.median("load_s") / memcpy_s, 3);
   for (const char* key : kStageKeys) put(key, s.median(key), 6);
   std::printf("%s}\n", line.c_str());
   std::fflush(stdout);

@@ -53,10 +53,10 @@ using ReceiveDestination = std::function<Result<std::span<std::byte>>(const ckpt
 
 enum class PushOutcome { stored, already_held };
 
-// Streams a sealed version (its whole segment, mapped by the caller) to `peer` to keep as a replica.
-// With the segment's descriptor (segment_fd >= 0) the data goes by sendfile, never through the mapping.
+// Streams a sealed version (its whole segment, mapped by the caller) to `peer` to keep as a replica,
+// sent from the mapping (transfer.cpp says why not sendfile).
 Result<PushOutcome> push_version(const TransferPeer& peer, std::span<const std::byte> segment,
-                                 const ckpt::VersionInfo& info, const TransferLimits& limits, int segment_fd = -1);
+                                 const ckpt::VersionInfo& info, const TransferLimits& limits);
 
 // Fetches (job, rank, step) from `peer` into the destination; returns the verified, sealed version's
 // description (its bytes are in the destination).
@@ -73,7 +73,7 @@ Result<ckpt::VersionInfo> serve_push(net::BlockingConn& conn, const wire::CkptRe
                                      const TransferLimits& limits);
 //   serve_fetch: `segment` is the held version's whole segment (empty: NOT_HELD).
 Status serve_fetch(net::BlockingConn& conn, std::span<const std::byte> segment, const ckpt::VersionInfo* info,
-                   const TransferLimits& limits, int segment_fd = -1);
+                   const TransferLimits& limits);
 
 // Sends a response frame (used for refusals before any transfer).
 Status send_ckpt_response(net::BlockingConn& conn, wire::CkptResponse::Status status, const std::string& message,

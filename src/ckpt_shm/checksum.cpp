@@ -1,13 +1,20 @@
 // CRC32C in software (slicing-by-8) and with the SSE4.2 instruction, and the chunked buffer checksum
-// on top: three chunks interleaved, fused with the copy for copy_with_checksum.
+// on top: three chunks interleaved, fused with the copy for copy_with_checksum, large buffers split
+// over two threads.
 //
 // Internally a CRC is carried as its register, the complement of the public value: crc32c(b, crc)
 // is ~update(~crc, b). Chunks and the outer checksum both start from the register ~0.
 #include "ckpt_shm/checksum.hpp"
 
+#include <sched.h>
+
 #include <array>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <system_error>
+#include <thread>
+#include <vector>
 
 #if defined(__x86_64__)
 #define SHOAL_CRC32C_X86 1
@@ -76,9 +83,16 @@ uint32_t software_fold(uint32_t outer, uint32_t chunk_crc) {
   return software_update(outer, le.data(), le.size());
 }
 
-uint32_t software_chunks(uint32_t outer, const std::byte* p, size_t count) {
-  for (size_t i = 0; i < count; ++i, p += K) outer = software_fold(outer, ~software_update(kRegisterStart, p, K));
-  return outer;
+// The CRCs of `count` whole chunks into out[0, count), each chunk copied to d first when d is set
+// (the software CRC runs far below memory speed, so fusing the copy into it would gain nothing).
+void software_chunk_crcs(uint32_t* out, std::byte* d, const std::byte* s, size_t count) {
+  for (size_t i = 0; i < count; ++i, s += K) {
+    if (d != nullptr) {
+      std::memcpy(d, s, K);
+      d += K;
+    }
+    out[i] = ~software_update(kRegisterStart, s, K);
+  }
 }
 
 // ---- SSE4.2 -------------------------------------------------------------------------------------
@@ -121,7 +135,7 @@ void store64(std::byte* p, uint64_t v) {
 }
 
 // One stream: copy and checksum n bytes, 8 at a time. Used for the chunks left over after the
-// three-way loop, so it bounds nothing but a buffer's last 192 KiB.
+// three-way loop and for a buffer's last, partial chunk.
 template <bool kStreaming>
 [[gnu::target("sse4.2")]] uint32_t hardware_copy_update(uint32_t c, std::byte* d, const std::byte* s, size_t n) {
   uint64_t r = c;
@@ -134,12 +148,12 @@ template <bool kStreaming>
   return hardware_tail(static_cast<uint32_t>(r), s, n);
 }
 
-// `count` whole chunks from s (copied to d when kCopy), three at a time as three independent
-// dependency chains, so the crc32 unit issues every cycle instead of every third. The chunks'
-// CRCs are folded into `outer` in order.
+// The CRCs of `count` whole chunks from s (copied to d when kCopy) into out[0, count), three chunks
+// at a time as three independent dependency chains, so the crc32 unit issues every cycle instead of
+// every third.
 template <bool kCopy, bool kStreaming>
-[[gnu::target("sse4.2")]] uint32_t hardware_chunks(uint32_t outer, std::byte* d, const std::byte* s, size_t count) {
-  for (; count >= 3; count -= 3, s += 3 * K, d += kCopy ? 3 * K : 0) {
+[[gnu::target("sse4.2")]] void hardware_chunk_crcs(uint32_t* out, std::byte* d, const std::byte* s, size_t count) {
+  for (; count >= 3; count -= 3, s += 3 * K, d += kCopy ? 3 * K : 0, out += 3) {
     uint64_t a = kRegisterStart;
     uint64_t b = kRegisterStart;
     uint64_t c = kRegisterStart;
@@ -156,31 +170,16 @@ template <bool kCopy, bool kStreaming>
         store64<kStreaming>(d + 2 * K + j, z);
       }
     }
-    outer = _mm_crc32_u32(outer, ~static_cast<uint32_t>(a));
-    outer = _mm_crc32_u32(outer, ~static_cast<uint32_t>(b));
-    outer = _mm_crc32_u32(outer, ~static_cast<uint32_t>(c));
+    out[0] = ~static_cast<uint32_t>(a);
+    out[1] = ~static_cast<uint32_t>(b);
+    out[2] = ~static_cast<uint32_t>(c);
   }
-  for (; count > 0; --count, s += K, d += kCopy ? K : 0) {
-    const uint32_t r =
-        kCopy ? hardware_copy_update<kStreaming>(kRegisterStart, d, s, K) : hardware_update(kRegisterStart, s, K);
-    outer = _mm_crc32_u32(outer, ~r);
+  for (; count > 0; --count, s += K, d += kCopy ? K : 0, ++out) {
+    *out = ~(kCopy ? hardware_copy_update<kStreaming>(kRegisterStart, d, s, K) : hardware_update(kRegisterStart, s, K));
   }
-  return outer;
-}
-
-template <bool kStreaming>
-uint32_t hardware_copy_with_checksum(std::byte* d, const std::byte* s, size_t n) {
-  const size_t whole = n / K;
-  uint32_t outer = hardware_chunks<true, kStreaming>(kRegisterStart, d, s, whole);
-  const size_t done = whole * K;
-  if (n > done) {
-    const uint32_t last = hardware_copy_update<kStreaming>(kRegisterStart, d + done, s + done, n - done);
-    outer = hardware_fold(outer, ~last);
-  }
-  // Non-temporal stores are weakly ordered: without this fence a later release store (the seal)
-  // could become visible before the data.
+  // Non-temporal stores are weakly ordered: without this fence a later release store (the seal), or
+  // the end of a helper thread, could become visible before the data.
   if constexpr (kStreaming) _mm_sfence();
-  return ~outer;
 }
 
 #endif  // SHOAL_CRC32C_X86
@@ -201,11 +200,68 @@ uint32_t fold(uint32_t outer, uint32_t chunk_crc) {
   return software_fold(outer, chunk_crc);
 }
 
-uint32_t fold_whole_chunks(uint32_t outer, const std::byte* p, size_t count) {
+// Chunk CRCs of whole chunks, copying them on the way when d is not null (see *_chunk_crcs).
+using ChunkCrcs = void (*)(uint32_t* out, std::byte* d, const std::byte* s, size_t count);
+
+ChunkCrcs chunk_crcs_for(bool copy, bool streaming) {
 #if SHOAL_CRC32C_X86
-  if (crc32c_hardware_available()) return hardware_chunks<false, false>(outer, nullptr, p, count);
+  if (crc32c_hardware_available()) {
+    if (!copy) return hardware_chunk_crcs<false, false>;
+    return streaming ? hardware_chunk_crcs<true, true> : hardware_chunk_crcs<true, false>;
+  }
+#else
+  (void)copy;
+  (void)streaming;
 #endif
-  return software_chunks(outer, p, count);
+  return software_chunk_crcs;
+}
+
+// Whether to split work over two threads: only where a second CPU can run the helper (this process
+// may be pinned to fewer CPUs than the machine has), else the split would only add a thread's start
+// to the same work done in turn.
+bool two_cpus() {
+  static const bool two = [] {
+    cpu_set_t set;
+    if (::sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set) >= 2;
+    return std::thread::hardware_concurrency() >= 2;
+  }();
+  return two;
+}
+
+// Folds `count` whole chunks from s (copied to d when d is not null) into the outer register, in
+// order. From kParallelChecksumBytes on, the second half of the chunks goes to a helper thread: the
+// chunks' CRCs are independent, so each half computes its own into `crcs`, and the outer CRC folds
+// them in order afterwards, exactly as one thread would. The helper is joined before this returns.
+uint32_t fold_whole_chunks(uint32_t outer, ChunkCrcs chunk_crcs, std::byte* d, const std::byte* s, size_t count) {
+  if (count * K >= kParallelChecksumBytes && two_cpus()) {
+    std::vector<uint32_t> crcs(count);
+    const size_t half = count / 2;  // the first half is the caller's; the helper takes the rest
+    std::optional<std::thread> helper;
+    try {
+      helper.emplace(chunk_crcs, crcs.data() + half, d == nullptr ? nullptr : d + half * K, s + half * K, count - half);
+    } catch (const std::system_error&) {
+      // No thread to be had (a process at its limit): the same work on this thread.
+    }
+    chunk_crcs(crcs.data(), d, s, half);
+    if (helper) {
+      helper->join();
+    } else {
+      chunk_crcs(crcs.data() + half, d == nullptr ? nullptr : d + half * K, s + half * K, count - half);
+    }
+    for (const uint32_t c : crcs) outer = fold(outer, c);
+    return outer;
+  }
+  // In batches whose CRCs fit on the stack; a multiple of 3 keeps the three-way loop whole.
+  std::array<uint32_t, 48> batch{};
+  while (count > 0) {
+    const size_t n = count < batch.size() ? count : batch.size();
+    chunk_crcs(batch.data(), d, s, n);
+    for (size_t i = 0; i < n; ++i) outer = fold(outer, batch[i]);
+    s += n * K;
+    if (d != nullptr) d += n * K;
+    count -= n;
+  }
+  return outer;
 }
 
 }  // namespace
@@ -234,16 +290,31 @@ uint32_t buffer_checksum(std::span<const std::byte> bytes) {
 uint32_t copy_with_checksum(std::span<std::byte> dst, std::span<const std::byte> src) {
   // A precondition, not an input error: every caller sizes dst from the same layout as src.
   if (dst.size() != src.size()) std::abort();
-  if (src.empty()) return buffer_checksum(src);
+  const size_t n = src.size();
+  // Non-temporal stores only into whole cache lines from the start: on some CPUs (an EPYC guest
+  // measured 17x) streaming into a destination that starts inside a line is far slower than caching.
+  const bool streaming = n >= kStreamingStoreBytes && reinterpret_cast<uintptr_t>(dst.data()) % 64 == 0;
+  const size_t whole = n / K;
+  uint32_t outer = fold_whole_chunks(kRegisterStart, chunk_crcs_for(true, streaming), dst.data(), src.data(), whole);
+  const size_t done = whole * K;
+  if (n > done) {
+    uint32_t last = 0;
 #if SHOAL_CRC32C_X86
-  if (crc32c_hardware_available()) {
-    return src.size() >= kStreamingStoreBytes ? hardware_copy_with_checksum<true>(dst.data(), src.data(), src.size())
-                                              : hardware_copy_with_checksum<false>(dst.data(), src.data(), src.size());
-  }
+    if (crc32c_hardware_available()) {
+      last = hardware_copy_update<false>(kRegisterStart, dst.data() + done, src.data() + done, n - done);
+    } else
 #endif
-  // Software CRC runs far below memory speed, so fusing the copy into it would gain nothing.
-  std::memcpy(dst.data(), src.data(), src.size());
-  return buffer_checksum(src);
+    {
+      std::memcpy(dst.data() + done, src.data() + done, n - done);
+      last = software_update(kRegisterStart, src.data() + done, n - done);
+    }
+    outer = fold(outer, ~last);
+  }
+  return ~outer;  // an empty buffer has no chunks: ~~0 == 0
+}
+
+bool copy_and_verify(std::span<std::byte> dst, std::span<const std::byte> src, uint32_t expected) {
+  return copy_with_checksum(dst, src) == expected;
 }
 
 void BufferChecksum::update(std::span<const std::byte> bytes) {
@@ -262,7 +333,7 @@ void BufferChecksum::update(std::span<const std::byte> bytes) {
     chunk_fill_ = 0;
   }
   const size_t whole = n / K;
-  outer_ = fold_whole_chunks(outer_, p, whole);
+  outer_ = fold_whole_chunks(outer_, chunk_crcs_for(false, false), nullptr, p, whole);
   p += whole * K;
   n -= whole * K;
   if (n > 0) {

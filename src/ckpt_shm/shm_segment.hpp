@@ -61,7 +61,7 @@ class ShmSegment {
   bool pinned_for_device() const { return pinned_; }
 
   bool valid() const { return data_ != nullptr; }
-  // The object's descriptor (for sendfile: bytes go to a socket without passing through a mapping).
+  // The object's descriptor.
   int fd() const { return fd_; }
   const std::string& name() const { return name_; }
   size_t size() const { return size_; }

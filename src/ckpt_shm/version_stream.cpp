@@ -118,10 +118,17 @@ Result<VersionReceiver::Progress, LayoutError> VersionReceiver::prefix_arrived(s
 
 Result<VersionReceiver::Progress, LayoutError> VersionReceiver::data_arrived(size_t n) {
   const auto& b = info_.buffers[buffer_];
-  // The bytes were just written by the caller and are still in cache: checking them now costs one
-  // read from cache instead of a second pass over memory at the end.
-  buffer_sum_.update(destination_.subspan(b.offset + buffer_filled_, n));
   buffer_filled_ += n;
+  // Whole groups of three chunks are checksummed as soon as they are complete (the three-way loop:
+  // memory speed), the rest when the buffer's last byte arrives. Pieces off a socket come in any
+  // size: checksumming each as it came would run every chunk it splits on one dependency chain, at a
+  // third of the speed. A group is 192 KiB, so the bytes are still in cache when they are checked.
+  constexpr uint64_t kGroup = 3 * kChecksumChunkBytes;
+  const uint64_t ready = buffer_filled_ == b.size ? b.size : buffer_filled_ / kGroup * kGroup;
+  if (ready > buffer_checked_) {
+    buffer_sum_.update(destination_.subspan(b.offset + buffer_checked_, ready - buffer_checked_));
+    buffer_checked_ = ready;
+  }
   return settle_buffers();
 }
 
@@ -134,6 +141,7 @@ Result<VersionReceiver::Progress, LayoutError> VersionReceiver::settle_buffers()
     }
     ++buffer_;
     buffer_filled_ = 0;
+    buffer_checked_ = 0;
     buffer_sum_ = BufferChecksum{};
   }
   if (buffer_ < info_.buffers.size()) return Progress::more;

@@ -27,9 +27,11 @@ std::vector<std::span<const std::byte>> stream_pieces(std::span<const std::byte>
 // The length of that stream: the prefix and every buffer.
 uint64_t stream_bytes(const VersionInfo& info);
 
-// The most bytes next() offers at once, so that a buffer's checksum advances while the buffer
-// arrives (the bytes are checked while still in cache) rather than in one pass at its end.
-inline constexpr size_t kReceiveSliceBytes = 1024 * 1024;
+// The most bytes next() offers at once: what one read from the socket may fill. 4 MiB, what the raw
+// TCP baseline reads: with 1 MiB a 1 GiB stream over loopback took about 15% longer (four times the
+// calls, each a wakeup and a window update). The checksum still advances while the buffer arrives,
+// group of chunks by group of chunks (see advance), not in one pass at its end.
+inline constexpr size_t kReceiveSliceBytes = 4 * 1024 * 1024;
 
 // Receives one version's stream into a destination segment, zero copy: buffer bytes are written by
 // the caller (from the socket) straight to their canonical offset in the destination. Each buffer is
@@ -56,7 +58,8 @@ class VersionReceiver {
   std::span<std::byte> next();
   // n bytes were written at the start of the last next(). Verifies the header once it is complete,
   // the prefix once it is complete, and each buffer once its last byte arrives (a mismatch is
-  // data_checksum naming the buffer). n larger than next() is refused as malformed.
+  // data_checksum naming the buffer); a buffer's bytes are checksummed in whole groups of three
+  // chunks as soon as each group is in. n larger than next() is refused as malformed.
   Result<Progress, LayoutError> advance(size_t n);
   // The destination, at least info().total_bytes long, once advance said need_destination. Copies
   // the prefix in with the state left `writing`, so a crash or a stream that stops leaves a version
@@ -86,9 +89,10 @@ class VersionReceiver {
   size_t prefix_filled_ = 0;
   VersionInfo info_;
   std::span<std::byte> destination_;
-  size_t buffer_ = 0;           // the buffer being received
-  uint64_t buffer_filled_ = 0;  // its bytes received so far
-  BufferChecksum buffer_sum_;   // over those bytes
+  size_t buffer_ = 0;            // the buffer being received
+  uint64_t buffer_filled_ = 0;   // its bytes received so far
+  uint64_t buffer_checked_ = 0;  // of those, the bytes given to buffer_sum_ (a prefix)
+  BufferChecksum buffer_sum_;
   uint64_t received_ = 0;
   uint64_t expected_ = 0;
   std::optional<LayoutError> error_;

@@ -6,7 +6,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -15,6 +14,8 @@
 #include <cstring>
 
 #include "base/tcp_backoff.hpp"
+#include "net/arrival_buffer.hpp"
+#include "net/bulk_buffers.hpp"
 #include "net/host_port.hpp"
 
 namespace shoal::net {
@@ -25,13 +26,25 @@ constexpr std::chrono::milliseconds kCancelSlice{100};
 
 std::string errno_text(int err) { return std::strerror(err); }
 
+timeval to_timeval(std::chrono::microseconds us) {
+  return timeval{.tv_sec = static_cast<time_t>(us.count() / 1'000'000),
+                 .tv_usec = static_cast<suseconds_t>(us.count() % 1'000'000)};
+}
+
 }  // namespace
 
 BlockingConn::BlockingConn(int fd) : fd_(fd) {
-  // Non-blocking underneath: every call polls with its deadline when the socket is not ready, so a
-  // stalled peer or a cancel never leaves a thread stuck inside a send or a receive.
+  // Blocking underneath, with every send and receive bounded by a socket timeout of at most
+  // kCancelSlice (arm_timeout), so a stalled peer or a cancel never leaves a thread stuck for longer
+  // than that. Why not non-blocking calls and poll: a receiver that keeps up with the stream drains the
+  // socket at nearly every read, and each time paid a failed call and a poll before the next read; one
+  // blocking call per piece costs less CPU, which a 2-core host moving a checkpoint over loopback (or
+  // verifying it as it arrives) does not have to spare.
   const int flags = ::fcntl(fd_, F_GETFL);
-  if (flags >= 0) ::fcntl(fd_, F_SETFL, flags | O_NONBLOCK);
+  if (flags >= 0 && (flags & O_NONBLOCK) != 0) ::fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK);
+  // Connected by now (also in connect(), which adopts its socket after the handshake): only growing
+  // buffers, which the window scale chosen in the handshake already allows for.
+  size_for_bulk(fd_, peer_is_loopback(fd_));
 }
 
 BlockingConn::~BlockingConn() {
@@ -39,7 +52,11 @@ BlockingConn::~BlockingConn() {
 }
 
 BlockingConn::BlockingConn(BlockingConn&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)), cancel_(other.cancel_), read_(other.read_), written_(other.written_) {}
+    : fd_(std::exchange(other.fd_, -1)),
+      cancel_(other.cancel_),
+      read_(other.read_),
+      written_(other.written_),
+      armed_(other.armed_) {}
 
 BlockingConn& BlockingConn::operator=(BlockingConn&& other) noexcept {
   if (this != &other) {
@@ -48,6 +65,7 @@ BlockingConn& BlockingConn::operator=(BlockingConn&& other) noexcept {
     cancel_ = other.cancel_;
     read_ = other.read_;
     written_ = other.written_;
+    armed_ = other.armed_;
   }
   return *this;
 }
@@ -74,18 +92,26 @@ Result<BlockingConn> BlockingConn::connect(const std::string& ip_port, Clock::ti
   }
   const int fd = ::socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return fail("socket: " + errno_text(errno));
-  BlockingConn conn(fd);
   net::cap_retransmission_backoff(fd);  // before connect: SYN retransmissions too
+  // Non-blocking for the connect only, so that its wait has the deadline.
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0) {
-    if (errno != EINPROGRESS) return fail("connect to " + ip_port + ": " + errno_text(errno));
-    if (auto ready = conn.wait_ready(POLLOUT, deadline, "connect"); !ready) {
+    if (errno != EINPROGRESS) {
+      const int err = errno;
+      ::close(fd);
+      return fail("connect to " + ip_port + ": " + errno_text(err));
+    }
+    BlockingConn waiting;
+    waiting.fd_ = fd;
+    if (auto ready = waiting.wait_ready(POLLOUT, deadline, "connect"); !ready) {
       return fail("connect to " + ip_port + ": " + ready.error().message);
     }
     int err = 0;
     socklen_t err_len = sizeof err;
     ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &err_len);
     if (err != 0) return fail("connect to " + ip_port + ": " + errno_text(err));
+    waiting.fd_ = -1;
   }
+  BlockingConn conn(fd);
   const int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   return conn;
@@ -104,18 +130,32 @@ Status BlockingConn::wait_ready(short events, Clock::time_point deadline, const 
   }
 }
 
+Result<bool> BlockingConn::arm_timeout(int option, Clock::time_point deadline, const char* what) {
+  if (cancel_ && cancel_->load(std::memory_order_relaxed)) return fail(std::string(what) + ": cancelled");
+  const auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now());
+  if (left.count() <= 0) return fail(std::string(what) + ": timed out");
+  // 0 would mean no timeout at all; the slice is set only when it changes (almost always it stays
+  // kCancelSlice: deadlines are seconds away), so a flowing stream costs no extra call.
+  const auto slice = std::min<std::chrono::microseconds>(left, kCancelSlice);
+  auto& armed = option == SO_RCVTIMEO ? armed_.receive : armed_.send;
+  if (armed != slice) {
+    const timeval tv = to_timeval(slice);
+    if (::setsockopt(fd_, SOL_SOCKET, option, &tv, sizeof tv) != 0) {
+      return fail(std::string(what) + ": setting the timeout: " + errno_text(errno));
+    }
+    armed = slice;
+  }
+  return true;
+}
+
 Status BlockingConn::write_all(std::span<const std::byte> bytes, Clock::time_point deadline) {
-  // The call first, the poll only when it would block: while bytes flow, one syscall per chunk.
   size_t done = 0;
   while (done < bytes.size()) {
-    if (cancel_ && cancel_->load(std::memory_order_relaxed)) return fail("write: cancelled");
-    const ssize_t n = ::send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (auto armed = arm_timeout(SO_SNDTIMEO, deadline, "write"); !armed) return fail(armed.error().message);
+    const ssize_t n = ::send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
     if (n < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        if (auto ready = wait_ready(POLLOUT, deadline, "write"); !ready) return ready;
-        continue;
-      }
-      if (errno == EINTR) continue;
+      // EAGAIN: the slice passed with nothing sent; the next turn looks at the cancel flag and deadline.
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
       return fail("write: " + errno_text(errno));
     }
     done += static_cast<size_t>(n);
@@ -124,36 +164,12 @@ Status BlockingConn::write_all(std::span<const std::byte> bytes, Clock::time_poi
   return Ok{};
 }
 
-Status BlockingConn::send_file(int in_fd, uint64_t offset, uint64_t count, Clock::time_point deadline) {
-  // Calls of at most this much, so the cancel flag and the deadline are looked at between them.
-  constexpr size_t kSlice = 16u << 20;
-  off_t at = static_cast<off_t>(offset);
-  uint64_t left = count;
-  while (left > 0) {
-    if (cancel_ && cancel_->load(std::memory_order_relaxed)) return fail("write: cancelled");
-    if (auto ready = wait_ready(POLLOUT, deadline, "write"); !ready) return ready;
-    const ssize_t n = ::sendfile(fd_, in_fd, &at, std::min<uint64_t>(left, kSlice));
-    if (n < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
-      return fail("sendfile: " + errno_text(errno));
-    }
-    if (n == 0) return fail("sendfile: the file ended early");
-    left -= static_cast<uint64_t>(n);
-    written_ += static_cast<uint64_t>(n);
-  }
-  return Ok{};
-}
-
 Result<size_t> BlockingConn::read_some(std::span<std::byte> bytes, Clock::time_point deadline) {
   while (true) {
-    if (cancel_ && cancel_->load(std::memory_order_relaxed)) return fail("read: cancelled");
-    const ssize_t n = ::recv(fd_, bytes.data(), bytes.size(), MSG_DONTWAIT);
+    if (auto armed = arm_timeout(SO_RCVTIMEO, deadline, "read"); !armed) return fail(armed.error().message);
+    const ssize_t n = ::recv(fd_, bytes.data(), bytes.size(), 0);
     if (n < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        if (auto ready = wait_ready(POLLIN, deadline, "read"); !ready) return fail(ready.error().message);
-        continue;
-      }
-      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
       return fail("read: " + errno_text(errno));
     }
     if (n == 0) return fail("read: the peer closed the connection");
@@ -190,8 +206,16 @@ Result<wire::Frame> BlockingConn::read_frame(size_t max_payload, Clock::time_poi
   }
   wire::Frame f;
   f.type = static_cast<uint8_t>(header[4]);
-  f.payload.resize(len - 1);
-  if (auto r = read_exact(f.payload, deadline); !r) return fail(r.error().message);
+  // The payload's memory grows with the bytes that arrive (grow_for_arrival), never to the
+  // announced length up front: a peer that announces the limit and sends nothing costs little.
+  const size_t payload = len - 1;
+  while (f.payload.size() < payload) {
+    const size_t filled = f.payload.size();
+    f.payload.resize(grow_for_arrival(filled, payload));
+    if (auto r = read_exact(std::span<std::byte>(f.payload).subspan(filled), deadline); !r) {
+      return fail(r.error().message);
+    }
+  }
   return f;
 }
 

@@ -1,7 +1,8 @@
 // BlockingConn: one TCP connection driven by plain blocking calls on a thread of its own, for bulk
 // transfers (checkpoint streams) that must not pass through the agent's event loop. Every call has a
 // deadline and stops early when the connection's cancel flag turns true (a newer version superseded
-// the one in flight, or the agent is stopping).
+// the one in flight, or the agent is stopping). Its socket buffers are sized for bulk streams
+// (bulk_buffers.hpp).
 #pragma once
 
 #include <atomic>
@@ -23,7 +24,7 @@ class BlockingConn {
 
   // Connects to numeric "ip:port" before `deadline`.
   static Result<BlockingConn> connect(const std::string& ip_port, Clock::time_point deadline);
-  // Adopts a connected, blocking descriptor (closed by the destructor).
+  // Adopts a connected descriptor (closed by the destructor) and makes it blocking.
   explicit BlockingConn(int fd);
   BlockingConn() = default;
   ~BlockingConn();
@@ -40,11 +41,9 @@ class BlockingConn {
   // At most bytes.size(), at least 1; fails on end of stream.
   Result<size_t> read_some(std::span<std::byte> bytes, Clock::time_point deadline);
 
-  // Sends `count` bytes of file `in_fd` from `offset` (sendfile: no copy through user space, no mapping).
-  Status send_file(int in_fd, uint64_t offset, uint64_t count, Clock::time_point deadline);
-
   Status write_frame(uint8_t type, std::span<const std::byte> payload, Clock::time_point deadline);
-  // One frame; refuses an empty one or one whose payload exceeds max_payload before reading it.
+  // One frame; refuses an empty one or one whose payload exceeds max_payload before reading it. The
+  // payload's buffer grows as its bytes arrive (arrival_buffer.hpp).
   Result<wire::Frame> read_frame(size_t max_payload, Clock::time_point deadline);
 
   bool valid() const { return fd_ >= 0; }
@@ -53,13 +52,23 @@ class BlockingConn {
   uint64_t bytes_written() const { return written_; }
 
  private:
-  // Waits until the descriptor is ready for `events`, in slices so that the cancel flag is seen.
+  // Waits until the descriptor is ready for `events`, in slices so that the cancel flag is seen (the
+  // connect's wait).
   Status wait_ready(short events, Clock::time_point deadline, const char* what);
+  // Before a blocking send (SO_SNDTIMEO) or receive (SO_RCVTIMEO): fails when cancelled or past the
+  // deadline, else bounds the call by the time left, at most the cancel slice.
+  Result<bool> arm_timeout(int option, Clock::time_point deadline, const char* what);
+
+  struct Armed {
+    std::chrono::microseconds send{0};  // the socket's SO_SNDTIMEO as last set; 0: never set
+    std::chrono::microseconds receive{0};
+  };
 
   int fd_ = -1;
   const std::atomic<bool>* cancel_ = nullptr;
   uint64_t read_ = 0;
   uint64_t written_ = 0;
+  Armed armed_;
 };
 
 }  // namespace shoal::net

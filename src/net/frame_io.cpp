@@ -1,10 +1,12 @@
 // One-frame reads: the 4-byte length first (checked by FrameReader before anything is buffered),
-// then exactly the announced bytes.
+// then exactly the announced bytes, into a payload that grows as they arrive (arrival_buffer.hpp).
 #include "net/frame_io.hpp"
 
 #include <array>
 #include <boost/asio/read.hpp>
 #include <memory>
+
+#include "net/arrival_buffer.hpp"
 
 namespace shoal::net {
 namespace {
@@ -13,7 +15,8 @@ struct ReadState {
   explicit ReadState(size_t max_payload, FrameReadDone d) : reader(max_payload), done(std::move(d)) {}
   wire::FrameReader reader;
   std::array<std::byte, 4> header{};
-  std::vector<std::byte> body;
+  size_t payload_bytes = 0;  // announced: the frame's length less its type byte
+  wire::Frame frame;         // its payload grows as bytes arrive
   FrameReadDone done;
 };
 
@@ -29,6 +32,31 @@ FrameReadError io_error(boost::system::error_code ec, bool inside_frame) {
   return e;
 }
 
+// Reads the payload's next part (and, first, the type byte before it), growing the payload by
+// grow_for_arrival, until all payload_bytes are in.
+void read_body(asio::ip::tcp::socket& socket, std::shared_ptr<ReadState> st, bool first) {
+  const size_t filled = st->frame.payload.size();
+  if (!first && filled == st->payload_bytes) {
+    st->done(std::move(st->frame));
+    return;
+  }
+  st->frame.payload.resize(grow_for_arrival(filled, st->payload_bytes));
+  const auto part = asio::buffer(st->frame.payload.data() + filled, st->frame.payload.size() - filled);
+  const auto on_read = [&socket, st](boost::system::error_code ec, size_t) {
+    if (ec) {
+      st->done(Unexpected<FrameReadError>{io_error(ec, true)});
+      return;
+    }
+    read_body(socket, st, false);
+  };
+  if (first) {
+    std::array<asio::mutable_buffer, 2> parts = {asio::buffer(&st->frame.type, 1), part};
+    asio::async_read(socket, parts, on_read);
+  } else {
+    asio::async_read(socket, part, on_read);
+  }
+}
+
 }  // namespace
 
 void async_read_frame(asio::ip::tcp::socket& socket, size_t max_payload_bytes, FrameReadDone done) {
@@ -38,6 +66,7 @@ void async_read_frame(asio::ip::tcp::socket& socket, size_t max_payload_bytes, F
       st->done(Unexpected<FrameReadError>{io_error(ec, n > 0)});
       return;
     }
+    // The reader checks the length (zero, above the limit) before anything more is read.
     if (auto fed = st->reader.feed(st->header); !fed) {
       FrameReadError e;
       e.kind = FrameReadError::Kind::rejected;
@@ -47,22 +76,8 @@ void async_read_frame(asio::ip::tcp::socket& socket, size_t max_payload_bytes, F
     }
     const uint32_t len = (uint32_t(st->header[0]) << 24) | (uint32_t(st->header[1]) << 16) |
                          (uint32_t(st->header[2]) << 8) | uint32_t(st->header[3]);
-    st->body.resize(len);  // bounded: FrameReader refused len - 1 > max_payload_bytes
-    asio::async_read(socket, asio::buffer(st->body), [st](boost::system::error_code ec2, size_t) {
-      if (ec2) {
-        st->done(Unexpected<FrameReadError>{io_error(ec2, true)});
-        return;
-      }
-      (void)st->reader.feed(st->body);
-      auto frame = st->reader.next();
-      if (!frame) {
-        FrameReadError e;
-        e.kind = FrameReadError::Kind::truncated;
-        st->done(Unexpected<FrameReadError>{e});
-        return;
-      }
-      st->done(std::move(*frame));
-    });
+    st->payload_bytes = len - 1;  // len >= 1 and len - 1 <= max_payload_bytes: the reader refused others
+    read_body(socket, st, true);
   });
 }
 

@@ -182,6 +182,40 @@ TEST_CASE("copy_with_checksum of a buffer large enough for non-temporal stores i
   }
 }
 
+TEST_CASE("large buffers split over two threads give the same checksum as their definition") {
+  // Past kParallelChecksumBytes, with chunks left over after the three-way loop and a partial last
+  // chunk, so both halves and the tail meet at odd places.
+  const size_t size = kParallelChecksumBytes + 4 * K + 12345;
+  const auto data = random_bytes(size + 64, 71);
+  const auto src = std::span<const std::byte>(data).subspan(3, size);
+  const uint32_t expected = reference_buffer_checksum(src);
+  CHECK(buffer_checksum(src) == expected);
+  // In pieces below the threshold, the one-thread path.
+  BufferChecksum pieces;
+  for (size_t at = 0; at < size; at += 5 * K + 1) pieces.update(src.subspan(at, std::min(5 * K + 1, size - at)));
+  CHECK(pieces.finish() == expected);
+  // Copies into a destination on a cache line (non-temporal stores) and one inside a line (cached).
+  std::vector<std::byte> out(size + 128);
+  const size_t aligned = (64 - reinterpret_cast<uintptr_t>(out.data()) % 64) % 64;
+  for (size_t skew : {size_t{0}, size_t{8}}) {
+    CAPTURE(skew);
+    const auto dst = std::span<std::byte>(out).subspan(aligned + skew, size);
+    CHECK(copy_with_checksum(dst, src) == expected);
+    CHECK(std::memcmp(dst.data(), src.data(), size) == 0);
+  }
+}
+
+TEST_CASE("copy_and_verify copies and says whether the source matches the expected checksum") {
+  auto data = random_bytes(3 * K + 17, 81);
+  const uint32_t sum = buffer_checksum(data);
+  std::vector<std::byte> out(data.size());
+  CHECK(copy_and_verify(out, data, sum));
+  CHECK(out == data);
+  data[K + 5] ^= std::byte{0x01};
+  CHECK_FALSE(copy_and_verify(out, data, sum));
+  CHECK(copy_and_verify(std::span<std::byte>{}, std::span<const std::byte>{}, 0));
+}
+
 TEST_CASE("a single flipped bit anywhere changes the buffer checksum") {
   auto data = random_bytes(3 * K + 100, 61);
   const uint32_t base = buffer_checksum(data);
