@@ -1,33 +1,52 @@
 #!/usr/bin/python3
-"""Kill one whole loopback host of an elastic PyTorch DDP job: shoal in place vs. torchrun, in one run.
+"""Kill one whole loopback host of an elastic PyTorch DDP job: shoal in place, shoal's restart mode and
+torchrun, in one run.
 
-shoal: N hosts of examples/python/elastic_ddp.py (embedded agents, Gloo underneath), each its own
-process (a session of its own, so a kill takes the whole host). Once they train in a world of N it
-repeats: SIGKILL one host (alternately the host of rank 0 and another), time until every survivor has
-printed a good step (ok) in the world of N-1, then start a fresh host under a new name, seeding through
-a live host, and time until every host has stepped in the world of N again. Agents are named JOB-hK
-(unique to the run, as an embedded agent's control socket is /run/shoal/NAME.sock); the output says hK. Counted over
-every line: ok=false, state_ok=false, a host's pid changing, a step number a host prints again.
+Every system runs N loopback hosts, each a process in a session of its own; a kill SIGKILLs every
+process of the host's session and process tree at once. Once the N hosts train in a world of N, one
+loop shared by the three systems repeats: SIGKILL one host, time until every survivor has printed a
+good step (ok) in the world of N-1 (kill_to_step_ms, its slowest survivor), then start a fresh host
+under a new name (a shoal host seeds through a live one) and time until every host has stepped in the
+world of N again (join_to_step_ms). The shoal victims alternate the host of rank 0 and another.
+
+elastic: examples/python/elastic_ddp.py (embedded agents, Gloo underneath, rebuilt in place). Agents
+are named JOB-hK (unique to the run, as an embedded agent's control socket is /run/shoal/NAME.sock);
+the output says hK. Counted over every line: ok=false, state_ok=false, a host's pid changing, a step
+number a host prints again. A join starts at the newcomer's "started" line (after its torch import;
+join_from_spawn_ms counts from the spawn).
+
+restart: `shoal agent --name JOB-hK --host JOB-hK --bind 127.0.0.1:0 [--seeds LIVE] --min-hosts 2
+--hold-down 1 --master-port MP -- python3 examples/python/ddp_flash.py --step-ms MS` (restart mode:
+the agent stops its worker at every committed view change and starts a new one, which loads the flash
+checkpoint its predecessor saved at every step). Per kill: steps_lost = S - the step each survivor's
+new worker loaded, S the newest step every survivor's old worker printed (0: no step but the one in
+flight lost); bad_loads = survivors that loaded nothing, or parameters whose checksum is not the one
+printed at that step; the same for every host after each join (join_steps_lost, join_bad_loads);
+phases_ms: milestones after the SIGKILL (the slowest survivor's) from the agents' logs (victim
+suspect, dead, view commit, old worker stopped, new one spawned), the worker's torch log
+(TORCH_CPP_LOG_LEVEL=INFO; pg_init: its first c10d socket line, the start of init_process_group after
+python's start and the imports), its shoal log (comm_ready: the checkpoint communicator built during
+load(); restored) and its lines (load, first_step). A join starts at the newcomer's "listening" line.
+Workers restart at every view change here by design: counted (workers_restarted), not failures.
 
 torchrun: the same model, data, sampler rule and per-step work (a sleep of --step-ms, an allreduce of a
 parameter hash, the DDP step) in a plain DDP script with env:// init (this file's --worker mode), under
 N of Debian's torchrun agents (--nnodes=N-1:N, --nproc_per_node=1, c10d rendezvous, default timeouts),
 each agent a host of its own. The first agent hosts the c10d TCPStore, torchrun's single point of
-failure: it is never killed; the victims rotate through the others (the agent's whole process group:
-the agent and its worker). Then a fresh agent joins. Its workers keep no checkpoint, so a restarted
-worker starts from step 0 (this spares torchrun a checkpoint load).
+failure: it is never killed; the victims rotate through the others. Its workers keep no checkpoint, so
+a restarted worker starts from step 0 (this spares torchrun a checkpoint load). A join starts at the
+spawn. Debian's torchrun 1.13 under Python 3.11 crashes on its --redirects/--tee values (Std.from_str
+returns None for 0, the default, and 3: iterating an IntFlag in 3.11 skips 0 and multi-bit members);
+the agents run through this file's --torchrun-agent mode, which replaces Std.from_str with a working
+parser and calls torchrun's main.
 
-Debian's torchrun 1.13 under Python 3.11 crashes on its --redirects/--tee values (Std.from_str returns
-None for 0, the default, and 3: iterating an IntFlag in 3.11 skips 0 and multi-bit members); the agents run through this file's
---torchrun-agent mode, which replaces Std.from_str with a working parser and calls torchrun's main.
+Times: every step line carries `t`, the worker's wall clock (time.time()) when the step completed; a
+kill is timed by the bench's wall clock just before the SIGKILL. One JSON line per kill, a summary per
+system (torchrun's with the ratios of its kill p50 to each shoal system's) on stdout; progress on stderr.
 
-Times: every step line carries `t`, the worker's wall clock (time.time()) when the step completed; a kill
-is timed by the bench's wall clock just before the SIGKILL; a join starts at the arrival of the shoal
-newcomer's "started" line (after its torch import; join_from_spawn_ms counts from the spawn) or at the
-spawn of the torchrun agent. One JSON line per kill and a summary on stdout; progress on stderr.
-
-usage: torch_elastic_bench.py [--hosts 4] [--kills 6] [--torchrun-kills 2] [--step-ms 20]
-                              [--skip-torchrun] [--build DIR] [--keep-logs]
+usage: torch_elastic_bench.py [--system both|elastic|restart|torchrun|all] [--hosts 4] [--kills 6]
+                              [--torchrun-kills 2] [--step-ms 20] [--skip-torchrun] [--build DIR]
+                              [--keep-logs]
 """
 import argparse, glob, json, os, re, shutil, signal, socket, subprocess, sys, tempfile, threading, time
 
@@ -119,17 +138,51 @@ def torchrun_agent_main(argv):
 
 # ---------------------------------------------------------------- the bench
 
+LISTENING = re.compile(r"^shoal agent (\S+) listening on (\S+)")
+AGENT_LOG = re.compile(r"^(\[rank \d+\] )?(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+) +\w+ +\[(\w+)\] (.*)$")
+TORCH_LOG = re.compile(r"^\[rank \d+\] [IWEF](\d{8} \d\d:\d\d:\d\d)(\.\d+) +(\d+) ")
+PHASES = ("suspect", "dead", "commit", "stopped", "spawned", "pg_init", "comm_ready", "restored", "load",
+          "first_step")
+
+
+def stats(values):
+    values = [v for v in values if v is not None]
+    return {"p50": pct(values, 50), "max": max(values) if values else None}
+
+
+def host_pids(root):
+    """root, every process of its session (the agent's workers have groups of their own) and every
+    descendant of it (torchrun's workers)."""
+    procs = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/%s/stat" % entry) as f:
+                    rest = f.read().rsplit(")", 1)[1].split()
+                procs[int(entry)] = (int(rest[1]), int(rest[3]))  # ppid, session
+            except (OSError, IndexError, ValueError):
+                pass
+    out, grew = {root} | {p for p, (_, sid) in procs.items() if sid == root}, True
+    while grew:
+        more = {p for p, (ppid, _) in procs.items() if ppid in out} - out
+        out |= more
+        grew = bool(more)
+    return out
+
+
 class Host:
-    """One loopback host: a process in a session of its own; its stdout read on a thread, the step lines
-    kept as (arrival wall time, doc)."""
+    """One loopback host: a process in a session of its own; its stdout read on a thread (a worker's line
+    may carry the agent's `[rank N] ` prefix), the step lines kept as (arrival wall time, doc), the event
+    lines (load, fresh) as docs; its stderr in LOGDIR/NAME.log."""
 
     def __init__(self, name, argv, logdir, env=None):
         self.name = name
-        self.err = open(os.path.join(logdir, name + ".log"), "w")
+        self.log_path = os.path.join(logdir, name + ".log")
+        self.err = open(self.log_path, "w")
         self.spawned = time.time()
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.err, stdin=subprocess.DEVNULL,
                                      start_new_session=True, env=env)
-        self.lines, self.lock = [], threading.Lock()
+        self.lines, self.events, self.lock = [], [], threading.Lock()
         self.started, self.addr = None, None
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -137,15 +190,21 @@ class Host:
         for raw in self.proc.stdout:
             now = time.time()
             text = raw.decode(errors="replace").strip()
+            m = LISTENING.match(text)
+            if m:  # shoal agent: its listening line
+                self.started, self.addr = now, m.group(2)
+                continue
             try:
                 doc = json.loads(text[text.index("{"):]) if "{" in text else None
             except ValueError:
                 doc = None
-            if doc is None:
+            if not isinstance(doc, dict):
                 continue
             with self.lock:
                 if doc.get("event") == "started":
                     self.started, self.addr = now, doc.get("addr")
+                elif "event" in doc:
+                    self.events.append(doc)
                 elif "step" in doc:
                     self.lines.append((now, doc))
 
@@ -159,23 +218,34 @@ class Host:
 
     def first_good_after(self, t0, world):
         for d in self.steps():
-            if d["t"] > t0 and d["world"] == world and d["ok"]:
+            if d["t"] > t0 and d["world"] == world and d.get("ok", True):
                 return d
         return None
+
+    def first_event_after(self, t0, world):
+        with self.lock:
+            return next((d for d in self.events if d["t"] > t0 and d["world"] == world), None)
 
     def alive(self):
         return self.proc.poll() is None
 
     def kill(self):
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        """SIGKILLs the whole host at once; returns the wall clock just before the first signal."""
+        if self.proc.poll() is not None:  # its pid may be another process's now
+            return time.time()
+        pids, t = host_pids(self.proc.pid), time.time()
+        for _ in range(2):  # again for anything the first pass missed
+            for pid in sorted(pids, key=lambda p: p != self.proc.pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            pids = host_pids(self.proc.pid) - {self.proc.pid}
         try:
             self.proc.wait(10)
         except subprocess.TimeoutExpired:
             pass
+        return t
 
 
 def wait_for(cond, timeout, hosts=(), what=""):
@@ -202,7 +272,7 @@ def audit(hosts, events):
     for h in hosts:
         seen_max, pids = -1, set()
         for d in h.steps():
-            bad_steps += not d["ok"]
+            bad_steps += d.get("ok") is False
             bad_states += d.get("state_ok") is False
             pids.add(d["pid"])
             if d["step"] <= seen_max:
@@ -216,140 +286,311 @@ def audit(hosts, events):
     return bad_steps, bad_states, restarted, redone
 
 
-def run_shoal(a, logdir, job, out, procs):
-    env = dict(os.environ, PYTHONPATH=os.path.join(a.build, "python"))
-    example = os.path.join(REPO, "examples", "python", "elastic_ddp.py")
-    n, counter = a.hosts, [0]
-
-    def start(seed):
-        name = "h%d" % counter[0]  # in the output; the agent's name is unique to this run (see below)
-        counter[0] += 1
-        # An embedded agent serves /run/shoal/NAME.sock: with a name another job here uses, it would serve none.
-        agent = "%s-%s" % (job, name)
-        argv = [PY, example, "--name", agent, "--host", agent, "--bind", "127.0.0.1:0", "--cluster", job, "--job", job,
-                "--min-hosts", "2", "--steps", "100000000", "--step-ms", str(a.step_ms), "--log-level", "info"]
-        if seed:
-            argv += ["--seeds", seed]
-        h = Host(name, argv, logdir, env)
-        procs.append(h)
-        if not wait_for(lambda: h.addr, 60, [h], "%s's started line" % name):
-            raise RuntimeError("host %s printed no started line" % name)
-        return h
-
-    hosts = [start(None)]
-    for _ in range(1, n):
-        hosts.append(start(hosts[0].addr))
-    everyone = list(hosts)
-    t0 = min(h.started for h in hosts)
-    if not wait_for(lambda: all_stepped(hosts, t0, n), 120, hosts, "world %d" % n):
-        raise RuntimeError("shoal: the %d hosts never trained together (logs in %s)" % (n, logdir))
-    log("shoal: %d hosts train in a world of %d" % (n, n))
-    time.sleep(1.0)
-    ts = [d["t"] for d in hosts[0].steps()[-30:]]
-    step_ms = pct([b - x for x, b in zip(ts, ts[1:])], 50)
-    events, kills = [], []
-    for k in range(a.kills):
-        ranks = {h.name: h.last()["rank"] for h in hosts}
-        by_rank = sorted(hosts, key=lambda h: ranks[h.name])
-        victim = by_rank[0] if k % 2 == 0 else by_rank[1 + (k // 2) % (n - 1)]
-        survivors = [h for h in hosts if h is not victim]
-        t_kill = time.time()
-        victim.kill()
-        events.append((t_kill, "kill"))
-        if not wait_for(lambda: all_stepped(survivors, t_kill, n - 1), 60, survivors, "world %d" % (n - 1)):
-            raise RuntimeError("shoal: survivors did not step in world %d after kill %d (logs in %s)" % (n - 1, k, logdir))
-        firsts = {h.name: h.first_good_after(t_kill, n - 1) for h in survivors}
-        per = {name: ms(d["t"] - t_kill) for name, d in firsts.items()}
-        rebuild = {name: d.get("rebuild_ms") for name, d in firsts.items()}
-        hosts = survivors
-        joiner = start(hosts[(k + 1) % len(hosts)].addr)
-        everyone.append(joiner)
-        hosts.append(joiner)
-        events.append((joiner.started, "join"))
-        if not wait_for(lambda: all_stepped(hosts, joiner.started, n), 60, hosts, "world %d" % n):
-            raise RuntimeError("shoal: the world did not regrow after join %d (logs in %s)" % (k, logdir))
-        t_join = max(h.first_good_after(joiner.started, n)["t"] for h in hosts)
-        rec = {"system": "shoal", "result": "kill", "kill": k, "victim": victim.name, "victim_rank": ranks[victim.name],
-               "world": [n, n - 1], "kill_to_step_ms": max(per.values()), "per_survivor_ms": per,
-               "rebuild_ms": rebuild, "joiner": joiner.name, "join_to_step_ms": ms(t_join - joiner.started),
-               "join_from_spawn_ms": ms(t_join - joiner.spawned)}
-        kills.append(rec)
-        print(json.dumps(rec), flush=True)
-        log("shoal kill %d: %s (rank %d) -> %d ms; join %d ms" % (k, victim.name, ranks[victim.name],
-                                                               rec["kill_to_step_ms"], rec["join_to_step_ms"]))
-        time.sleep(0.5)
-    survivors_exited = [h.name for h in hosts if not h.alive()]
-    bad_steps, bad_states, restarted, redone = audit(everyone, events)
-    out.update(shoal_kills=kills, shoal_step_ms=ms(step_ms), bad_steps=bad_steps, bad_states=bad_states,
-               survivors_restarted=restarted, survivors_exited=survivors_exited, redone=redone)
-
-
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def run_torchrun(a, logdir, out, procs):
-    n, port, rid = a.hosts, free_port(), "shoalbench%d" % os.getpid()
-    counter = [0]
+class System:
+    """What differs between the systems around the shared kill/join loop (kill_join_loop): how a host
+    starts, which host dies, where a joiner goes, and what is checked after a kill and a join."""
+    timeout, pause, restarted_key = 60, 0.5, "workers_restarted"
 
-    def start():
-        name = "t%d" % counter[0]
-        counter[0] += 1
-        argv = [PY, HERE, "--torchrun-agent", "--nnodes=%d:%d" % (n - 1, n), "--nproc_per_node=1",
-                "--rdzv_backend=c10d", "--rdzv_endpoint=127.0.0.1:%d" % port, "--rdzv_id=" + rid,
-                "--max_restarts=%d" % (4 * a.torchrun_kills + 4), HERE, "--worker", "--step-ms", str(a.step_ms)]
-        h = Host(name, argv, logdir, dict(os.environ, OMP_NUM_THREADS="1"))
-        procs.append(h)
+    def __init__(self, a, logdir, job):
+        self.a, self.logdir, self.job, self.n = a, logdir, job, a.hosts
+        self.kills, self.procs, self.counter, self.extra = a.kills, [], 0, {}
+
+    def spawn(self, prefix, argv, env):
+        name = "%s%d" % (prefix, self.counter)
+        self.counter += 1
+        h = Host(name, argv, self.logdir, env)
+        self.procs.append(h)
         return h
 
-    agents = [start()]
-    # The first agent must host the c10d store: wait until it listens before starting the others.
-    def listening():
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return True
-        except OSError:
-            return False
-    if not wait_for(listening, 60, agents, "the c10d store"):
-        raise RuntimeError("torchrun: the first agent never hosted the store (logs in %s)" % logdir)
-    for _ in range(1, n):
-        agents.append(start())
-    t0 = agents[0].spawned
-    if not wait_for(lambda: all_stepped(agents, t0, n), 180, agents, "world %d" % n):
-        raise RuntimeError("torchrun: the %d agents never trained together (logs in %s)" % (n, logdir))
-    log("torchrun: %d agents train in a world of %d" % (n, n))
-    time.sleep(1.0)
-    kills = []
-    for k in range(a.torchrun_kills):
-        victim = agents[1 + k % (n - 1)]
-        survivors = [h for h in agents if h is not victim]
-        pids_before = {h.name: h.last()["pid"] for h in survivors}
-        t_kill = time.time()
-        victim.kill()
-        if not wait_for(lambda: all_stepped(survivors, t_kill, n - 1), 300, survivors, "world %d" % (n - 1)):
-            raise RuntimeError("torchrun: survivors did not step in world %d after kill %d (logs in %s)"
-                               % (n - 1, k, logdir))
+    def launch(self):  # shoal: the first host starts the cluster, the others seed through it
+        hosts = [self.start(None)]
+        for _ in range(1, self.n):
+            hosts.append(self.start(hosts[0].addr))
+        return hosts, min(h.started for h in hosts)
+
+    def wait_started(self, h, timeout):
+        if not wait_for(lambda: h.addr, timeout, [h], "%s's started line" % h.name):
+            raise RuntimeError("host %s printed no started line (logs in %s)" % (h.name, self.logdir))
+        return h
+
+    def victim(self, hosts, k):  # alternately rank 0's host and another
+        by_rank = sorted(hosts, key=lambda h: h.last()["rank"])
+        return by_rank[0] if k % 2 == 0 else by_rank[1 + (k // 2) % (self.n - 1)]
+
+    def join(self, hosts, k):
+        joiner = self.start(hosts[(k + 1) % len(hosts)].addr)
+        return joiner, hosts + [joiner], joiner.started
+
+    def snapshot(self, hosts):
+        return {h.name: h.last()["pid"] for h in hosts}
+
+    def after_kill(self, before, victim, survivors, firsts, t_kill):
+        return {}
+
+    def after_join(self, before, hosts, t0):
+        return {}
+
+    def summary(self, recs, s):
+        return s
+
+
+def kill_join_loop(sys_, hosts):
+    n, events, recs = sys_.n, [], []
+    for k in range(sys_.kills):
+        victim = sys_.victim(hosts, k)
+        victim_rank = victim.last()["rank"]
+        survivors = [h for h in hosts if h is not victim]
+        before = sys_.snapshot(survivors)
+        t_kill = victim.kill()
+        events.append((t_kill, "kill"))
+        if not wait_for(lambda: all_stepped(survivors, t_kill, n - 1), sys_.timeout, survivors, "world %d" % (n - 1)):
+            raise RuntimeError("%s: survivors did not step in world %d after kill %d (logs in %s)"
+                               % (sys_.name, n - 1, k, sys_.logdir))
         firsts = {h.name: h.first_good_after(t_kill, n - 1) for h in survivors}
         per = {name: ms(d["t"] - t_kill) for name, d in firsts.items()}
-        restarted = sum(1 for name, d in firsts.items() if d["pid"] != pids_before[name])
-        agents = survivors
-        joiner = start()
-        agents.insert(1, joiner)  # never agents[0], the store's host
-        if not wait_for(lambda: all_stepped(agents, joiner.spawned, n), 300, agents, "world %d" % n):
-            raise RuntimeError("torchrun: the world did not regrow after join %d (logs in %s)" % (k, logdir))
-        t_join = max(h.first_good_after(joiner.spawned, n)["t"] for h in agents)
-        rec = {"system": "torchrun", "result": "kill", "kill": k, "victim": victim.name, "world": [n, n - 1],
-               "kill_to_step_ms": max(per.values()), "per_survivor_ms": per, "survivor_workers_restarted": restarted,
-               "first_step_after_kill": min(d["step"] for d in firsts.values()), "joiner": joiner.name,
-               "join_from_spawn_ms": ms(t_join - joiner.spawned)}
-        kills.append(rec)
+        rec = {"system": sys_.name, "result": "kill", "kill": k, "victim": victim.name, "victim_rank": victim_rank,
+               "world": [n, n - 1], "kill_to_step_ms": max(per.values()), "per_survivor_ms": per}
+        rec.update(sys_.after_kill(before, victim, survivors, firsts, t_kill))
+        before = sys_.snapshot(survivors)
+        joiner, hosts, t0 = sys_.join(survivors, k)
+        events.append((t0, "join"))
+        if not wait_for(lambda: all_stepped(hosts, t0, n), sys_.timeout, hosts, "world %d" % n):
+            raise RuntimeError("%s: the world did not regrow after join %d (logs in %s)" % (sys_.name, k, sys_.logdir))
+        t_join = max(h.first_good_after(t0, n)["t"] for h in hosts)
+        rec.update(joiner=joiner.name, join_to_step_ms=ms(t_join - t0), join_from_spawn_ms=ms(t_join - joiner.spawned))
+        rec.update(sys_.after_join(before, hosts, t0))
+        recs.append(rec)
         print(json.dumps(rec), flush=True)
-        log("torchrun kill %d: %s -> %d ms; join %d ms" % (k, victim.name, rec["kill_to_step_ms"],
-                                                          rec["join_from_spawn_ms"]))
-        time.sleep(1.0)
-    out.update(torchrun_kills=kills)
+        log("%s kill %d: %s (rank %d) -> %d ms; join %d ms" % (sys_.name, k, victim.name, victim_rank,
+                                                            rec["kill_to_step_ms"], rec["join_to_step_ms"]))
+        time.sleep(sys_.pause)
+    return hosts, recs, events
+
+
+def run_system(sys_):
+    hosts, t0 = sys_.launch()
+    if not wait_for(lambda: all_stepped(hosts, t0, sys_.n), 180, hosts, "world %d" % sys_.n):
+        raise RuntimeError("%s: the %d hosts never trained together (logs in %s)" % (sys_.name, sys_.n, sys_.logdir))
+    log("%s: %d hosts train in a world of %d" % (sys_.name, sys_.n, sys_.n))
+    time.sleep(1.0)
+    ts = [d["t"] for d in hosts[0].steps()[-30:]]
+    step_ms = pct([b - x for x, b in zip(ts, ts[1:])], 50)
+    hosts, recs, events = kill_join_loop(sys_, hosts)
+    bad_steps, bad_states, restarted, redone = audit(sys_.procs, events)
+    kt = [r["kill_to_step_ms"] for r in recs]
+    s = {"system": sys_.name, "result": "summary", "hosts": sys_.n, "step_ms": sys_.a.step_ms, "kills": len(recs),
+         "kill_to_step_ms": stats(kt), "join_to_step_ms": stats([r["join_to_step_ms"] for r in recs]),
+         "baseline_step_ms": ms(step_ms), sys_.restarted_key: restarted,
+         "survivors_exited": len([h for h in hosts if not h.alive()]), "bad_steps": bad_steps,
+         "bad_states": bad_states, "steps_redone_after_kill": redone["kill"], "steps_redone_after_join": redone["join"]}
+    s.update(sys_.extra)
+    return sys_.summary(recs, s)
+
+
+class Elastic(System):
+    name, restarted_key = "elastic", "survivors_restarted"
+
+    def start(self, seed):
+        env = dict(os.environ, PYTHONPATH=os.path.join(self.a.build, "python"))
+        agent = "%s-h%d" % (self.job, self.counter)  # an embedded agent serves /run/shoal/NAME.sock: unique
+        argv = [PY, os.path.join(REPO, "examples", "python", "elastic_ddp.py"), "--name", agent, "--host", agent,
+                "--bind", "127.0.0.1:0", "--cluster", self.job, "--job", self.job, "--min-hosts", "2",
+                "--steps", "100000000", "--step-ms", str(self.a.step_ms), "--log-level", "info"]
+        return self.wait_started(self.spawn("h", argv + (["--seeds", seed] if seed else []), env), 60)
+
+    def after_kill(self, before, victim, survivors, firsts, t_kill):
+        return {"rebuild_ms": {name: d.get("rebuild_ms") for name, d in firsts.items()}}
+
+    def summary(self, recs, s):
+        kt = [r["kill_to_step_ms"] for r in recs]
+        s["met"] = {"kill_p50_le_1000ms": bool(kt) and pct(kt, 50) <= 1000,
+                    "kill_max_le_2000ms": bool(kt) and max(kt) <= 2000,
+                    "survivors_restarted_0": s["survivors_restarted"] == 0 and not s["survivors_exited"],
+                    "bad_steps_0": s["bad_steps"] == 0, "bad_states_0": s["bad_states"] == 0,
+                    "steps_redone_after_join_0": s["steps_redone_after_join"] == 0}
+        s["note"] = ("times from the step lines' t (the worker's wall clock) minus the bench's wall clock at the "
+                     "SIGKILL; a kill's figure is its slowest survivor")
+        return s
+
+
+def check_loads(hosts, old_pids, world, t0):
+    """Each host's first event line in `world` after t0 against S, the newest step every old worker (pid
+    in old_pids) printed, and the checksums they printed."""
+    last, sums = {}, {}
+    for h in hosts:
+        mine = [d for d in h.steps() if d["pid"] == old_pids.get(h.name)]
+        if h.name in old_pids:
+            last[h.name] = max((d["step"] for d in mine), default=-1)
+        sums.update((d["step"], d["checksum"]) for d in mine)
+    common = min(last.values())
+    loaded, lost, bad = {}, [], 0
+    for h in hosts:
+        d = h.first_event_after(t0, world)
+        is_load = d is not None and d.get("event") == "load"
+        loaded[h.name] = d["step"] if is_load else None
+        bad += not (is_load and sums.get(d["step"]) == d["checksum"])
+        if is_load:
+            lost.append(common - d["step"])
+    return {"common_step": common, "loaded": loaded, "steps_lost": max(lost) if lost else None, "bad_loads": bad}
+
+
+def read_log(path, since):
+    """(wall time, 'agent'|'worker'|'torch', tid or component, text) of a shoal agent's stderr lines."""
+    out = []
+    with open(path, errors="replace") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            m = AGENT_LOG.match(line)
+            if m:
+                t = time.mktime(time.strptime(m.group(2), "%Y-%m-%dT%H:%M:%S")) + float(m.group(3))
+                kind, who, text = ("worker" if m.group(1) else "agent"), m.group(4), m.group(5)
+            else:
+                m = TORCH_LOG.match(line)
+                if not m:
+                    continue
+                t = time.mktime(time.strptime(m.group(1), "%Y%m%d %H:%M:%S")) + float(m.group(2))
+                kind, who, text = "torch", int(m.group(3)), line
+            if t >= since:
+                out.append((t, kind, who, text))
+    return out
+
+
+class Restart(System):
+    name = "restart"
+
+    def __init__(self, a, logdir, job):
+        super().__init__(a, logdir, job)
+        self.master_port = free_port()
+        self.env = dict(os.environ, PYTHONPATH=os.path.join(a.build, "python"), TORCH_CPP_LOG_LEVEL="INFO")
+        t = time.time()  # python's start and the worker's imports, on an idle machine
+        subprocess.run([PY, "-c", "import torch, torch.distributed, torch.nn.parallel, shoal.torch"], env=self.env,
+                       check=True)
+        self.extra["import_probe_ms"] = ms(time.time() - t)
+
+    def start(self, seed):
+        agent = "%s-h%d" % (self.job, self.counter)
+        argv = [os.path.join(self.a.build, "shoal"), "agent", "--name", agent, "--host", agent,
+                "--bind", "127.0.0.1:0"] + (["--seeds", seed] if seed else []) + [
+                "--cluster", self.job, "--job", self.job, "--min-hosts", "2", "--hold-down", "1",
+                "--master-port", str(self.master_port), "--control", os.path.join(self.logdir, agent + ".sock"),
+                "--", PY, os.path.join(REPO, "examples", "python", "ddp_flash.py"), "--steps", "100000000",
+                "--step-ms", str(self.a.step_ms)]
+        return self.wait_started(self.spawn("h", argv, self.env), 20)
+
+    def after_kill(self, before, victim, survivors, firsts, t_kill):
+        out = check_loads(survivors, before, self.n - 1, t_kill)
+        out["phases_ms"] = self.phases(victim, survivors, before, firsts, t_kill)
+        return out
+
+    def after_join(self, before, hosts, t0):
+        return {"join_" + k: v for k, v in check_loads(hosts, before, self.n, t0).items()}
+
+    def phases(self, victim, survivors, before, firsts, t_kill):
+        """Milestones after the kill (ms), each the slowest survivor's."""
+        dead = "member %s-%s " % (self.job, victim.name)
+        worst = {}
+        for h in survivors:
+            old, new = before[h.name], firsts[h.name]["pid"]
+            marks = {"first_step": firsts[h.name]["t"]}
+            load = h.first_event_after(t_kill, self.n - 1)
+            if load:
+                marks["load"] = load["t"]
+            for t, kind, who, text in read_log(h.log_path, t_kill - 0.002):
+                spawned = "spawned" in marks
+                for mark, hit in (("suspect", kind == "agent" and dead + "suspect" in text),
+                                  ("dead", kind == "agent" and dead + "dead" in text),
+                                  ("commit", kind == "agent" and who == "membership" and "committed" in text),
+                                  ("stopped", kind == "agent" and "(pid %d, view" % old in text),
+                                  ("spawned", kind == "agent" and "pid %d) for view" % new in text),
+                                  ("pg_init", spawned and kind == "torch" and who == new),
+                                  ("comm_ready", spawned and kind == "worker" and who == "comm" and "ready" in text),
+                                  ("restored", spawned and kind == "worker" and who == "ckpt" and "restored" in text)):
+                    if hit and mark not in marks:
+                        marks[mark] = t
+            for mark, t in marks.items():
+                worst[mark] = max(worst.get(mark, 0), ms(t - t_kill))
+        return {p: worst.get(p) for p in PHASES}
+
+    def summary(self, recs, s):
+        kt = [r["kill_to_step_ms"] for r in recs]
+        lost = [r["steps_lost"] for r in recs]
+        jlost = [r["join_steps_lost"] for r in recs]
+        s.update(steps_lost=max(lost) if recs and None not in lost else None,
+                 bad_loads=sum(r["bad_loads"] for r in recs),
+                 join_steps_lost=max(jlost) if recs and None not in jlost else None,
+                 join_bad_loads=sum(r["join_bad_loads"] for r in recs),
+                 phases_ms_p50={p: pct([r["phases_ms"][p] for r in recs if r["phases_ms"][p] is not None], 50)
+                                for p in PHASES})
+        s["met"] = {"kill_p50_le_2000ms": bool(kt) and pct(kt, 50) <= 2000, "steps_lost_0": s["steps_lost"] == 0,
+                    "bad_loads_0": s["bad_loads"] == 0, "join_steps_lost_0": s["join_steps_lost"] == 0,
+                    "join_bad_loads_0": s["join_bad_loads"] == 0}
+        s["note"] = ("restart mode restarts every worker at every view change (workers_restarted counts them); "
+                     "steps_lost: S minus the step loaded, S the newest step every survivor's old worker printed; "
+                     "phases_ms: milestones after the SIGKILL, the slowest survivor's (see the docstring); "
+                     "import_probe_ms: python3 -c 'import torch, shoal.torch' on the idle machine")
+        return s
+
+
+class Torchrun(System):
+    name, timeout, pause = "torchrun", 300, 1.0
+
+    def __init__(self, a, logdir, job, shoal_summaries):
+        super().__init__(a, logdir, job)
+        self.kills, self.port, self.shoal = a.torchrun_kills, free_port(), shoal_summaries
+
+    def start(self, seed=None):
+        n = self.n
+        argv = [PY, HERE, "--torchrun-agent", "--nnodes=%d:%d" % (n - 1, n), "--nproc_per_node=1",
+                "--rdzv_backend=c10d", "--rdzv_endpoint=127.0.0.1:%d" % self.port, "--rdzv_id=shoalbench%d" % os.getpid(),
+                "--max_restarts=%d" % (4 * self.kills + 4), HERE, "--worker", "--step-ms", str(self.a.step_ms)]
+        return self.spawn("t", argv, dict(os.environ, OMP_NUM_THREADS="1"))
+
+    def launch(self):
+        agents = [self.start()]
+
+        def listening():  # the first agent must host the c10d store before the others start
+            try:
+                socket.create_connection(("127.0.0.1", self.port), 0.2).close()
+                return True
+            except OSError:
+                return False
+        if not wait_for(listening, 60, agents, "the c10d store"):
+            raise RuntimeError("torchrun: the first agent never hosted the store (logs in %s)" % self.logdir)
+        agents += [self.start() for _ in range(1, self.n)]
+        return agents, agents[0].spawned
+
+    def victim(self, hosts, k):
+        return hosts[1 + k % (self.n - 1)]
+
+    def join(self, hosts, k):
+        joiner = self.start()
+        return joiner, hosts[:1] + [joiner] + hosts[1:], joiner.spawned  # never hosts[0], the store's host
+
+    def after_kill(self, before, victim, survivors, firsts, t_kill):
+        return {"survivor_workers_restarted": sum(1 for name, d in firsts.items() if d["pid"] != before[name]),
+                "first_step_after_kill": min(d["step"] for d in firsts.values())}
+
+    def summary(self, recs, s):
+        t50 = s["kill_to_step_ms"]["p50"]
+        s["ratio"] = {o["system"]: round(t50 / o["kill_to_step_ms"]["p50"], 1) for o in self.shoal
+                      if t50 and o["kill_to_step_ms"]["p50"]}
+        s["met"] = {"%s_ratio_ge_20" % k: v >= 20 for k, v in s["ratio"].items()}
+        s["note"] = ("defaults (c10d rendezvous, last_call 30 s, monitor_interval 5 s, keep-alive 5 s x 3); the "
+                     "first agent hosts the c10d TCPStore, a single point of failure (killing it ends the job for "
+                     "every agent), so it is never a victim; torchrun restarts every survivor's worker, which "
+                     "starts again from step 0 (no checkpoint is loaded); --redirects/--tee parsing patched for "
+                     "Python 3.11; ratio: its kill p50 over each shoal system's, same run")
+        return s
+
+
+SYSTEMS = {"both": ["elastic", "torchrun"], "all": ["elastic", "restart", "torchrun"], "elastic": ["elastic"],
+           "restart": ["restart"], "torchrun": ["torchrun"]}
 
 
 def main():
@@ -360,32 +601,40 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\nusage:")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="Internal modes (the bench starts "
                                  "them itself): --torchrun-agent TORCHRUN_ARGS..., --worker [--step-ms MS].")
+    ap.add_argument("--system", choices=sorted(SYSTEMS), default="both",
+                    help="both: elastic and torchrun (default); all: elastic, restart and torchrun")
     ap.add_argument("--hosts", type=int, default=4, help="loopback hosts for each system (default 4)")
     ap.add_argument("--kills", type=int, default=6, help="shoal kills, alternating rank 0's host and another (default 6)")
     ap.add_argument("--torchrun-kills", type=int, default=2, help="torchrun kills, never the store's host (default 2)")
     ap.add_argument("--step-ms", type=int, default=20, help="sleep per step, the 'compute' (default 20)")
-    ap.add_argument("--skip-torchrun", action="store_true", help="measure shoal only (no ratio)")
+    ap.add_argument("--skip-torchrun", action="store_true", help="leave torchrun out of --system")
     ap.add_argument("--build", default=os.path.join(REPO, "build"), help="shoal's build dir (default REPO/build)")
     ap.add_argument("--keep-logs", action="store_true", help="keep the hosts' stderr logs (always kept on failure)")
     a = ap.parse_args()
     if a.hosts < 3 or a.kills < 0 or a.torchrun_kills < 0 or a.step_ms < 0:
         ap.error("--hosts takes at least 3 (min hosts 2; torchrun's --nnodes N-1:N); counts are non-negative")
+    names = [s for s in SYSTEMS[a.system] if not (s == "torchrun" and (a.skip_torchrun or not a.torchrun_kills))]
     job = "tebench%d" % os.getpid()
     logdir = tempfile.mkdtemp(prefix="shoal-torch-elastic-bench-")
     log("logs in %s" % logdir)
-    base = {"hosts": a.hosts, "step_ms": a.step_ms}
-    out, procs, failed = {}, [], True
+    summaries, systems, failed = [], [], True
     try:
-        run_shoal(a, logdir, job, out, procs)
-        for h in procs:
-            h.kill()
-        if not a.skip_torchrun and a.torchrun_kills:
-            run_torchrun(a, logdir, out, procs)
+        for name in names:
+            if name == "torchrun":
+                sys_ = Torchrun(a, logdir, job, summaries)
+            else:
+                sys_ = (Elastic if name == "elastic" else Restart)(a, logdir, job + name[0])
+            systems.append(sys_)
+            summary = run_system(sys_)
+            for h in sys_.procs:
+                h.kill()
+            summaries.append(summary)
+            print(json.dumps(summary), flush=True)
         failed = False
     finally:
-        for h in procs:
+        for h in (h for s in systems for h in s.procs):
             h.kill()
-        for path in glob.glob("/dev/shm/shoal.%s*" % job) + glob.glob("/run/shoal/%s-h*.sock" % job):
+        for path in glob.glob("/dev/shm/shoal.%s*" % job) + glob.glob("/run/shoal/%s*-h*.sock" % job):
             try:
                 os.unlink(path)
             except OSError:
@@ -394,32 +643,6 @@ def main():
             log("logs kept in %s" % logdir)
         else:
             shutil.rmtree(logdir, ignore_errors=True)
-    sk = [r["kill_to_step_ms"] for r in out["shoal_kills"]]
-    sj = [r["join_to_step_ms"] for r in out["shoal_kills"]]
-    tk = [r["kill_to_step_ms"] for r in out.get("torchrun_kills", [])]
-    s50, t50 = pct(sk, 50), pct(tk, 50)
-    ratio = round(t50 / s50, 1) if s50 and t50 else None
-    red = out["redone"]
-    summary = dict(base, result="summary", kills=a.kills, torchrun_kills=len(tk),
-                   kill_to_step_ms={"shoal": {"p50": s50, "max": max(sk) if sk else None},
-                                    "torchrun": {"p50": t50, "max": max(tk) if tk else None}},
-                   ratio=ratio, join_to_step_ms={"p50": pct(sj, 50), "max": max(sj) if sj else None},
-                   shoal_baseline_step_ms=out["shoal_step_ms"], survivors_restarted=out["survivors_restarted"],
-                   survivors_exited=len(out["survivors_exited"]), bad_steps=out["bad_steps"],
-                   bad_states=out["bad_states"], steps_redone_after_join=red["join"],
-                   steps_redone_after_kill=red["kill"])
-    summary["met"] = {"kill_p50_le_1000ms": bool(sk) and s50 <= 1000, "kill_max_le_2000ms": bool(sk) and max(sk) <= 2000,
-                      "survivors_restarted_0": out["survivors_restarted"] == 0 and not out["survivors_exited"],
-                      "bad_steps_0": out["bad_steps"] == 0, "bad_states_0": out["bad_states"] == 0,
-                      "steps_redone_after_join_0": red["join"] == 0,
-                      "ratio_ge_20": None if ratio is None else ratio >= 20}
-    summary["note"] = ("times from the step lines' t (the worker's wall clock) minus the bench's wall clock at the "
-                       "SIGKILL; a kill's figure is its slowest survivor. torchrun: defaults (c10d rendezvous, "
-                       "last_call 30 s, monitor_interval 5 s, keep-alive 5 s x 3); the first agent hosts the "
-                       "c10d TCPStore, a single point of failure (killing it ends the job for every agent), so it "
-                       "is never a victim; torchrun restarts every survivor's worker, which starts again from "
-                       "step 0 (no checkpoint is loaded); --redirects/--tee parsing patched for Python 3.11")
-    print(json.dumps(summary), flush=True)
     return 0
 
 

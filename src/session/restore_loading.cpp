@@ -1,6 +1,7 @@
 // Loading one agreed version: find it, show the caller its layout, copy and verify.
 #include "session/restore_loading.hpp"
 
+#include <cstring>
 #include <memory>
 
 #include "base/log.hpp"
@@ -66,7 +67,7 @@ Result<RestoredCheckpoint> place_and_copy(const ckpt::VersionInfo& info, std::sp
       throw PlacerFailed("the destination of buffer '" + b.name + "' holds " + std::to_string(into[i].size()) +
                          " bytes, not " + std::to_string(b.size));
     }
-    if (ckpt::copy_with_checksum(into[i], bytes.subspan(b.offset, b.size)) != b.checksum) {
+    if (!ckpt::copy_and_verify(into[i], bytes.subspan(b.offset, b.size), b.checksum)) {
       return fail("buffer '" + b.name + "' does not match its checksum");
     }
   }
@@ -77,7 +78,9 @@ Result<RestoredCheckpoint> place_and_copy(const ckpt::VersionInfo& info, std::sp
 // is copied), then placed or copied. nullopt, with the reason logged, when it does not hold an intact copy.
 std::optional<RestoredCheckpoint> load_segment(const LoadRequest& request, std::span<const std::byte> bytes,
                                                const std::string& segment, Clock::time_point started) {
-  auto info = ckpt::decode_version(bytes, request.place ? ckpt::DataCheck::skip : ckpt::DataCheck::verify);
+  // The data is verified while it is copied out (one pass, and a save that reuses the slot meanwhile
+  // is caught by the very copy it would have torn).
+  auto info = ckpt::decode_version(bytes, ckpt::DataCheck::skip);
   if (!info || !matches(*info, request)) {
     logger().warn("ckpt: local copy {} of rank {} step {} refused: {}", segment, request.rank, request.step,
                   info ? std::string("it changed meanwhile") : info.error().detail);
@@ -91,7 +94,16 @@ std::optional<RestoredCheckpoint> load_segment(const LoadRequest& request, std::
     return std::nullopt;
   }
   auto r = described(*info, "local", started);
-  r.data.assign(bytes.begin(), bytes.begin() + static_cast<ptrdiff_t>(info->total_bytes));
+  r.data.resize(info->total_bytes);
+  std::memcpy(r.data.data(), bytes.data(), info->data_offset);
+  for (const auto& b : info->buffers) {
+    if (!ckpt::copy_and_verify(std::span<std::byte>(r.data).subspan(b.offset, b.size), bytes.subspan(b.offset, b.size),
+                               b.checksum)) {
+      logger().warn("ckpt: local copy {} of rank {} step {} refused: buffer '{}' does not match its checksum", segment,
+                    request.rank, request.step, b.name);
+      return std::nullopt;
+    }
+  }
   r.seconds = std::chrono::duration<double>(Clock::now() - started).count();
   return r;
 }
