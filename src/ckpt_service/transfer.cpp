@@ -56,8 +56,11 @@ Status send_stream(net::BlockingConn& conn, std::span<const std::byte> segment, 
 }
 
 // Reads a version's stream of `stream_bytes` bytes, verifying it; the destination seals on success.
+// Reads a version's stream of `stream_bytes` bytes, verifying it; `place` gives the receiver its
+// destination(s) whenever it asks (once for a segment, more often for a scattered receive).
 Result<ckpt::VersionInfo> receive_stream(net::BlockingConn& conn, uint64_t stream_bytes,
-                                         const ReceiveDestination& destination, const TransferLimits& limits) {
+                                         const std::function<Status(ckpt::VersionReceiver&)>& place,
+                                         const TransferLimits& limits) {
   ckpt::VersionReceiver receiver;
   while (true) {
     if (receiver.complete()) {  // a version without data bytes completes at attach
@@ -78,15 +81,22 @@ Result<ckpt::VersionInfo> receive_stream(net::BlockingConn& conn, uint64_t strea
         return fail("the stream announced " + std::to_string(stream_bytes) + " bytes but its version has " +
                     std::to_string(receiver.expected()));
       }
-      auto dest = destination(receiver.info());
-      if (!dest) return fail(dest.error().message);
-      if (auto a = receiver.attach(*dest); !a) return fail(a.error().message);
+      if (auto a = place(receiver); !a) return fail(a.error().message);
       mark(limits, &TransferPhases::attached);
     } else if (*progress == ckpt::VersionReceiver::Progress::complete) {
       mark(limits, &TransferPhases::streamed);
       return receiver.info();
     }
   }
+}
+
+// The receiver's one destination, a segment or a caller's buffer.
+std::function<Status(ckpt::VersionReceiver&)> into_one(const ReceiveDestination& destination) {
+  return [&destination](ckpt::VersionReceiver& receiver) -> Status {
+    auto dest = destination(receiver.info());
+    if (!dest) return fail(dest.error().message);
+    return receiver.attach(*dest);
+  };
 }
 
 Result<net::BlockingConn> open(const TransferPeer& peer, const wire::CkptRequest& request,
@@ -142,8 +152,12 @@ Result<PushOutcome> push_version(const TransferPeer& peer, std::span<const std::
   return PushOutcome::stored;
 }
 
-Result<ckpt::VersionInfo> fetch_version(const TransferPeer& peer, std::string_view job, uint32_t rank, uint64_t step,
-                                        const ReceiveDestination& destination, const TransferLimits& limits) {
+namespace {
+
+// A fetch, with the version's identity checked before any of its bytes are placed.
+Result<ckpt::VersionInfo> fetch_with(const TransferPeer& peer, std::string_view job, uint32_t rank, uint64_t step,
+                                     const std::function<Status(ckpt::VersionReceiver&)>& place,
+                                     const TransferLimits& limits) {
   wire::CkptRequest request;
   request.set_kind(wire::CkptRequest::FETCH);
   request.set_job(std::string(job));
@@ -158,14 +172,38 @@ Result<ckpt::VersionInfo> fetch_version(const TransferPeer& peer, std::string_vi
   }
   if (answer->status() != wire::CkptResponse::OK) return fail("refused: " + answer->message());
   mark(limits, &TransferPhases::answered);
-  auto info = receive_stream(*conn, answer->stream_bytes(), destination, limits);
+  const auto checked = [&](ckpt::VersionReceiver& receiver) -> Status {
+    const auto& id = receiver.info().id;
+    if (id.job != job || id.rank != rank || id.step != step) {
+      return fail("the peer sent rank " + std::to_string(id.rank) + " step " + std::to_string(id.step) + " of job " +
+                  id.job + " instead");
+    }
+    return place(receiver);
+  };
+  auto info = receive_stream(*conn, answer->stream_bytes(), checked, limits);
   if (!info) return info;
   if (limits.phases != nullptr) limits.phases->done = limits.phases->streamed;
-  if (info->id.job != job || info->id.rank != rank || info->id.step != step) {
-    return fail("the peer sent rank " + std::to_string(info->id.rank) + " step " + std::to_string(info->id.step) +
-                " of job " + info->id.job + " instead");
-  }
   return info;
+}
+
+}  // namespace
+
+Result<ckpt::VersionInfo> fetch_version(const TransferPeer& peer, std::string_view job, uint32_t rank, uint64_t step,
+                                        const ReceiveDestination& destination, const TransferLimits& limits) {
+  return fetch_with(peer, job, rank, step, into_one(destination), limits);
+}
+
+Result<ckpt::VersionInfo> fetch_version_scattered(const TransferPeer& peer, std::string_view job, uint32_t rank,
+                                                  uint64_t step, const ScatterDestination& destination,
+                                                  const TransferLimits& limits) {
+  const auto place = [&](ckpt::VersionReceiver& receiver) -> Status {
+    const size_t first = receiver.buffers_attached();
+    auto spans = destination(receiver.info(), first, receiver);
+    if (!spans) return fail(spans.error().message);
+    if (spans->empty()) return fail("no destination for buffer " + std::to_string(first));
+    return receiver.attach_buffers(first, std::move(*spans));
+  };
+  return fetch_with(peer, job, rank, step, place, limits);
 }
 
 Result<ckpt::VersionInfo> serve_push(net::BlockingConn& conn, const wire::CkptRequest& request,
@@ -190,7 +228,7 @@ Result<ckpt::VersionInfo> serve_push(net::BlockingConn& conn, const wire::CkptRe
     }
     return destination(info);
   };
-  auto info = receive_stream(conn, request.stream_bytes(), checked, limits);
+  auto info = receive_stream(conn, request.stream_bytes(), into_one(checked), limits);
   if (!info) {
     (void)send_ckpt_response(conn, wire::CkptResponse::REFUSED, info.error().message, limits);
     return info;

@@ -16,6 +16,7 @@
 #include "base/result.hpp"
 #include "ckpt.pb.h"
 #include "ckpt_shm/version_layout.hpp"
+#include "ckpt_shm/version_stream.hpp"
 #include "net/blocking_conn.hpp"
 #include "net/stream_hello.hpp"
 
@@ -62,6 +63,19 @@ Result<PushOutcome> push_version(const TransferPeer& peer, std::span<const std::
 // description (its bytes are in the destination).
 Result<ckpt::VersionInfo> fetch_version(const TransferPeer& peer, std::string_view job, uint32_t rank, uint64_t step,
                                         const ReceiveDestination& destination, const TransferLimits& limits);
+
+// Where a scattered fetch puts the version's buffers, each into memory of its own (a restore straight
+// into a trainer's tensors): asked for the destinations of buffers first, first + 1, ... (one span per
+// buffer, exactly its size; at least one) when the prefix is verified (first = 0), and again whenever
+// the buffers given so far have arrived and matched their checksums -- their bytes can be read through
+// receiver.buffer_destination(i) then, e.g. a description of the others in buffer 0.
+using ScatterDestination = std::function<Result<std::vector<std::span<std::byte>>>(
+    const ckpt::VersionInfo& info, size_t first, const ckpt::VersionReceiver& receiver)>;
+// fetch_version without a segment: every buffer lands in its own destination, verified as it arrives;
+// the version's identity is checked before any byte is placed.
+Result<ckpt::VersionInfo> fetch_version_scattered(const TransferPeer& peer, std::string_view job, uint32_t rank,
+                                                  uint64_t step, const ScatterDestination& destination,
+                                                  const TransferLimits& limits);
 
 // Server halves, on a connection taken over after its request frame.
 //   serve_push: `accept` answers whether to take the version (an error: REFUSED with its message;

@@ -37,7 +37,7 @@ std::span<std::byte> VersionReceiver::next() {
     case Phase::data: {
       const auto& b = info_.buffers[buffer_];
       const uint64_t left = b.size - buffer_filled_;
-      return destination_.subspan(b.offset + buffer_filled_, std::min<uint64_t>(left, kReceiveSliceBytes));
+      return buffer_bytes().subspan(buffer_filled_, std::min<uint64_t>(left, kReceiveSliceBytes));
     }
     case Phase::need_destination:
     case Phase::complete:
@@ -60,7 +60,9 @@ Result<VersionReceiver::Progress, LayoutError> VersionReceiver::advance(size_t n
 }
 
 Status VersionReceiver::attach(std::span<std::byte> destination) {
-  if (phase_ != Phase::need_destination) return fail("a destination is attached once, when the prefix is complete");
+  if (phase_ != Phase::need_destination || scattered_mode_) {
+    return fail("a destination is attached once, when the prefix is complete");
+  }
   if (destination.size() < info_.total_bytes) {
     return fail("a destination of " + std::to_string(destination.size()) + " bytes cannot hold step " +
                 std::to_string(info_.id.step) + " of " + std::to_string(info_.total_bytes) + " bytes");
@@ -73,6 +75,44 @@ Status VersionReceiver::attach(std::span<std::byte> destination) {
   auto settled = settle_buffers();
   if (!settled) return fail(std::string(name(settled.error().cause)) + ": " + settled.error().detail);
   return Ok{};
+}
+
+Status VersionReceiver::attach_buffers(size_t first, std::vector<std::span<std::byte>> destinations) {
+  if (phase_ != Phase::need_destination) return fail("buffers are attached when the receiver asks for them");
+  if (!scattered_mode_ && (first != 0 || destination_.data() != nullptr)) {
+    return fail("a receive is either scattered (attach_buffers from buffer 0) or into one destination (attach)");
+  }
+  if (first != scattered_.size()) {
+    return fail("buffer " + std::to_string(scattered_.size()) + " is the next to attach, not " + std::to_string(first));
+  }
+  if (first + destinations.size() > info_.buffers.size()) {
+    return fail("step " + std::to_string(info_.id.step) + " has " + std::to_string(info_.buffers.size()) +
+                " buffers, not " + std::to_string(first + destinations.size()));
+  }
+  for (size_t i = 0; i < destinations.size(); ++i) {
+    const auto& b = info_.buffers[first + i];
+    if (destinations[i].size() != b.size) {
+      return fail("the destination of buffer '" + b.name + "' holds " + std::to_string(destinations[i].size()) +
+                  " bytes, not " + std::to_string(b.size));
+    }
+  }
+  if (!scattered_mode_) prefix_ = {};
+  scattered_mode_ = true;
+  for (auto& d : destinations) scattered_.push_back(d);
+  phase_ = Phase::data;
+  auto settled = settle_buffers();
+  if (!settled) return fail(std::string(name(settled.error().cause)) + ": " + settled.error().detail);
+  return Ok{};
+}
+
+std::span<const std::byte> VersionReceiver::buffer_destination(size_t index) const {
+  return index < scattered_.size() ? scattered_[index] : std::span<const std::byte>{};
+}
+
+std::span<std::byte> VersionReceiver::buffer_bytes() {
+  if (scattered_mode_) return scattered_[buffer_];
+  const auto& b = info_.buffers[buffer_];
+  return destination_.subspan(b.offset, b.size);
 }
 
 Result<VersionReceiver::Progress, LayoutError> VersionReceiver::refuse(LayoutCause cause, std::string detail) {
@@ -126,7 +166,7 @@ Result<VersionReceiver::Progress, LayoutError> VersionReceiver::data_arrived(siz
   constexpr uint64_t kGroup = 3 * kChecksumChunkBytes;
   const uint64_t ready = buffer_filled_ == b.size ? b.size : buffer_filled_ / kGroup * kGroup;
   if (ready > buffer_checked_) {
-    buffer_sum_.update(destination_.subspan(b.offset + buffer_checked_, ready - buffer_checked_));
+    buffer_sum_.update(buffer_bytes().subspan(buffer_checked_, ready - buffer_checked_));
     buffer_checked_ = ready;
   }
   return settle_buffers();
@@ -144,7 +184,17 @@ Result<VersionReceiver::Progress, LayoutError> VersionReceiver::settle_buffers()
     buffer_checked_ = 0;
     buffer_sum_ = BufferChecksum{};
   }
-  if (buffer_ < info_.buffers.size()) return Progress::more;
+  if (buffer_ < info_.buffers.size()) {
+    if (scattered_mode_ && buffer_ >= scattered_.size()) {  // the next buffers' destinations are to come
+      phase_ = Phase::need_destination;
+      return Progress::need_destination;
+    }
+    return Progress::more;
+  }
+  if (scattered_mode_) {  // nothing to seal: the caller's memory is no version
+    phase_ = Phase::complete;
+    return Progress::complete;
+  }
   if (auto sealed = mark_sealed(destination_); !sealed) {
     return refuse(LayoutCause::malformed, "the destination changed while receiving: " + sealed.error().message);
   }

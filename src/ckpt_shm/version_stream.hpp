@@ -65,6 +65,17 @@ class VersionReceiver {
   // the prefix in with the state left `writing`, so a crash or a stream that stops leaves a version
   // that is never returned. A version without data bytes is sealed here and complete() at once.
   Status attach(std::span<std::byte> destination);
+  // Instead of attach(): a scattered receive, for a reader that wants the buffers in memory of its own
+  // (a restore straight into a trainer's tensors) rather than in a segment. Gives buffers first,
+  // first+1, ... one destination each, of exactly the buffer's size. Buffers may be given in several
+  // calls: once the buffers given so far are complete and verified, advance says need_destination
+  // again (so the first buffer can be read, e.g. a description of the others, before they are placed).
+  // Nothing is sealed; complete() means every buffer arrived and matched its checksum.
+  Status attach_buffers(size_t first, std::vector<std::span<std::byte>> destinations);
+  // The destination of a buffer given to attach_buffers (empty when none was).
+  std::span<const std::byte> buffer_destination(size_t index) const;
+  // The index of the next buffer a scattered receive needs a destination for.
+  size_t buffers_attached() const { return scattered_.size(); }
 
   // The received version's header and table; empty until the prefix is complete.
   const VersionInfo& info() const { return info_; }
@@ -80,6 +91,8 @@ class VersionReceiver {
   Result<Progress, LayoutError> refuse(LayoutCause cause, std::string detail);
   Result<Progress, LayoutError> prefix_arrived(size_t n);
   Result<Progress, LayoutError> data_arrived(size_t n);
+  // Where buffer `buffer_`'s bytes go: its place in the destination, or its own destination.
+  std::span<std::byte> buffer_bytes();
   // Moves past finished (and empty) buffers, verifying each; seals after the last one.
   Result<Progress, LayoutError> settle_buffers();
   Progress progress() const;
@@ -89,6 +102,8 @@ class VersionReceiver {
   size_t prefix_filled_ = 0;
   VersionInfo info_;
   std::span<std::byte> destination_;
+  bool scattered_mode_ = false;                 // attach_buffers instead of attach
+  std::vector<std::span<std::byte>> scattered_;  // buffer i's own destination
   size_t buffer_ = 0;            // the buffer being received
   uint64_t buffer_filled_ = 0;   // its bytes received so far
   uint64_t buffer_checked_ = 0;  // of those, the bytes given to buffer_sum_ (a prefix)

@@ -128,19 +128,62 @@ std::optional<RestoredCheckpoint> load_local(const LoadRequest& request) {
 std::optional<RestoredCheckpoint> load_from_peer(const LoadRequest& request, const ckpt_service::TransferPeer& peer,
                                                  const std::string& holder) {
   const auto started = Clock::now();
-  // Copy mode receives into the result's own bytes. In place, into memory of this call (not cleared
-  // first: every byte of it is received and verified before the placer sees any), then copied out.
+  if (request.place) {
+    // Scattered: the first buffer into memory of this call, the others, once the placer has seen it,
+    // straight where it says (the receiver verifies each as it arrives), so nothing is copied twice.
+    std::vector<std::byte> first;
+    std::vector<std::vector<std::byte>> unwanted;  // buffers the placer did not want still arrive somewhere
+    const auto place = [&](const ckpt::VersionInfo& info, size_t index,
+                           const ckpt::VersionReceiver& receiver) -> Result<std::vector<std::span<std::byte>>> {
+      if (index == 0) {
+        first.resize(info.buffers.front().size);
+        return std::vector<std::span<std::byte>>{std::span<std::byte>(first)};
+      }
+      RestoreLayout layout;
+      layout.step = info.id.step;
+      layout.saved_world = info.id.world;
+      layout.saved_rank = info.id.rank;
+      layout.source = holder;
+      for (const auto& b : info.buffers) layout.entries.push_back({b.name, b.offset, b.size});
+      layout.first = receiver.buffer_destination(0);
+      std::vector<std::span<std::byte>> into;
+      try {
+        into = (*request.place)(layout);
+      } catch (const std::exception& e) {
+        throw PlacerFailed(e.what());
+      }
+      if (into.size() != info.buffers.size()) {
+        throw PlacerFailed("the placer named " + std::to_string(into.size()) + " destinations for " +
+                           std::to_string(info.buffers.size()) + " buffers");
+      }
+      std::vector<std::span<std::byte>> rest;
+      for (size_t i = 1; i < into.size(); ++i) {
+        const auto& b = info.buffers[i];
+        if (into[i].empty() && b.size > 0) {
+          unwanted.emplace_back(b.size);
+          into[i] = std::span<std::byte>(unwanted.back());
+        }
+        if (into[i].size() != b.size) {
+          throw PlacerFailed("the destination of buffer '" + b.name + "' holds " + std::to_string(into[i].size()) +
+                             " bytes, not " + std::to_string(b.size));
+        }
+        rest.push_back(into[i]);
+      }
+      return rest;
+    };
+    auto got = ckpt_service::fetch_version_scattered(peer, request.job, request.rank, request.step, place,
+                                                     ckpt_service::TransferLimits{});
+    if (!got) {
+      logger().warn("ckpt: fetching rank {} step {} from {} failed: {}", request.rank, request.step, holder,
+                    got.error().message);
+      return std::nullopt;
+    }
+    return described(*got, holder, started);
+  }
   std::vector<std::byte> data;
-  std::unique_ptr<std::byte[]> staging;
-  size_t staging_bytes = 0;
   auto got = ckpt_service::fetch_version(
       peer, request.job, request.rank, request.step,
       [&](const ckpt::VersionInfo& info) -> Result<std::span<std::byte>> {
-        if (request.place) {
-          staging.reset(new std::byte[info.total_bytes]);
-          staging_bytes = info.total_bytes;
-          return std::span<std::byte>(staging.get(), staging_bytes);
-        }
         data.resize(info.total_bytes);
         return std::span<std::byte>(data);
       },
@@ -148,14 +191,6 @@ std::optional<RestoredCheckpoint> load_from_peer(const LoadRequest& request, con
   if (!got) {
     logger().warn("ckpt: fetching rank {} step {} from {} failed: {}", request.rank, request.step, holder,
                   got.error().message);
-    return std::nullopt;
-  }
-  if (request.place) {
-    auto placed = place_and_copy(*got, std::span<const std::byte>(staging.get(), staging_bytes), *request.place,
-                                 holder, started);
-    if (placed) return std::move(*placed);
-    logger().warn("ckpt: rank {} step {} from {} refused: {}", request.rank, request.step, holder,
-                  placed.error().message);
     return std::nullopt;
   }
   auto r = described(*got, holder, started);

@@ -304,3 +304,106 @@ TEST_CASE("a version whose buffers are all empty is complete and sealed when its
   CHECK(r.advance(0).ok());
   CHECK(decode_version(dest.bytes).ok());
 }
+
+namespace {
+
+// Feeds `stream` to a scattered receive: buffer 0 into its own memory first; then, once it arrived, every
+// other buffer into memory of its own. Returns the buffers' memory (index = buffer).
+struct Scattered {
+  std::vector<std::vector<std::byte>> buffers;
+  Outcome out;
+  size_t asked = 0;  // how often the receiver asked for destinations
+};
+
+Scattered feed_scattered(VersionReceiver& r, std::span<const std::byte> stream, uint64_t seed, size_t scale) {
+  std::mt19937_64 rng(seed);
+  Scattered s;
+  size_t at = 0;
+  while (at < stream.size() || r.next().empty()) {
+    if (r.complete()) break;
+    const auto into = r.next();
+    REQUIRE_FALSE(into.empty());
+    const size_t n = std::min({into.size(), stream.size() - at, size_t{1} + static_cast<size_t>(rng() % scale)});
+    std::memcpy(into.data(), stream.data() + at, n);
+    at += n;
+    s.out.fed = at;
+    auto p = r.advance(n);
+    if (!p) {
+      s.out.refused = p.error();
+      return s;
+    }
+    if (*p == VersionReceiver::Progress::need_destination) {
+      ++s.asked;
+      const auto& bufs = r.info().buffers;
+      s.buffers.resize(bufs.size());
+      const size_t first = r.buffers_attached();
+      std::vector<std::span<std::byte>> dest;
+      for (size_t i = first; i < (first == 0 ? 1 : bufs.size()); ++i) {
+        s.buffers[i].assign(bufs[i].size, std::byte{0xEE});
+        dest.emplace_back(s.buffers[i]);
+      }
+      REQUIRE(r.attach_buffers(first, std::move(dest)).ok());
+      s.out.attached = true;
+    }
+    if (r.complete()) {
+      s.out.complete = true;
+      CHECK(at == stream.size());
+      return s;
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("a scattered receive puts every buffer in its own memory, verified, the first before the others are placed") {
+  const Source src;
+  const auto stream = src.stream();
+  for (const size_t scale : {size_t{1000}, size_t{3} << 20}) {
+    CAPTURE(scale);
+    VersionReceiver r;
+    auto s = feed_scattered(r, stream, scale, scale);
+    REQUIRE_FALSE(s.out.refused.has_value());
+    REQUIRE(s.out.complete);
+    CHECK(s.asked == 2);  // after the prefix, and after buffer 0 arrived
+    for (size_t i = 0; i < kBuffers.size(); ++i) {
+      CAPTURE(i);
+      REQUIRE(s.buffers[i].size() == kBuffers[i].bytes);
+      CHECK(std::memcmp(s.buffers[i].data(), src.seg.bytes.data() + src.plan.offsets[i], kBuffers[i].bytes) == 0);
+    }
+  }
+}
+
+TEST_CASE("a scattered receive refuses a damaged buffer, wrong sizes, and mixing with attach") {
+  const Source src;
+  auto stream = src.stream();
+  // The last byte of the "optimizer" buffer (index 3) on the wire.
+  size_t at = src.plan.data_offset;
+  for (size_t i = 0; i < 3; ++i) at += kBuffers[i].bytes;
+  stream[at + kBuffers[3].bytes - 1] ^= std::byte{0x01};
+  VersionReceiver r;
+  auto s = feed_scattered(r, stream, 7, 1 << 16);
+  REQUIRE(s.out.refused.has_value());
+  CHECK(s.out.refused->cause == LayoutCause::data_checksum);
+  CHECK(s.out.refused->detail.find("optimizer") != std::string::npos);
+
+  const auto good = src.stream();
+  VersionReceiver w;
+  size_t fed = 0;
+  while (true) {  // up to the prefix
+    auto into = w.next();
+    const size_t n = std::min(into.size(), good.size() - fed);
+    std::memcpy(into.data(), good.data() + fed, n);
+    fed += n;
+    auto p = w.advance(n);
+    REQUIRE(p.ok());
+    if (*p == VersionReceiver::Progress::need_destination) break;
+  }
+  std::vector<std::byte> small(kBuffers[0].bytes - 1);
+  CHECK_FALSE(w.attach_buffers(0, {std::span<std::byte>(small)}).ok());  // one byte short
+  std::vector<std::byte> right(kBuffers[0].bytes);
+  CHECK_FALSE(w.attach_buffers(1, {std::span<std::byte>(right)}).ok());  // buffer 0 comes first
+  REQUIRE(w.attach_buffers(0, {std::span<std::byte>(right)}).ok());
+  Segment dest(src.plan.total_bytes);
+  CHECK_FALSE(w.attach(dest.bytes).ok());  // scattered once, scattered to the end
+}
