@@ -268,11 +268,7 @@ def audit(hosts, events):
             bad_states += d.get("state_ok") is False
             pids.add(d["pid"])
             if d["step"] <= seen_max:
-                kind = "start"
-                for (te, k) in events:
-                    if te <= d["t"]:
-                        kind = k
-                redone[kind] += 1
+                redone[([k for te, k in events if te <= d["t"]] or ["start"])[-1]] += 1
             seen_max = max(seen_max, d["step"])
         restarted += max(0, len(pids) - 1)
     return bad_steps, bad_states, restarted, redone
@@ -566,11 +562,9 @@ class Torchrun(System):
         s["ratio"] = {o["system"]: round(t50 / o["kill_to_step_ms"]["p50"], 1) for o in self.shoal
                       if t50 and o["kill_to_step_ms"]["p50"]}
         s["met"] = {"%s_ratio_ge_20" % k: v >= 20 for k, v in s["ratio"].items()}
-        s["note"] = ("defaults (c10d rendezvous, last_call 30 s, monitor_interval 5 s, keep-alive 5 s x 3); the "
-                     "first agent hosts the c10d TCPStore, a single point of failure (killing it ends the job for "
-                     "every agent), so it is never a victim; torchrun restarts every survivor's worker, which "
-                     "starts again from step 0 (no checkpoint is loaded); --redirects/--tee parsing patched for "
-                     "Python 3.11; ratio: its kill p50 over each shoal system's, same run")
+        s["note"] = ("defaults (c10d rendezvous, last_call 30 s, monitor_interval 5 s, keep-alive 5 s x 3); the first "
+                     "agent hosts the c10d TCPStore (a single point of failure), never a victim; every survivor's "
+                     "worker restarts from step 0 (no checkpoint); ratio: its kill p50 over each shoal system's")
         return s
 
 
@@ -605,10 +599,8 @@ def main():
     summaries, systems, failed = [], [], True
     try:
         for name in names:
-            if name == "torchrun":
-                sys_ = Torchrun(a, logdir, job, summaries)
-            else:
-                sys_ = (Elastic if name == "elastic" else Restart)(a, logdir, job + name[0])
+            sys_ = (Torchrun(a, logdir, job, summaries) if name == "torchrun"
+                    else (Elastic if name == "elastic" else Restart)(a, logdir, job + name[0]))
             systems.append(sys_)
             summary = run_system(sys_)
             for h in sys_.procs:

@@ -35,10 +35,12 @@ uint32_t majority_world(const ByWorld& worlds) {
   return best;
 }
 
-}  // namespace
+using ByStep = std::map<uint64_t, ByWorld, std::greater<>>;  // newest first
 
-std::optional<RestoreChoice> choose_restore(std::span<const HolderReport> reports, uint64_t at_most_step) {
-  std::map<uint64_t, ByWorld, std::greater<>> steps;  // newest first
+// What the reports hold of steps up to at_most_step, by step, world and rank (entries with world 0 or a
+// rank not below their world left out).
+ByStep group_by_step(std::span<const HolderReport> reports, uint64_t at_most_step) {
+  ByStep steps;
   for (size_t i = 0; i < reports.size(); ++i) {
     for (const auto& h : reports[i].held) {
       if (h.step > at_most_step || h.world == 0 || h.rank >= h.world) continue;
@@ -46,7 +48,29 @@ std::optional<RestoreChoice> choose_restore(std::span<const HolderReport> report
       local = local || h.local;
     }
   }
-  for (const auto& [step, worlds] : steps) {
+  return steps;
+}
+
+// The reports holding one rank, best first: local copies, then by holder name, address and index.
+std::vector<size_t> ordered_holders(std::span<const HolderReport> reports, const std::map<size_t, bool>& holding) {
+  std::vector<Holding> list;
+  for (const auto& [report, local] : holding) list.push_back(Holding{report, local});
+  std::sort(list.begin(), list.end(), [&](const Holding& a, const Holding& b) {
+    const auto& ra = reports[a.report];
+    const auto& rb = reports[b.report];
+    if (a.local != b.local) return a.local;
+    return std::tie(ra.holder, ra.address, a.report) < std::tie(rb.holder, rb.address, b.report);
+  });
+  std::vector<size_t> order;
+  order.reserve(list.size());
+  for (const auto& h : list) order.push_back(h.report);
+  return order;
+}
+
+}  // namespace
+
+std::optional<RestoreChoice> choose_restore(std::span<const HolderReport> reports, uint64_t at_most_step) {
+  for (const auto& [step, worlds] : group_by_step(reports, at_most_step)) {
     const uint32_t world = majority_world(worlds);
     const ByRank& ranks = worlds.at(world);
     // Ranks are below the world, so the step is complete exactly when all of them are present; this
@@ -54,20 +78,7 @@ std::optional<RestoreChoice> choose_restore(std::span<const HolderReport> report
     if (ranks.size() != world) continue;
     RestoreChoice choice{step, world, {}};
     choice.holders.reserve(world);
-    for (const auto& [rank, holding] : ranks) {
-      std::vector<Holding> list;
-      for (const auto& [report, local] : holding) list.push_back(Holding{report, local});
-      std::sort(list.begin(), list.end(), [&](const Holding& a, const Holding& b) {
-        const auto& ra = reports[a.report];
-        const auto& rb = reports[b.report];
-        if (a.local != b.local) return a.local;
-        return std::tie(ra.holder, ra.address, a.report) < std::tie(rb.holder, rb.address, b.report);
-      });
-      std::vector<size_t> order;
-      order.reserve(list.size());
-      for (const auto& h : list) order.push_back(h.report);
-      choice.holders.push_back(std::move(order));
-    }
+    for (const auto& [rank, holding] : ranks) choice.holders.push_back(ordered_holders(reports, holding));
     return choice;
   }
   return std::nullopt;
@@ -76,15 +87,7 @@ std::optional<RestoreChoice> choose_restore(std::span<const HolderReport> report
 std::optional<WorldRestoreChoice> choose_restore_for_world(std::span<const HolderReport> reports,
                                                            uint64_t at_most_step) {
   const auto new_world = static_cast<uint32_t>(reports.size());
-  std::map<uint64_t, ByWorld, std::greater<>> steps;  // newest first
-  for (size_t i = 0; i < reports.size(); ++i) {
-    for (const auto& h : reports[i].held) {
-      if (h.step > at_most_step || h.world == 0 || h.rank >= h.world) continue;
-      bool& local = steps[h.step][h.world][h.rank][i];
-      local = local || h.local;
-    }
-  }
-  for (const auto& [step, worlds] : steps) {
+  for (const auto& [step, worlds] : group_by_step(reports, at_most_step)) {
     const uint32_t world = majority_world(worlds);
     const ByRank& ranks = worlds.at(world);
     // Each new rank's source: its host's own saved ranks of this step, handed out in order to the
@@ -115,16 +118,7 @@ std::optional<WorldRestoreChoice> choose_restore_for_world(std::span<const Holde
     if (!complete) continue;
     for (uint32_t source : out.sources) {
       auto& order = out.choice.holders[source];
-      if (!order.empty()) continue;
-      std::vector<Holding> list;
-      for (const auto& [report, local] : ranks.at(source)) list.push_back(Holding{report, local});
-      std::sort(list.begin(), list.end(), [&](const Holding& a, const Holding& b) {
-        const auto& ra = reports[a.report];
-        const auto& rb = reports[b.report];
-        if (a.local != b.local) return a.local;
-        return std::tie(ra.holder, ra.address, a.report) < std::tie(rb.holder, rb.address, b.report);
-      });
-      for (const auto& h : list) order.push_back(h.report);
+      if (order.empty()) order = ordered_holders(reports, ranks.at(source));
     }
     return out;
   }

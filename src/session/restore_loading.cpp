@@ -18,6 +18,17 @@ using Clock = std::chrono::steady_clock;
 
 spdlog::logger& logger() { return log::get(log::Component::ckpt); }
 
+RestoreLayout layout_of(const ckpt::VersionInfo& info, const std::string& source, std::span<const std::byte> first) {
+  RestoreLayout layout;
+  layout.step = info.id.step;
+  layout.saved_world = info.id.world;
+  layout.saved_rank = info.id.rank;
+  layout.source = source;
+  for (const auto& b : info.buffers) layout.entries.push_back({b.name, b.offset, b.size});
+  layout.first = first;
+  return layout;
+}
+
 RestoredCheckpoint described(const ckpt::VersionInfo& info, std::string source, Clock::time_point started) {
   RestoredCheckpoint r;
   r.step = info.id.step;
@@ -37,19 +48,15 @@ bool matches(const ckpt::VersionInfo& info, const LoadRequest& request) {
 // copies every placed buffer and verifies it on the way. The error names what did not verify.
 Result<RestoredCheckpoint> place_and_copy(const ckpt::VersionInfo& info, std::span<const std::byte> bytes,
                                           const RestorePlacer& place, std::string source, Clock::time_point started) {
-  RestoreLayout layout;
-  layout.step = info.id.step;
-  layout.saved_world = info.id.world;
-  layout.saved_rank = info.id.rank;
-  layout.source = source;
-  for (const auto& b : info.buffers) layout.entries.push_back({b.name, b.offset, b.size});
+  std::span<const std::byte> first_bytes;
   if (!info.buffers.empty()) {
     const auto& first = info.buffers.front();
-    layout.first = bytes.subspan(first.offset, first.size);
-    if (ckpt::buffer_checksum(layout.first) != first.checksum) {
+    first_bytes = bytes.subspan(first.offset, first.size);
+    if (ckpt::buffer_checksum(first_bytes) != first.checksum) {
       return fail("buffer '" + first.name + "' does not match its checksum");
     }
   }
+  const RestoreLayout layout = layout_of(info, source, first_bytes);
   std::vector<std::span<std::byte>> into;
   try {
     into = place(layout);
@@ -139,13 +146,7 @@ std::optional<RestoredCheckpoint> load_from_peer(const LoadRequest& request, con
         first.resize(info.buffers.front().size);
         return std::vector<std::span<std::byte>>{std::span<std::byte>(first)};
       }
-      RestoreLayout layout;
-      layout.step = info.id.step;
-      layout.saved_world = info.id.world;
-      layout.saved_rank = info.id.rank;
-      layout.source = holder;
-      for (const auto& b : info.buffers) layout.entries.push_back({b.name, b.offset, b.size});
-      layout.first = receiver.buffer_destination(0);
+      const RestoreLayout layout = layout_of(info, holder, receiver.buffer_destination(0));
       std::vector<std::span<std::byte>> into;
       try {
         into = (*request.place)(layout);

@@ -116,37 +116,24 @@ bool SessionCore::wait_checkpoint_safe(uint64_t step, std::chrono::milliseconds 
   return checkpoints != nullptr && checkpoints->wait_safe(step, timeout);
 }
 
-std::unique_ptr<EpochStore> SessionCore::store(Communicator& comm) {
-  std::optional<membership::View> view;
-  uint32_t attempt = 0;
+std::pair<membership::View, uint32_t> SessionCore::view_of(const Communicator& comm, const char* what) const {
   {
     std::lock_guard lock(mu_);
-    if (comm_.get() == &comm && comm_view_ && comm_view_->epoch() == comm.epoch()) {
-      view = comm_view_;
-      attempt = comm_attempt_;
-    }
+    if (comm_.get() == &comm && comm_view_ && comm_view_->epoch() == comm.epoch()) return {*comm_view_, comm_attempt_};
   }
-  if (!view)
-    throw ViewChanged(comm.epoch(), "store: the communicator of epoch " + std::to_string(comm.epoch()) +
-                                        " is not the session's current one");
-  return std::make_unique<SessionEpochStore>(store_options(*view), attempt);
+  throw ViewChanged(comm.epoch(), std::string(what) + ": the communicator of epoch " + std::to_string(comm.epoch()) +
+                                      " is not the session's current one");
+}
+
+std::unique_ptr<EpochStore> SessionCore::store(Communicator& comm) {
+  const auto [view, attempt] = view_of(comm, "store");
+  return std::make_unique<SessionEpochStore>(store_options(view), attempt);
 }
 
 std::optional<RestoredCheckpoint> SessionCore::restore_with(Communicator& comm, std::optional<uint32_t> saved_rank,
                                                             const RestorePlacer* place) {
-  std::optional<membership::View> view;
-  uint32_t attempt = 0;
-  {
-    std::lock_guard lock(mu_);
-    if (comm_.get() == &comm && comm_view_ && comm_view_->epoch() == comm.epoch()) {
-      view = comm_view_;
-      attempt = comm_attempt_;
-    }
-  }
-  if (!view)
-    throw ViewChanged(comm.epoch(), "restore: the communicator of epoch " + std::to_string(comm.epoch()) +
-                                        " is not the session's current one");
-  NetworkRendezvousStore epoch_store(store_options(*view));
+  const auto [view, attempt] = view_of(comm, "restore");
+  NetworkRendezvousStore epoch_store(store_options(view));
   comm::ScopedRendezvousStore store(epoch_store, comm::attempt_prefix(attempt));
   return checkpoints_->restore(comm, attempt, store, saved_rank, place);
 }

@@ -80,6 +80,9 @@ class SessionCore : public Session {
   // The rendezvous store of `view`'s epoch, served by its rank 0's agent; gives up when the view is superseded.
   NetworkRendezvousStore::Options store_options(const membership::View& view);
   RankInfo rank_info(const membership::View& view) const;
+  // The view (and attempt) of `comm` when it is the session's current communicator; else throws
+  // ViewChanged naming `what` was asked.
+  std::pair<membership::View, uint32_t> view_of(const Communicator& comm, const char* what) const;
   // restore() and restore_into(): `place` null for the former.
   std::optional<RestoredCheckpoint> restore_with(Communicator& comm, std::optional<uint32_t> saved_rank,
                                                  const RestorePlacer* place);

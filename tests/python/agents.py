@@ -36,20 +36,13 @@ def free_ports(n):
     raise RuntimeError("no free ports")
 
 
-class Agent:
-    """One host: `shoal agent` with a worker command; lines = [(time, text)]."""
+class _Host:
+    """A process started in a session of its own (so that a SIGKILL of its group takes everything it
+    started with it) whose stdout lines are kept, with the time each arrived, by a thread."""
 
-    def __init__(self, name, port, seed_port, job, command, control_dir, extra=(), env=None):
-        self.name = name
-        self.control = os.path.join(control_dir, name + ".sock")
-        argv = [SHOAL, "agent", "--name", name, "--host", name, "--bind", "127.0.0.1:%d" % port,
-                "--cluster", job, "--job", job, "--control", self.control] + list(extra)
-        if seed_port:
-            argv += ["--seeds", "127.0.0.1:%d" % seed_port]
-        self.proc = subprocess.Popen(argv + ["--"] + list(command), stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, env=env or child_env(SHOAL_LOG="info"),
-                                     start_new_session=True)
-        self.lines = []
+    def __init__(self, argv, env, stderr):
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=stderr, env=env, start_new_session=True)
+        self.lines = []  # (arrival, text)
         self.lock = threading.Lock()
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -59,12 +52,38 @@ class Agent:
             with self.lock:
                 self.lines.append((time.monotonic(), raw.decode(errors="replace").rstrip("\n")))
 
+    def _lines(self):
+        with self.lock:
+            return list(self.lines)
+
+    def kill(self):
+        """SIGKILL of the whole host."""
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.proc.wait(10)
+
+    stop = kill
+
+
+class Agent(_Host):
+    """One host: `shoal agent` with a worker command; its workers' JSON lines through docs()."""
+
+    def __init__(self, name, port, seed_port, job, command, control_dir, extra=(), env=None):
+        self.name = name
+        self.control = os.path.join(control_dir, name + ".sock")
+        argv = [SHOAL, "agent", "--name", name, "--host", name, "--bind", "127.0.0.1:%d" % port,
+                "--cluster", job, "--job", job, "--control", self.control] + list(extra)
+        if seed_port:
+            argv += ["--seeds", "127.0.0.1:%d" % seed_port]
+        super().__init__(argv + ["--"] + list(command), env or child_env(SHOAL_LOG="info"), subprocess.STDOUT)
+
     def docs(self, since=0.0):
         """The workers' JSON lines as (time, rank, doc)."""
         out = []
-        with self.lock:
-            lines = list(self.lines)
-        for t, text in lines:
+        for t, text in self._lines():
             m = WORKER_LINE.match(text)
             if m and t >= since:
                 try:
@@ -74,27 +93,12 @@ class Agent:
         return out
 
     def text(self):
-        with self.lock:
-            return "\n".join(l for _, l in self.lines)
-
-    def kill(self):
-        """SIGKILL: the agent and, with it, its workers."""
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(10)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        self.proc.wait(10)
+        return "\n".join(l for _, l in self._lines())
 
 
-class Trainer:
+class Trainer(_Host):
     """One host as an embedded-agent trainer (examples/python/elastic_ddp.py or a test script with the
-    same flags); its stdout JSON lines are kept with their arrival time, stderr in a file."""
+    same flags); its stdout JSON lines with their arrival time, stderr in a file."""
 
     def __init__(self, script, name, port, seed_addr, job, log_dir, extra=(), env=None):
         self.name = name
@@ -104,25 +108,16 @@ class Trainer:
             argv += ["--seeds", seed_addr]
         self.err_path = os.path.join(log_dir, name + ".err")
         self.err = open(self.err_path, "w")
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.err,
-                                     env=env or child_env(), start_new_session=True)
-        self.docs_list = []  # (arrival, doc)
-        self.lock = threading.Lock()
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self):
-        for raw in self.proc.stdout:
-            try:
-                doc = json.loads(raw)
-            except ValueError:
-                continue
-            with self.lock:
-                self.docs_list.append((time.monotonic(), doc))
+        super().__init__(argv, env or child_env(), self.err)
 
     def docs(self):
-        with self.lock:
-            return list(self.docs_list)
+        out = []
+        for t, text in self._lines():
+            try:
+                out.append((t, json.loads(text)))
+            except ValueError:
+                pass
+        return out
 
     def steps(self):
         return [d for _, d in self.docs() if "step" in d]
@@ -138,16 +133,6 @@ class Trainer:
         with open(self.err_path) as f:
             return f.read()
 
-    def kill(self):
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(10)
-
     def stop(self):
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        self.proc.wait(10)
+        self.kill()
         self.err.close()

@@ -70,3 +70,21 @@ def wait_for(predicate, timeout, what, interval=0.05):
             return got
         time.sleep(interval)
     raise AssertionError("timed out after %.0f s waiting for %s" % (timeout, what))
+
+
+def run_pair(code, first_args, second_args, timeout=60):
+    """Two hosts of one job, each running `code`: the first with first_args, which must print
+    {"addr": ...} as its first line; then the second with second_args, where "{addr}" stands for that
+    address. Returns the JSON lines of both (the first's address line included), after both exited 0."""
+    env = child_env()
+    first = subprocess.Popen([PYTHON, "-c", code] + [str(a) for a in first_args], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+    try:
+        addr = json.loads(first.stdout.readline())["addr"]
+        _, second = run_child(code, *[addr if a == "{addr}" else a for a in second_args], env=env, timeout=timeout)
+        out, err = first.communicate(timeout=timeout)
+        assert first.returncode == 0, err.decode()
+    finally:
+        if first.poll() is None:
+            first.kill()
+    return [{"addr": addr}] + [json.loads(l) for l in out.decode().splitlines() if l.startswith("{")], second

@@ -1,14 +1,11 @@
 """Checkpointer across processes: a save cut short by SIGKILL, ranks that saved different steps, and a
 /dev/shm too small for the next save. Each process runs its own embedded agent on loopback."""
-import json
 import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 
-from conftest import PYTHON, child_env, run_child, remove_segments
+from conftest import run_child, run_pair
 
 # A single-host worker: argv = job, then what to do. Prints JSON lines.
 SOLO = r'''
@@ -97,18 +94,7 @@ s.leave()
 
 
 def test_ranks_that_saved_different_steps_load_the_newest_common_one(job):
-    env = child_env()
-    first = subprocess.Popen([PYTHON, "-c", RANK, job, "a", "", "1,2,3"], env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE)
-    try:
-        addr = json.loads(first.stdout.readline())["addr"]
-        _, second = run_child(RANK, job, "b", addr, "1,2", env=env)
-        out, err = first.communicate(timeout=60)
-        assert first.returncode == 0, err.decode()
-    finally:
-        if first.poll() is None:
-            first.kill()
-    results = [json.loads(l) for l in out.decode().splitlines()] + second[1:]
-    by_rank = {r["rank"]: r for r in results}
+    first, second = run_pair(RANK, [job, "a", "", "1,2,3"], [job, "b", "{addr}", "1,2"])
+    by_rank = {r["rank"]: r for r in first[1:] + second[1:]}
     assert by_rank[0]["step"] == 2 and by_rank[1]["step"] == 2
     assert by_rank[0]["w0"] == 2.0 and by_rank[1]["w0"] == 3.0  # each rank its own state of step 2

@@ -1,13 +1,13 @@
 """shoal.torch.Elastic with real processes on loopback: a host killed (rank 0's or another's), a host
 joining, a host dying in the middle of a backward pass. The survivors keep their processes and their
 state; no step is applied on some ranks only; no sample of an epoch is skipped or repeated."""
+import contextlib
 import os
-import sys
 
 import pytest
 
 from agents import Trainer, free_ports
-from conftest import PYTHON, child_env, run_child, wait_for
+from conftest import run_child, run_pair, wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLE = os.path.join(HERE, "..", "..", "examples", "python", "elastic_ddp.py")
@@ -27,9 +27,18 @@ def in_world(hosts, world, at_least=1):
     return all(sum(1 for d in h.steps() if d["world"] == world) >= at_least for h in hosts)
 
 
-def dump(hosts):
-    for h in hosts:
-        print("==== %s (exit %s)\n%s" % (h.name, h.proc.poll(), h.stderr_text()[-4000:]))
+@contextlib.contextmanager
+def running(hosts):
+    """Stops every host at the end; on a failure first prints the tails of their stderr."""
+    try:
+        yield hosts
+    except BaseException:
+        for h in hosts:
+            print("==== %s (exit %s)\n%s" % (h.name, h.proc.poll(), h.stderr_text()[-4000:]))
+        raise
+    finally:
+        for h in hosts:
+            h.stop()
 
 
 def check_steps(hosts):
@@ -61,7 +70,7 @@ def check_steps(hosts):
 @pytest.mark.parametrize("victim_rank", [1, 0])
 def test_a_killed_host_costs_the_survivors_no_process_and_no_state(job, tmp_path, victim_rank):
     hosts, _ = start_world(EXAMPLE, 3, job, tmp_path, ["--min-hosts", "2", "--steps", "1000000", "--step-ms", "10"])
-    try:
+    with running(hosts):
         wait_for(lambda: in_world(hosts, 3, 5), 90, "three hosts training together")
         victim = next(h for h in hosts if any(d["rank"] == victim_rank and d["world"] == 3 for d in h.steps()))
         victim.kill()
@@ -69,17 +78,11 @@ def test_a_killed_host_costs_the_survivors_no_process_and_no_state(job, tmp_path
         wait_for(lambda: in_world(survivors, 2, 10), 60, "the survivors training in a world of 2")
         check_steps(survivors)
         assert any("rebuild_ms" in d for d in survivors[0].steps() if d["world"] == 2)
-    except BaseException:
-        dump(hosts)
-        raise
-    finally:
-        for h in hosts:
-            h.stop()
 
 
 def test_a_join_hands_the_newcomer_the_live_state_and_redoes_nothing(job, tmp_path):
     hosts, ports = start_world(EXAMPLE, 2, job, tmp_path, ["--min-hosts", "2", "--steps", "1000000", "--step-ms", "10"])
-    try:
+    with running(hosts):
         wait_for(lambda: in_world(hosts, 2, 10), 90, "two hosts training together")
         newcomer = Trainer(EXAMPLE, "h9", ports[-1], hosts[0].addr(), job, str(tmp_path),
                            ["--min-hosts", "2", "--steps", "1000000", "--step-ms", "10"])
@@ -88,19 +91,13 @@ def test_a_join_hands_the_newcomer_the_live_state_and_redoes_nothing(job, tmp_pa
         first = newcomer.steps()[0]
         assert first["step"] > 10 and first["state_ok"], first  # it started from the live state, not step 0
         check_steps(hosts)
-    except BaseException:
-        dump(hosts)
-        raise
-    finally:
-        for h in hosts:
-            h.stop()
 
 
 def test_a_host_dying_in_the_middle_of_a_backward_pass(job, tmp_path):
     script = os.path.join(HERE, "backward_fault_trainer.py")
     hosts, _ = start_world(script, 3, job, tmp_path, ["--min-hosts", "2", "--steps", "60", "--die-at", "20",
                                                    "--wait-world", "3"])
-    try:
+    with running(hosts):
         for h in hosts:
             h.proc.wait(120)
         dead = [h for h in hosts if h.proc.returncode == -9]
@@ -114,12 +111,6 @@ def test_a_host_dying_in_the_middle_of_a_backward_pass(job, tmp_path):
             assert {d["world"] for d in steps if d["step"] >= 21} == {2}
         died_step = max(d["step"] for d in dead[0].steps()) + 1
         assert died_step == 20
-    except BaseException:
-        dump(hosts)
-        raise
-    finally:
-        for h in hosts:
-            h.stop()
 
 
 BAD_START = r'''
@@ -169,18 +160,7 @@ s.leave()
 
 
 def test_parameters_that_differ_across_ranks_at_start_are_reported_not_averaged(job):
-    import json
-    import subprocess
-    env = child_env()
-    first = subprocess.Popen([PYTHON, "-c", DIFFERENT_MODELS, job, "a", "1", "-"], env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE)
-    try:
-        addr = json.loads(first.stdout.readline())["addr"]
-        _, second = run_child(DIFFERENT_MODELS, job, "b", "2", addr, env=env)
-        out, _ = first.communicate(timeout=60)
-    finally:
-        if first.poll() is None:
-            first.kill()
-    errors = [second[-1]["error"], json.loads(out.decode().splitlines()[-1])["error"]]
+    first, second = run_pair(DIFFERENT_MODELS, [job, "a", "1", "-"], [job, "b", "2", "{addr}"])
+    errors = [first[-1]["error"], second[-1]["error"]]
     for e in errors:
         assert e and "parameters differ across ranks" in e and "torch.manual_seed" in e, errors
