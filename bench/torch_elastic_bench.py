@@ -508,11 +508,13 @@ class Restart(System):
         s["phases_ms_p50"] = {p: pct([r["phases_ms"][p] for r in recs if r["phases_ms"][p] is not None], 50)
                               for p in PHASES}
         s["met"] = {"kill_p50_le_2000ms": bool(recs) and s["kill_to_step_ms"]["p50"] <= 2000,
-                    "steps_lost_0": s["steps_lost"] == 0,
-                    "bad_loads_0": s["bad_loads"] == 0, "join_steps_lost_0": s["join_steps_lost"] == 0,
+                    "steps_lost_0": s["steps_lost"] is not None and s["steps_lost"] <= 0,
+                    "bad_loads_0": s["bad_loads"] == 0,
+                    "join_steps_lost_0": s["join_steps_lost"] is not None and s["join_steps_lost"] <= 0,
                     "join_bad_loads_0": s["join_bad_loads"] == 0}
         s["note"] = ("restart mode restarts every worker at every view change (workers_restarted counts them); "
-                     "steps_lost: S minus the step loaded, S the newest step every survivor's old worker printed; "
+                     "steps_lost: S minus the step loaded, S the newest step every survivor's old worker printed (-1: one "
+                     "was stopped between its save and its line); "
                      "phases_ms: milestones after the SIGKILL, the slowest survivor's (see the docstring); "
                      "import_probe_ms: python3 -c 'import torch, shoal.torch' on the idle machine")
         return s

@@ -26,6 +26,7 @@
 #include "ckpt_shm/shm_segment.hpp"
 #include "ckpt_shm/version_stream.hpp"
 #include "net/blocking_conn.hpp"
+#include "../support/tcp_pair.hpp"
 
 using namespace std::chrono_literals;
 using namespace shoal;
@@ -40,22 +41,9 @@ struct Connection {
   net::BlockingConn sender;
   net::BlockingConn receiver;
   Connection() {
-    const int l = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    REQUIRE(l >= 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(l, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-    REQUIRE(::listen(l, 1) == 0);
-    socklen_t len = sizeof addr;
-    REQUIRE(::getsockname(l, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-    const int a = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    REQUIRE(::connect(a, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-    const int b = ::accept(l, nullptr, nullptr);
-    ::close(l);
-    REQUIRE(b >= 0);
-    sender = net::BlockingConn(a);
-    receiver = net::BlockingConn(b);
+    test::LoopbackTcpPair pair;
+    sender = net::BlockingConn(pair.release_client());
+    receiver = net::BlockingConn(pair.release_server());
   }
 };
 

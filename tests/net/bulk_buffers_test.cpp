@@ -10,6 +10,8 @@
 
 #include <fstream>
 
+#include "../support/tcp_pair.hpp"
+
 namespace {
 
 int socket_buffer(int fd, int option) {
@@ -19,23 +21,13 @@ int socket_buffer(int fd, int option) {
   return v;
 }
 
+// A connected client and an unconnected listening socket.
 struct LoopbackPair {
+  shoal::test::LoopbackTcpPair pair;
+  int& client = pair.client;
   int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  int client = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  LoopbackPair() {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-    REQUIRE(::listen(listener, 1) == 0);
-    socklen_t len = sizeof addr;
-    REQUIRE(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-    REQUIRE(::connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  }
-  ~LoopbackPair() {
-    ::close(client);
-    ::close(listener);
-  }
+  LoopbackPair() { REQUIRE(::listen(listener, 1) == 0); }
+  ~LoopbackPair() { ::close(listener); }
 };
 
 }  // namespace

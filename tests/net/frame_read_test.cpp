@@ -21,6 +21,7 @@
 #include "net/arrival_buffer.hpp"
 #include "net/blocking_conn.hpp"
 #include "net/frame_io.hpp"
+#include "../support/tcp_pair.hpp"
 
 using namespace std::chrono_literals;
 using shoal::net::BlockingConn;
@@ -28,30 +29,11 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// A connected pair of TCP sockets on loopback, as raw descriptors.
+// A connected pair of TCP sockets on loopback, as raw descriptors (a: the client end, b: the server's).
 struct SocketPair {
-  int a = -1;
-  int b = -1;
-  SocketPair() {
-    const int l = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    REQUIRE(l >= 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(l, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-    REQUIRE(::listen(l, 1) == 0);
-    socklen_t len = sizeof addr;
-    REQUIRE(::getsockname(l, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-    a = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    REQUIRE(::connect(a, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-    b = ::accept(l, nullptr, nullptr);
-    ::close(l);
-    REQUIRE(b >= 0);
-  }
-  ~SocketPair() {
-    if (a >= 0) ::close(a);
-    if (b >= 0) ::close(b);
-  }
+  shoal::test::LoopbackTcpPair pair;
+  int& a = pair.client;
+  int& b = pair.server;
 };
 
 std::vector<std::byte> payload_of(size_t n, uint8_t seed) {
