@@ -7,11 +7,14 @@ the workers after every view change (a host lost or joined):
     shoal agent --name h0 --bind 127.0.0.1:7946 --min-hosts 2 -- python3 examples/python/ddp_flash.py
     shoal agent --name h1 --bind 127.0.0.1:7947 --seeds 127.0.0.1:7946 -- python3 examples/python/ddp_flash.py
 
-Each restarted worker loads the newest step every rank of the last world finished (from this host's
-memory, or a peer's replica when its host is gone) and goes on from the step after it.
+Each restarted worker loads the newest step that it and its peers all saved (a survivor from this host's
+memory; a newcomer from a peer's replica) and goes on from the step after it.
+
+The process group bootstraps from the store the agents serve for the view (shoal.torch.Store), or with
+--store env from torchrun's MASTER_ADDR and MASTER_PORT, as any torchrun script does.
 
 Output, one JSON object per line on stdout:
-    {"event": "load", "step": S, "world": W, "rank": R, "pid": P, "source": "local"|PEER, "seconds": T}
+    {"event": "load", "step": S, "world": W, "rank": R, "pid": P, "checksum": C, "t": T}
     {"event": "fresh", ...}  when there was nothing to load
     {"step": S, "world": W, "rank": R, "pid": P, "checksum": C, "loss": L, "step_ms": D, "t": T}
 where checksum is a CRC32 of every parameter's bytes (identical on every rank: DDP keeps replicas equal)
@@ -49,17 +52,25 @@ def main():
     ap.add_argument("--step-ms", type=float, default=50.0, help="extra time per step, as compute (default 50)")
     ap.add_argument("--width", type=int, default=256, help="hidden width of the model (default 256)")
     ap.add_argument("--seed", type=int, default=0, help="model initialisation and data seed (default 0)")
+    ap.add_argument("--store", choices=("shoal", "env"), default="shoal",
+                    help="where the process group bootstraps from: shoal (the store the agents serve for this "
+                         "view: no rank-0 TCPStore to wait for; default) or env (torchrun's MASTER_ADDR/PORT)")
     args = ap.parse_args()
 
     torch.set_num_threads(1)
-    dist.init_process_group("gloo")  # env://, as torchrun and `shoal agent` set it
+    ckpt = shoal.torch.Checkpointer()
+    if args.store == "shoal":
+        comm = ckpt.communicator()
+        dist.init_process_group("gloo", store=shoal.torch.Store(ckpt.session, comm), rank=comm.rank,
+                                world_size=comm.world_size)
+    else:
+        dist.init_process_group("gloo")  # env://, as torchrun and `shoal agent` set it
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(args.seed)
     net = torch.nn.Sequential(torch.nn.Linear(64, args.width), torch.nn.ReLU(), torch.nn.Linear(args.width, 8))
     model = DDP(net)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
 
-    ckpt = shoal.torch.Checkpointer()
     start = 0
     got = ckpt.load()
     if got is not None:

@@ -21,6 +21,7 @@ uint32_t LaunchPolicy::restart_count(uint64_t epoch) const {
 
 LaunchStep LaunchPolicy::start_all(gossip::Time /*now*/, std::string why) {
   LaunchStep step;
+  if (running_epoch_ != target_epoch_) round_ = 0;  // the first start for this view
   slots_.assign(target_slots_, SlotState::running);
   running_epoch_ = target_epoch_;
   phase_ = Phase::running;
@@ -141,6 +142,7 @@ LaunchStep LaunchPolicy::give_up_or_restart(gossip::Time now) {
     return step;
   }
   ++restarts_;
+  ++round_;
   return start_all(now, "no view change explains the failure: starting the workers of view " +
                             std::to_string(target_epoch_) + " again (restart " + std::to_string(restarts_) + " of " +
                             std::to_string(limits_.max_restarts) + ")");

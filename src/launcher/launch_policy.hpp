@@ -62,6 +62,11 @@ class LaunchPolicy {
   // torchrun's per-agent count; in connect mode, where views do not restart workers, it counts this
   // host's restarts.
   uint32_t restart_count(uint64_t epoch) const;
+  // Restart mode: how often this host's workers were started again for the view they run now with no
+  // view change (0 for its first start). A failure that no view change explains ends every rank's
+  // collectives, so every host restarts its workers as often: the round tells the new workers'
+  // rendezvous keys from those of the workers they replace (SHOAL_WORKER_ROUND).
+  uint32_t round() const { return round_; }
   size_t live() const;
   bool leaving() const { return phase_ == Phase::leaving; }
 
@@ -89,6 +94,7 @@ class LaunchPolicy {
   uint32_t target_slots_ = 0;
   uint64_t running_epoch_ = 0;  // the view the live workers were started for
   uint32_t restarts_ = 0;
+  uint32_t round_ = 0;  // see round()
   gossip::Time failure_deadline_{0};
   gossip::Time done_at_{0};
   bool shutting_down_ = false;

@@ -81,7 +81,7 @@ void WorkerLauncher::start_worker(uint32_t slot, uint64_t epoch) {
   if (vars) {
     std::set<std::string> ours;
     for (const auto& [k, v] : *vars) ours.insert(k);
-    ours.insert({"SHOAL_CONTROL", "SHOAL_SLOT", "SHOAL_VIEW_EPOCH"});
+    ours.insert({"SHOAL_CONTROL", "SHOAL_SLOT", "SHOAL_VIEW_EPOCH", "SHOAL_WORKER_ROUND"});
     for (auto& kv : current_environment()) {
       if (!ours.contains(kv.first)) spec.env.push_back(std::move(kv));
     }
@@ -92,6 +92,9 @@ void WorkerLauncher::start_worker(uint32_t slot, uint64_t epoch) {
     if (!agent_.control_path().empty()) {
       spec.env.emplace_back("SHOAL_CONTROL", agent_.control_path());
       spec.env.emplace_back("SHOAL_SLOT", std::to_string(slot));
+      if (cfg_.limits.mode == WorkerMode::restart) {
+        spec.env.emplace_back("SHOAL_WORKER_ROUND", std::to_string(policy_.round()));
+      }
     }
     spec.argv = cfg_.command;
   }

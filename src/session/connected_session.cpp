@@ -1,6 +1,10 @@
 // Following a local agent over its control socket.
 #include "session/connected_session.hpp"
 
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
 #include "base/log.hpp"
 #include "control/client.hpp"
 #include "control/replies/errors_and_acks.hpp"
@@ -97,6 +101,14 @@ Status ConnectedSession::begin() {
     if (!doc) return fail("the agent at " + path + " cannot say (" + doc.error().message + ")");
     return ckpt_service::RankSafety{doc->committed, doc->replicated, doc->holders, doc->persisting, doc->persisted};
   };
+  // A worker that `shoal agent` started again for the same view: its keys are not its predecessors'.
+  if (const char* round = std::getenv("SHOAL_WORKER_ROUND"); round != nullptr && *round != '\0' &&
+                                                            std::string_view(round) != "0") {
+    if (std::string(round).find_first_not_of("0123456789") != std::string::npos || std::strlen(round) > 9) {
+      return fail(std::string("SHOAL_WORKER_ROUND is not a count: '") + round + "'");
+    }
+    id.key_scope = "round/" + std::string(round) + "/";
+  }
   if (id.checkpoints.job.empty())
     return fail("the agent at " + opt_.control_path + " serves no checkpoints (an older version?)");
   set_identity(std::move(id));

@@ -3,12 +3,11 @@
 
 #include <cstring>
 
-#include "comm_wrap/stores/scoped_rendezvous_store.hpp"
-
 namespace shoal::session {
 
-SessionEpochStore::SessionEpochStore(NetworkRendezvousStore::Options options, uint32_t attempt)
-    : store_(std::move(options)), attempt_(attempt), prefix_(comm::attempt_prefix(attempt) + "user/") {}
+SessionEpochStore::SessionEpochStore(NetworkRendezvousStore::Options options, uint32_t attempt,
+                                     const std::string& scope)
+    : store_(std::move(options)), attempt_(attempt), prefix_(scope + "user/") {}
 
 std::vector<std::string> SessionEpochStore::scoped(const std::vector<std::string>& keys) const {
   std::vector<std::string> out;

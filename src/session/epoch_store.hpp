@@ -12,7 +12,8 @@ namespace shoal::session {
 
 class SessionEpochStore final : public EpochStore {
  public:
-  SessionEpochStore(NetworkRendezvousStore::Options options, uint32_t attempt);
+  // `scope`: the prefix of the attempt's keys (SessionCore::scope); the store's own go under scope + "user/".
+  SessionEpochStore(NetworkRendezvousStore::Options options, uint32_t attempt, const std::string& scope);
 
   uint64_t epoch() const override { return store_.epoch(); }
   uint32_t attempt() const override { return attempt_; }

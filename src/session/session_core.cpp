@@ -125,16 +125,18 @@ std::pair<membership::View, uint32_t> SessionCore::view_of(const Communicator& c
                                       " is not the session's current one");
 }
 
+std::string SessionCore::scope(uint32_t attempt) const { return id_.key_scope + comm::attempt_prefix(attempt); }
+
 std::unique_ptr<EpochStore> SessionCore::store(Communicator& comm) {
   const auto [view, attempt] = view_of(comm, "store");
-  return std::make_unique<SessionEpochStore>(store_options(view), attempt);
+  return std::make_unique<SessionEpochStore>(store_options(view), attempt, scope(attempt));
 }
 
 std::optional<RestoredCheckpoint> SessionCore::restore_with(Communicator& comm, std::optional<uint32_t> saved_rank,
                                                             const RestorePlacer* place) {
   const auto [view, attempt] = view_of(comm, "restore");
   NetworkRendezvousStore epoch_store(store_options(view));
-  comm::ScopedRendezvousStore store(epoch_store, comm::attempt_prefix(attempt));
+  comm::ScopedRendezvousStore store(epoch_store, scope(attempt));
   return checkpoints_->restore(comm, attempt, store, saved_rank, place);
 }
 
@@ -315,7 +317,7 @@ void SessionCore::agree_on_retry(const membership::View& view, uint32_t failed, 
       "newer view comes first",
       view.epoch(), failed, table.world_size());
   NetworkRendezvousStore store(store_options(view));
-  const std::string prefix = "retry/" + std::to_string(failed) + "/";
+  const std::string prefix = id_.key_scope + "retry/" + std::to_string(failed) + "/";
   store.set(prefix + std::to_string(me->global_rank), {'1'});
   std::vector<std::string> keys;
   for (const auto& r : table.ranks()) keys.push_back(prefix + std::to_string(r.global_rank));
@@ -337,7 +339,7 @@ std::shared_ptr<Communicator> SessionCore::build(const membership::View& view, s
   if (!me) throw Error(id_.name + " holds no rank in epoch " + std::to_string(view.epoch()));
   const uint64_t epoch = view.epoch();
   NetworkRendezvousStore epoch_store(store_options(view));
-  comm::ScopedRendezvousStore store(epoch_store, comm::attempt_prefix(attempt));
+  comm::ScopedRendezvousStore store(epoch_store, scope(attempt));
   const auto started = std::chrono::steady_clock::now();
   comm::SessionCommSpec spec;
   spec.backend = opt_.backend == "nccl" ? comm::Backend::nccl : comm::Backend::gloo;

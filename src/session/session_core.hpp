@@ -24,6 +24,10 @@ struct SessionIdentity {
   std::string bind_ip;                  // where collectives listen: the agent's advertised IP
   net::OutgoingHello rendezvous_hello;  // opens RENDEZVOUS connections as this member
   CheckpointContext checkpoints;        // job, store, agent address, CKPT_STREAM hello, commit notice
+  // Prefixes every rendezvous key this process uses: empty, or "round/R/" for the R-th set of workers a
+  // launcher started for the same view (SHOAL_WORKER_ROUND), so that they never read the keys (Gloo
+  // addresses, restore reports) of the workers they replace.
+  std::string key_scope;
 };
 
 class SessionCore : public Session {
@@ -80,6 +84,8 @@ class SessionCore : public Session {
   // The rendezvous store of `view`'s epoch, served by its rank 0's agent; gives up when the view is superseded.
   NetworkRendezvousStore::Options store_options(const membership::View& view);
   RankInfo rank_info(const membership::View& view) const;
+  // The key prefix of `attempt` of a view's communicator (and of what is built on it: restores, stores).
+  std::string scope(uint32_t attempt) const;
   // The view (and attempt) of `comm` when it is the session's current communicator; else throws
   // ViewChanged naming `what` was asked.
   std::pair<membership::View, uint32_t> view_of(const Communicator& comm, const char* what) const;

@@ -67,3 +67,42 @@ def test_a_killed_host_costs_no_finished_step(job, tmp_path, victim):
     finally:
         for a in agents:
             a.stop()
+
+
+def test_a_worker_that_crashes_by_itself_restarts_with_its_peers_and_resumes(job, tmp_path):
+    """No host is lost: one worker is SIGKILLed. Its peers' collectives fail too, every host starts its
+    workers again for the same view (SHOAL_WORKER_ROUND tells their rendezvous keys from the old ones),
+    and they resume from the newest step they all saved."""
+    ports = free_ports(4)
+    command = [PYTHON, EXAMPLE, "--steps", "1000000", "--step-ms", "20", "--width", "64"]
+    extra = ["--min-hosts", "3", "--failure-grace", "1", "--master-port", str(ports[3])]
+    agents = [Agent("h%d" % i, ports[i], ports[0] if i else None, job, command, str(tmp_path), extra) for i in range(3)]
+    try:
+        wait_for(lambda: {r for _, r, d in steps_of(agents, 3) if d["step"] >= 15} == {0, 1, 2}, 90,
+                 "three ranks training in a world of 3")
+        before = steps_of(agents, 3)
+        victim = [d for _, r, d in before if r == 1][-1]
+        crashed_at = time.monotonic()
+        os.kill(victim["pid"], 9)
+        old_pids = {d["pid"] for _, _, d in before}
+        loads = wait_for(lambda: (lambda l: l if len(l) == 3 else None)(
+            [d for a in agents for _, _, d in a.docs(crashed_at) if d.get("event") == "load"]),
+            90, "every host's restarted worker to load")
+        assert all(l["pid"] not in old_pids for l in loads)
+        assert len({l["step"] for l in loads}) == 1 and len({l["checksum"] for l in loads}) == 1, loads
+        last = {}
+        for _, r, d in steps_of(agents, 3):
+            if d["pid"] in old_pids:
+                last[r] = max(last.get(r, -1), d["step"])
+        checksums = {d["step"]: d["checksum"] for _, _, d in before}
+        loaded = loads[0]["step"]
+        assert loaded >= min(last.values()) - 1, (loaded, last)  # the crashed rank may have saved one less
+        assert loads[0]["checksum"] == checksums.get(loaded, loads[0]["checksum"])
+        wait_for(lambda: len({r for _, r, d in steps_of(agents, 3, crashed_at)}) == 3, 30, "training again")
+    except BaseException:
+        for a in agents:
+            print("==== %s\n%s" % (a.name, a.text()[-6000:]))
+        raise
+    finally:
+        for a in agents:
+            a.stop()
