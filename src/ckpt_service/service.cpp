@@ -158,9 +158,19 @@ void CheckpointService::replicate_loop() {
     streaming_step_ = step;
     cancel_stream_ = false;
     lock.unlock();
+    const auto started = Clock::now();
     replicate(rank, step);
+    const auto took = Clock::now() - started;
     lock.lock();
     streaming_ = false;
+    // The duty cycle: rest in proportion to the push (versions saved meanwhile wait in pending_, the
+    // newest of each rank only). A stop or a view change ends the rest.
+    const uint32_t duty = std::clamp<uint32_t>(cfg_.replicate_duty_percent, 1, 100);
+    if (duty < 100) {
+      const auto rest = took * (100 - duty) / duty;
+      const auto epoch = view_ ? view_->epoch() : 0;
+      wake_.wait_for(lock, rest, [&] { return stopping_ || (view_ ? view_->epoch() : 0) != epoch; });
+    }
   }
 }
 

@@ -28,7 +28,7 @@ struct AgentFlags {
   // Checkpoints.
   std::optional<std::string> job, host, ckpt_store, ckpt_dir;
   std::optional<uint64_t> ckpt_budget_bytes;
-  std::optional<int64_t> ckpt_replicas, ckpt_dir_keep, ckpt_exit_wait_s;
+  std::optional<int64_t> ckpt_replicas, ckpt_dir_keep, ckpt_exit_wait_s, ckpt_replicate_duty;
   // Operation.
   std::optional<std::string> control, key_file, metrics;
   bool no_slurm = false;

@@ -86,6 +86,10 @@ std::unique_ptr<Session> Session::start(const SessionOptions& options) {
                                                : ckpt::store_for_host(cfg.ckpt.job, options.host);
   if (auto ok = ckpt::check_job_name(cfg.ckpt.store); !ok) throw bad("ckpt_store: " + ok.error().message);
   cfg.ckpt.replicas = options.ckpt_replicas;
+  if (options.ckpt_replicate_duty < 1 || options.ckpt_replicate_duty > 100) {
+    throw bad("ckpt_replicate_duty must be 1 to 100 (percent)");
+  }
+  cfg.ckpt.replicate_duty_percent = options.ckpt_replicate_duty;
   cfg.ckpt.persist_dir = options.ckpt_dir;
   cfg.key_file = options.key_file;
   if (options.backend != "gloo" && options.backend != "nccl") {

@@ -29,7 +29,7 @@ struct RunningAgent {
   std::atomic<size_t> view_size{0};
 
   RunningAgent(const std::string& name, const std::string& job, std::vector<shoal::net::HostPort> seeds,
-               uint64_t budget_bytes = 0) {
+               uint64_t budget_bytes = 0, uint32_t duty_percent = 100) {
     AgentConfig cfg;
     cfg.name = name;
     cfg.bind = {"127.0.0.1", 0};
@@ -40,6 +40,7 @@ struct RunningAgent {
     cfg.meta.host = name;               // separate hosts for placement, though on one machine...
     cfg.ckpt.store = job + "-" + name;  // ...with segments kept apart
     cfg.ckpt.budget_bytes = budget_bytes;
+    cfg.ckpt.replicate_duty_percent = duty_percent;
     agent = std::make_unique<Agent>(std::move(cfg));
     agent->add_view_observer([this](const shoal::membership::View& v) { view_size = v.size(); });
     REQUIRE(agent->start().ok());
@@ -116,8 +117,8 @@ struct Pair {
   shoal::ckpt::test::ShmTestJob job{"svc"};
   RunningAgent a;
   RunningAgent b;
-  explicit Pair(uint64_t b_budget = 0)
-      : a("a", job.name(), {}), b("b", job.name(), {{"127.0.0.1", a.agent->port()}}, b_budget) {
+  explicit Pair(uint64_t b_budget = 0, uint32_t a_duty_percent = 100)
+      : a("a", job.name(), {}, 0, a_duty_percent), b("b", job.name(), {{"127.0.0.1", a.agent->port()}}, b_budget) {
     REQUIRE_MESSAGE(eventually([&] { return a.view_size == 2 && b.view_size == 2; }, 15s),
                     "the two agents never committed a view of both");
   }
@@ -221,4 +222,19 @@ TEST_CASE("a replica that does not fit the host's budget is refused, and the new
   CHECK(p.b.replica(0, 10).has_value());
   CHECK_FALSE(p.b.replica(0, 20).has_value());
   CHECK(eventually([&] { return p.a.agent->checkpoints().counters().push_failed == 1; }, 5s));
+}
+
+TEST_CASE("replication rests between pushes for its duty cycle, then sends the newest version saved meanwhile") {
+  Pair p(0, 1);  // a streams at most 1% of the time: it rests 99 times as long as each push took
+  (void)save(p.job.name(), p.a.store(), 10);
+  p.a.agent->checkpoints().committed(0, 10);
+  REQUIRE_MESSAGE(eventually([&] { return p.a.agent->checkpoints().counters().pushed == 1; }, 10s), "10 never went");
+  for (uint64_t step : {11, 12, 13}) {  // saved while the replicator rests
+    (void)save(p.job.name(), p.a.store(), step);
+    p.a.agent->checkpoints().committed(0, step);
+  }
+  REQUIRE_MESSAGE(eventually([&] { return p.b.replica(0, 13).has_value(); }, 20s), "b never kept step 13");
+  CHECK(eventually([&] { return p.a.agent->checkpoints().counters().pushed == 2; }, 5s));
+  CHECK_FALSE(p.b.replica(0, 11).has_value());
+  CHECK_FALSE(p.b.replica(0, 12).has_value());
 }
