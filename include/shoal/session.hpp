@@ -45,7 +45,7 @@ struct SessionOptions {
                                        // name); trainers sharing a machine as separate hosts each set their own
   std::string ckpt_store;              // embedded: this host's segment names (default: the job, or JOB-HOST with host)
   uint32_t ckpt_replicas = 1;          // embedded: peers that keep a copy of each checkpoint version
-  uint32_t ckpt_replicate_duty = 25;   // embedded: the percent of the time replication may stream (see
+  uint32_t ckpt_replicate_duty = 20;   // embedded: the percent of the time replication may stream (see
                                        // `shoal agent --ckpt-replicate-duty`); 100: no rest between pushes
   std::string ckpt_dir;                // embedded: also persist each saved version to this directory, in the
                                        // background (empty: memory only); leave() waits for it, up to 60 s

@@ -63,7 +63,7 @@ void bind_session(py::module_& m) {
           py::arg("seeds") = std::vector<std::string>{}, py::arg("cluster") = "", py::arg("slots") = 1,
           py::arg("min_hosts") = 1, py::arg("max_hosts") = 0, py::arg("control_path") = "", py::arg("log_spec") = "",
           py::arg("job") = "", py::arg("host") = "", py::arg("ckpt_store") = "", py::arg("ckpt_replicas") = 1,
-          py::arg("ckpt_replicate_duty") = 25, py::arg("ckpt_dir") = "", py::arg("key_file") = "", py::arg("backend") = "gloo", py::arg("cuda_device") = -1,
+          py::arg("ckpt_replicate_duty") = 20, py::arg("ckpt_dir") = "", py::arg("key_file") = "", py::arg("backend") = "gloo", py::arg("cuda_device") = -1,
           py::arg("view_timeout") = 120.0, py::arg("rendezvous_timeout") = 30.0, py::arg("collective_timeout") = 300.0,
           "Starts the agent in this process and joins the job. The keywords are SessionOptions' fields "
           "(include/shoal/session.hpp); timeouts in seconds. Raises shoal.Error with what to change.")

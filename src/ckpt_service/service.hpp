@@ -40,7 +40,7 @@ struct CheckpointConfig {
   // The share of the time the replicator may spend streaming (1..100 percent): after a push that took
   // t, it rests t * (100 - duty) / duty before the next, which is then the newest version saved
   // (latest wins). Caps the CPU and network replication takes from trainers that save every step.
-  uint32_t replicate_duty_percent = 25;
+  uint32_t replicate_duty_percent = 20;
 };
 
 struct CheckpointCounters {

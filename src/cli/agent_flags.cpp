@@ -95,7 +95,7 @@ void add_checkpoint_flags(CLI::App& app, AgentFlags& f) {
   number(app, "ckpt-replicate-duty", "PERCENT",
          "the share of the time replication may stream: after a push that took t it rests t * (100 - PERCENT) / "
          "PERCENT, then sends the newest version saved meanwhile (latest wins; the ones in between are skipped). "
-         "Bounds what replicating every step takes from trainers (default: 25; 100: no rest)",
+         "Bounds what replicating every step takes from trainers (default: 20; 100: no rest)",
          f.ckpt_replicate_duty, 1, 100);
   app.add_option("--ckpt-budget", f.ckpt_budget_bytes,
                  "shared memory this host may hold in checkpoints, its ranks' own and peers' replicas; replicas beyond "
@@ -302,7 +302,7 @@ Result<daemon::AgentConfig> agent_config(const AgentFlags& f, const ops::SlurmDe
   cfg.ckpt.store = f.ckpt_store ? *f.ckpt_store : f.host ? ckpt::store_for_host(cfg.ckpt.job, *f.host) : cfg.ckpt.job;
   if (auto ok = ckpt::check_job_name(cfg.ckpt.store); !ok) return fail("--ckpt-store: " + ok.error().message);
   cfg.ckpt.replicas = static_cast<uint32_t>(f.ckpt_replicas.value_or(1));
-  cfg.ckpt.replicate_duty_percent = static_cast<uint32_t>(f.ckpt_replicate_duty.value_or(25));
+  cfg.ckpt.replicate_duty_percent = static_cast<uint32_t>(f.ckpt_replicate_duty.value_or(20));
   if (f.ckpt_budget_bytes) cfg.ckpt.budget_bytes = *f.ckpt_budget_bytes;
   if (f.ckpt_dir) {
     cfg.ckpt.persist_dir = *f.ckpt_dir;
