@@ -115,6 +115,11 @@ class SHOAL_API Session {
   // ViewChanged when it is no longer the session's current one, shoal::Error for bad names or no memory.
   virtual std::unique_ptr<CheckpointSave> begin_save(Communicator& comm, uint64_t step,
                                                      const std::vector<CheckpointBuffer>& buffers) = 0;
+  // Readies this host's shared memory for a save of `buffers` as comm's rank, on a thread of the
+  // library's: the first save of a size otherwise writes into memory that the kernel clears page by page
+  // at first touch (several times the copy's cost). Call it once the state's size is known, before the
+  // first save; each save readies its successor's memory itself. Throws like begin_save.
+  virtual void prepare_save(Communicator& comm, const std::vector<CheckpointBuffer>& buffers) = 0;
   // Collective: every rank of `comm` calls it. Agrees on the newest step whose versions the ranks read
   // are complete and held by some host of the job, and loads them. By default each rank reads the version
   // its own host saved at that step (a survivor restores its own state from local memory), else the one

@@ -190,6 +190,18 @@ void bind_checkpoints(py::module_& m) {
           "Begins saving this rank's state for `step`: buffers is [(name, nbytes)] (names 1..103 bytes, "
           "unique). Raises ViewChanged when comm is no longer the session's current communicator.")
       .def(
+          "prepare_save",
+          [](std::shared_ptr<PySession> s, Communicator& comm,
+             const std::vector<std::pair<std::string, uint64_t>>& buffers) {
+            std::vector<CheckpointBuffer> specs;
+            for (const auto& [name, bytes] : buffers) specs.push_back({name, bytes});
+            py::gil_scoped_release release;
+            s->get().prepare_save(comm, specs);
+          },
+          py::arg("comm"), py::arg("buffers"),
+          "Readies shared memory for a save of these buffers on a thread of the library's, so that the first "
+          "save of a size does not write into memory the kernel clears page by page.")
+      .def(
           "restore",
           [](std::shared_ptr<PySession> s, Communicator& comm, std::optional<uint32_t> saved_rank) {
             std::optional<RestoredCheckpoint> r;

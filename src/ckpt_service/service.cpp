@@ -2,6 +2,8 @@
 // each, replicas in this host's shared memory within the memory budget.
 #include "ckpt_service/service.hpp"
 
+#include <time.h>
+
 #include <algorithm>
 #include <cctype>
 
@@ -24,6 +26,13 @@ spdlog::logger& logger() { return log::get(log::Component::ckpt); }
 // others at debug (the counters in `shoal ckpt ls` and the metrics count them all).
 spdlog::level::level_enum routine_level(uint64_t count) {
   return count == 1 || count % 100 == 0 ? spdlog::level::info : spdlog::level::debug;
+}
+
+// The CPU time the calling thread has used so far.
+std::chrono::nanoseconds thread_cpu_time() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
 }
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -158,13 +167,15 @@ void CheckpointService::replicate_loop() {
     streaming_step_ = step;
     cancel_stream_ = false;
     lock.unlock();
-    const auto started = Clock::now();
+    const auto cpu_before = thread_cpu_time();
     replicate(rank, step);
-    const auto took = Clock::now() - started;
+    const auto took = thread_cpu_time() - cpu_before;
     lock.lock();
     streaming_ = false;
-    // The duty cycle: rest in proportion to the push (versions saved meanwhile wait in pending_, the
-    // newest of each rank only). A stop or a view change ends the rest.
+    // The duty cycle: rest in proportion to the CPU the push took (versions saved meanwhile wait in
+    // pending_, the newest of each rank only). CPU time, not wall time: a push that stalls on a lossy
+    // network costs the trainers little, and must not hold the next one back for long. A stop or a view
+    // change ends the rest.
     const uint32_t duty = std::clamp<uint32_t>(cfg_.replicate_duty_percent, 1, 100);
     if (duty < 100) {
       const auto rest = took * (100 - duty) / duty;

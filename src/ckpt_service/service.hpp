@@ -38,8 +38,8 @@ struct CheckpointConfig {
   std::string persist_dir;    // also persist each local rank's newest version here; empty: not at all
   uint32_t persist_keep = 2;  // steps kept per rank in persist_dir
   // The share of the time the replicator may spend streaming (1..100 percent): after a push that took
-  // t, it rests t * (100 - duty) / duty before the next, which is then the newest version saved
-  // (latest wins). Caps the CPU and network replication takes from trainers that save every step.
+  // t of CPU time, it rests t * (100 - duty) / duty before the next, which is then the newest version
+  // saved (latest wins). Caps the CPU replication takes from trainers that save every step.
   uint32_t replicate_duty_percent = 20;
 };
 

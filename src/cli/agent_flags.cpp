@@ -93,8 +93,8 @@ void add_checkpoint_flags(CLI::App& app, AgentFlags& f) {
   number(app, "ckpt-replicas", "R", "peer hosts that keep a copy of each checkpoint version (default: 1)",
          f.ckpt_replicas, 0, 16);
   number(app, "ckpt-replicate-duty", "PERCENT",
-         "the share of the time replication may stream: after a push that took t it rests t * (100 - PERCENT) / "
-         "PERCENT, then sends the newest version saved meanwhile (latest wins; the ones in between are skipped). "
+         "the share of the time replication may stream: after a push that took t of CPU time it rests "
+         "t * (100 - PERCENT) / PERCENT, then sends the newest version saved meanwhile (latest wins; the ones in between are skipped). "
          "Bounds what replicating every step takes from trainers (default: 20; 100: no rest)",
          f.ckpt_replicate_duty, 1, 100);
   app.add_option("--ckpt-budget", f.ckpt_budget_bytes,

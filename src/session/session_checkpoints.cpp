@@ -90,9 +90,7 @@ comm::Bytes to_bytes(const std::string& s) { return comm::Bytes(s.begin(), s.end
 
 }  // namespace
 
-std::unique_ptr<CheckpointSave> SessionCheckpoints::begin_save(uint64_t step, uint32_t rank, uint32_t world,
-                                                               const std::vector<CheckpointBuffer>& buffers) {
-  std::lock_guard lock(mu_);
+std::shared_ptr<ckpt::RankStore>& SessionCheckpoints::store_for(uint32_t rank, uint32_t world) {
   auto& store = stores_[rank];
   if (!store || store->config().world != world) {
     auto opened = ckpt::RankStore::open(
@@ -100,6 +98,22 @@ std::unique_ptr<CheckpointSave> SessionCheckpoints::begin_save(uint64_t step, ui
     if (!opened) throw Error("checkpoint store of rank " + std::to_string(rank) + ": " + opened.error().message);
     store = std::make_shared<ckpt::RankStore>(std::move(*opened));
   }
+  return store;
+}
+
+void SessionCheckpoints::prepare(uint32_t rank, uint32_t world, const std::vector<CheckpointBuffer>& buffers) {
+  std::vector<ckpt::BufferSpec> specs;
+  for (const auto& b : buffers) specs.push_back({b.name, b.bytes});
+  auto plan = ckpt::plan_layout(specs);
+  if (!plan) throw Error("checkpoint prepare: " + plan.error().message);
+  std::lock_guard lock(mu_);
+  store_for(rank, world)->prepare(plan->total_bytes);
+}
+
+std::unique_ptr<CheckpointSave> SessionCheckpoints::begin_save(uint64_t step, uint32_t rank, uint32_t world,
+                                                               const std::vector<CheckpointBuffer>& buffers) {
+  std::lock_guard lock(mu_);
+  auto& store = store_for(rank, world);
   if (store->saving()) store->abandon();  // a save left open by an earlier CheckpointSave that is still alive
   std::vector<ckpt::BufferSpec> specs;
   for (const auto& b : buffers) specs.push_back({b.name, b.bytes});

@@ -40,6 +40,8 @@ class SessionCheckpoints {
 
   std::unique_ptr<CheckpointSave> begin_save(uint64_t step, uint32_t rank, uint32_t world,
                                              const std::vector<CheckpointBuffer>& buffers);
+  // Session::prepare_save: readies the memory of the rank's next save of `buffers`.
+  void prepare(uint32_t rank, uint32_t world, const std::vector<CheckpointBuffer>& buffers);
   // `store` is the rendezvous store of comm's epoch, scoped to comm's attempt within it.
   // With `place`, the buffers go where it says (Session::restore_into), else into the result's bytes.
   std::optional<RestoredCheckpoint> restore(Communicator& comm, uint32_t attempt, comm::RendezvousStore& store,
@@ -48,6 +50,9 @@ class SessionCheckpoints {
   bool wait_safe(uint64_t step, std::chrono::milliseconds timeout);
 
  private:
+
+  // Under mu_: the rank's store, opened (again, for another world) when needed.
+  std::shared_ptr<ckpt::RankStore>& store_for(uint32_t rank, uint32_t world);
 
   CheckpointContext ctx_;
   std::mutex mu_;

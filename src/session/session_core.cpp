@@ -98,6 +98,11 @@ std::unique_ptr<CheckpointSave> SessionCore::begin_save(Communicator& comm, uint
                                   buffers);
 }
 
+void SessionCore::prepare_save(Communicator& comm, const std::vector<CheckpointBuffer>& buffers) {
+  (void)view_of(comm, "prepare_save");
+  checkpoints_->prepare(static_cast<uint32_t>(comm.rank()), static_cast<uint32_t>(comm.world_size()), buffers);
+}
+
 std::optional<RestoredCheckpoint> SessionCore::restore(Communicator& comm, std::optional<uint32_t> saved_rank) {
   return restore_with(comm, saved_rank, nullptr);
 }

@@ -41,6 +41,7 @@ class SessionCore : public Session {
   void on_view_change(std::function<void(uint64_t epoch)> callback) override;
   std::unique_ptr<CheckpointSave> begin_save(Communicator& comm, uint64_t step,
                                              const std::vector<CheckpointBuffer>& buffers) override;
+  void prepare_save(Communicator& comm, const std::vector<CheckpointBuffer>& buffers) override;
   std::optional<RestoredCheckpoint> restore(Communicator& comm, std::optional<uint32_t> saved_rank) override;
   std::optional<RestoredCheckpoint> restore_into(Communicator& comm, const RestorePlacer& place,
                                                  std::optional<uint32_t> saved_rank) override;

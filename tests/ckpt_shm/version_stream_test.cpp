@@ -369,6 +369,7 @@ TEST_CASE("a scattered receive puts every buffer in its own memory, verified, th
     for (size_t i = 0; i < kBuffers.size(); ++i) {
       CAPTURE(i);
       REQUIRE(s.buffers[i].size() == kBuffers[i].bytes);
+      if (kBuffers[i].bytes == 0) continue;  // no memory to compare (and memcmp takes no null pointer)
       CHECK(std::memcmp(s.buffers[i].data(), src.seg.bytes.data() + src.plan.offsets[i], kBuffers[i].bytes) == 0);
     }
   }

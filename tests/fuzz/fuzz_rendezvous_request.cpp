@@ -7,10 +7,13 @@
 // Asserts: every answer has a status and the table's epoch; GET's values are the model's, WAIT and
 // SET carry none; a request is parked only while one of its keys is missing and is answered once,
 // by a set (OK), a later epoch (VIEW_CHANGED) or its deadline (TIMEOUT, naming keys still missing);
-// waiters and epochs held stay within the limits.
+// the counters (ADD: the model's decimal value plus delta; a long poll parked only while the value is
+// the one it saw, answered OK with the value when it moves or at its deadline), CHECK, DELETE and
+// NUM_KEYS answer what the model says; waiters and epochs held stay within the limits.
 #include <google/protobuf/stubs/logging.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -67,6 +70,49 @@ struct Harness {
     }
   }
 
+  // The model's counter at `key` (absent: 0), or nullopt when it holds other bytes.
+  std::optional<int64_t> counter(uint64_t epoch, const std::string& key) const {
+    const auto e = model.find(epoch);
+    if (e == model.end() || !e->second.contains(key)) return int64_t{0};
+    const std::string& text = e->second.at(key);
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+    return v;
+  }
+
+  static bool long_poll(const RendezvousRequest& r) {
+    return r.op() == RendezvousRequest::ADD && r.wait_for_change() && r.delta() == 0;
+  }
+
+  // An OK answer to one of the store operations (ADD, CHECK, DELETE, NUM_KEYS), checked against the
+  // model as it was before the request and then applied to it.
+  void store_op(const RendezvousRequest& r, const RendezvousResponse& a) {
+    auto& values = model[r.epoch()];
+    switch (r.op()) {
+      case RendezvousRequest::ADD: {
+        const auto before = counter(r.epoch(), r.keys(0));
+        if (!before || a.number() != *before + (long_poll(r) ? 0 : r.delta())) __builtin_trap();
+        if (!long_poll(r)) values[r.keys(0)] = std::to_string(a.number());
+        break;
+      }
+      case RendezvousRequest::CHECK:
+        if (a.number() != (all_set(r) ? 1 : 0)) __builtin_trap();
+        break;
+      case RendezvousRequest::DELETE:
+        if (a.number() != (values.erase(r.keys(0)) == 1 ? 1 : 0)) __builtin_trap();
+        break;
+      case RendezvousRequest::NUM_KEYS: {
+        int64_t n = 0;
+        for (const auto& [k, v] : values) n += k.starts_with(r.keys(0)) ? 1 : 0;
+        if (a.number() != n) __builtin_trap();
+        break;
+      }
+      default:
+        __builtin_trap();
+    }
+  }
+
   void check_answer(const RendezvousResponse& a) const {
     if (a.status() == RendezvousResponse::STATUS_UNSPECIFIED || a.current_epoch() != table.epoch()) __builtin_trap();
   }
@@ -80,6 +126,11 @@ struct Harness {
       check_answer(a);
       switch (a.status()) {
         case RendezvousResponse::OK:
+          if (long_poll(r)) {  // the counter moved, or its deadline came: the value as it is now
+            const auto now_value = counter(r.epoch(), r.keys(0));  // other bytes now: the value it saw
+            if (a.number() != now_value.value_or(r.seen())) __builtin_trap();
+            break;
+          }
           if (!all_set(r)) __builtin_trap();
           check_ok(r, a);
           break;
@@ -106,7 +157,12 @@ struct Harness {
     auto answer = table.handle(waiter, r, now, completed);
     if (!answer) {
       const bool wait = r.op() == RendezvousRequest::GET || r.op() == RendezvousRequest::WAIT;
-      if (!wait || was_set || r.epoch() < table.epoch() || r.keys().empty()) __builtin_trap();
+      if (long_poll(r)) {
+        const auto value = counter(r.epoch(), r.keys(0));
+        if (!value || *value != r.seen() || r.epoch() < table.epoch()) __builtin_trap();
+      } else if (!wait || was_set || r.epoch() < table.epoch() || r.keys().empty()) {
+        __builtin_trap();
+      }
       parked.emplace(waiter, r);
     } else {
       check_answer(*answer);
@@ -114,9 +170,11 @@ struct Harness {
         if (r.op() == RendezvousRequest::SET) {
           if (r.keys_size() != 1 || answer->values_size() != 0) __builtin_trap();
           model[r.epoch()][r.keys(0)] = r.value();
-        } else {
+        } else if (r.op() == RendezvousRequest::GET || r.op() == RendezvousRequest::WAIT) {
           if (!was_set) __builtin_trap();
           check_ok(r, *answer);
+        } else {
+          store_op(r, *answer);
         }
       }
     }

@@ -125,3 +125,12 @@ def test_connect_without_an_agent_names_the_control_socket(tmp_path):
     with pytest.raises(shoal.Error) as e:
         shoal.Session.connect(control_path=missing)
     assert missing in str(e.value)
+
+
+def test_prepare_readies_memory_and_the_next_save_still_loads(session):
+    ck = shoal.torch.Checkpointer(session, safe_timeout=0)
+    state = {"w": torch.ones(1 << 20), "step": 0}
+    ck.prepare(state)
+    ck.save(1, state)
+    step, got = ck.load()
+    assert step == 1 and torch.equal(got["w"], state["w"])

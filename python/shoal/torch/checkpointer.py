@@ -66,6 +66,18 @@ class Checkpointer:
             self._comm = self._session.communicator()
         return self._comm
 
+    def prepare(self, state: Any, comm: Optional["shoal.Communicator"] = None) -> None:
+        """Readies shared memory for saves of a state shaped like `state`, in the background: the first
+        save of a size otherwise writes into memory the kernel clears page by page at first touch
+        (several times the copy's cost). Call it before training starts; each save readies the memory of
+        the next one itself."""
+        flat = state_tree.flatten(state)
+        # The skeleton's size moves a little with the values in it (the step): leave it room.
+        buffers = [(META, len(flat.skeleton) + 65536)] + \
+            [(_storage_name(i), s.nbytes) for i, s in enumerate(flat.storages)]
+        with self._lock:
+            self._session.prepare_save(comm or self.communicator(), buffers)
+
     def save(self, step: int, state: Any, comm: Optional["shoal.Communicator"] = None, *,
              fence: Optional[torch.optim.Optimizer] = None) -> None:
         """Saves `state` (a nest of dicts, lists and tuples of tensors and picklable values) as this
