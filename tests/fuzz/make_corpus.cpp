@@ -348,6 +348,26 @@ void rendezvous_inputs() {
   rendezvous_chunk(refused, 0, rendezvous_request(0, R::WAIT, {"never"}, {}, 100000));
   rendezvous_chunk(refused, 3);
   save("fuzz_rendezvous_request", "refusals-and-cancel", refused);
+  Bytes torch_store;  // what torch's init_process_group does: add, a long poll on the counter, the others
+  R add = R();
+  add.set_epoch(0);
+  add.set_op(R::ADD);
+  add.add_keys("barrier");
+  add.set_delta(1);
+  rendezvous_chunk(torch_store, 0, add.SerializeAsString());
+  R poll = add;
+  poll.set_delta(0);
+  poll.set_wait_for_change(true);
+  poll.set_seen(1);
+  poll.set_timeout_ms(200);
+  rendezvous_chunk(torch_store, 0, poll.SerializeAsString());
+  rendezvous_chunk(torch_store, 0, add.SerializeAsString());
+  rendezvous_chunk(torch_store, 0, rendezvous_request(0, R::CHECK, {"barrier", "absent"}));
+  rendezvous_chunk(torch_store, 0, rendezvous_request(0, R::NUM_KEYS, {"bar"}));
+  rendezvous_chunk(torch_store, 0, rendezvous_request(0, R::DELETE, {"barrier"}));
+  rendezvous_chunk(torch_store, 0, poll.SerializeAsString());
+  rendezvous_chunk(torch_store, 2 | (5 << 2));
+  save("fuzz_rendezvous_request", "torch-store-ops", torch_store);
 }
 
 // ---- fuzz_swim: transcripts of what a real cluster sends node-a ----------------------------------
