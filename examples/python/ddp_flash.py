@@ -14,7 +14,8 @@ The process group bootstraps from the store the agents serve for the view (shoal
 --store env from torchrun's MASTER_ADDR and MASTER_PORT, as any torchrun script does.
 
 Output, one JSON object per line on stdout:
-    {"event": "load", "step": S, "world": W, "rank": R, "pid": P, "checksum": C, "t": T}
+    {"event": "load", "step": S, "world": W, "rank": R, "pid": P, "checksum": C, "source": "local"|PEER,
+     "seconds": T, "t": T}
     {"event": "fresh", ...}  when there was nothing to load
     {"step": S, "world": W, "rank": R, "pid": P, "checksum": C, "loss": L, "step_ms": D, "t": T}
 where checksum is a CRC32 of every parameter's bytes (identical on every rank: DDP keeps replicas equal)
@@ -79,7 +80,8 @@ def main():
         optimizer.load_state_dict(state["optim"])
         start = step + 1
         emit({"event": "load", "step": step, "world": world, "rank": rank, "pid": os.getpid(),
-              "checksum": param_checksum(model.module), "t": round(time.time(), 6)})
+              "checksum": param_checksum(model.module), "source": ckpt.last_load.source,
+              "seconds": round(ckpt.last_load.seconds, 6), "t": round(time.time(), 6)})
     else:
         emit({"event": "fresh", "world": world, "rank": rank, "pid": os.getpid(), "t": round(time.time(), 6)})
 

@@ -60,6 +60,18 @@ def test_a_killed_host_costs_no_finished_step(job, tmp_path, victim):
         for _, r, d in steps_of(survivors, 2, killed_at):  # (a world of 2 may also have trained before the third came)
             firsts.setdefault(r, d["step"])
         assert set(firsts.values()) == {loaded + 1}, firsts
+        assert all(l["source"] == "local" for l in loads), loads  # each survivor's own host's memory
+        # A new host joins: every worker restarts for the world of 3; the newcomer holds nothing, so it
+        # reads its rank's version from the host that saved it.
+        joined_at = time.monotonic()
+        live_seed = ports[agents.index(survivors[0])]
+        agents.append(Agent("h9", free_ports(1)[0], live_seed, job, command, str(tmp_path), extra))
+        rejoin = wait_for(lambda: (lambda l: l if len(l) == 3 else None)(
+            [d for a in agents if a is not dead for _, _, d in a.docs(joined_at)
+             if d.get("event") == "load" and d["world"] == 3]), 90, "every worker of the world of 3 to load")
+        assert len({l["step"] for l in rejoin}) == 1 and len({l["checksum"] for l in rejoin}) == 1, rejoin
+        newcomer = [d for _, _, d in agents[-1].docs(joined_at) if d.get("event") == "load"]
+        assert newcomer and newcomer[0]["source"] != "local", newcomer
     except BaseException:
         for a in agents:
             print("==== %s\n%s" % (a.name, a.text()[-6000:]))

@@ -51,6 +51,8 @@ class Checkpointer:
         self._lock = threading.Lock()
         self._pending = None  # (thread, result, step, flat) of a save whose copy is in flight
         self.last_saved: Optional[int] = None  # the step of the newest save that returned
+        # The last load's shoal.RestoredCheckpoint: step, source ("local" or the peer), seconds.
+        self.last_load: Optional["shoal.RestoredCheckpoint"] = None
         self.safe_timeout = safe_timeout
         if safe_timeout > 0:
             ref = weakref.ref(self)
@@ -195,6 +197,7 @@ class Checkpointer:
             restored = self._session.restore_into(comm or self.communicator(), place, saved_rank)
         if restored is None:
             return None
+        self.last_load = restored
         state = result["plan"].finish()
         log.info("shoal: loaded step %d (saved rank %d of %d) from %s in %.3f s", restored.step, restored.saved_rank,
                  restored.saved_world, restored.source, restored.seconds)
