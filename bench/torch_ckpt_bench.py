@@ -275,9 +275,9 @@ def free_port():
 def start_session(job, host, replicas, seed, min_hosts, announce=False):
     """An embedded session on loopback; announce prints its address (for the other host) before it waits
     for a view of min_hosts."""
-    s = shoal.Session.start(name=host, host=host, bind="127.0.0.1:0", control_path="none", cluster=job, job=job,
-                            log_spec="warn", ckpt_replicas=replicas, seeds=[seed] if seed else [],
-                            min_hosts=min_hosts)
+    s = shoal.Session.start(
+        insecure=True, name=host, host=host, bind="127.0.0.1:0", control_path="none", cluster=job, job=job,
+        log_spec="warn", ckpt_replicas=replicas, seeds=[seed] if seed else [], min_hosts=min_hosts)
     if announce:
         emit({"addr": s.address})
     s.wait_for_view(0, 60.0)

@@ -383,7 +383,8 @@ class Elastic(System):
     def start(self, seed):
         env = dict(os.environ, PYTHONPATH=os.path.join(self.a.build, "python"))
         agent = "%s-h%d" % (self.job, self.counter)  # an embedded agent serves /run/shoal/NAME.sock: unique
-        argv = [PY, os.path.join(REPO, "examples", "python", "elastic_ddp.py"), "--name", agent, "--host", agent,
+        argv = [PY, os.path.join(REPO, "examples", "python", "elastic_ddp.py"), "--insecure",
+                "--name", agent, "--host", agent,
                 "--bind", "127.0.0.1:0", "--cluster", self.job, "--job", self.job, "--min-hosts", "2",
                 "--steps", "100000000", "--step-ms", str(self.a.step_ms), "--log-level", "info"]
         return self.spawn("h", argv + (["--seeds", seed] if seed else []), env, 60)
@@ -458,7 +459,7 @@ class Restart(System):
 
     def start(self, seed):
         agent = "%s-h%d" % (self.job, self.counter)
-        argv = [os.path.join(self.a.build, "shoal"), "agent", "--name", agent, "--host", agent,
+        argv = [os.path.join(self.a.build, "shoal"), "agent", "--insecure", "--name", agent, "--host", agent,
                 "--bind", "127.0.0.1:0"] + (["--seeds", seed] if seed else []) + [
                 "--cluster", self.job, "--job", self.job, "--min-hosts", "2", "--hold-down", "1",
                 "--master-port", str(self.master_port), "--control", os.path.join(self.logdir, agent + ".sock"),

@@ -26,7 +26,7 @@ def pct(values, p):
 
 class Host:
     def __init__(self, binary, name, seed, step_ms, logdir, ckpt_every=0, job=None):
-        argv = [binary, "--name", name, "--bind", "127.0.0.1:0", "--steps", "100000000",
+        argv = [binary, "--insecure", "--name", name, "--bind", "127.0.0.1:0", "--steps", "100000000",
                 "--step-ms", str(step_ms), "--cluster", "bench", "--log-level", "info"]
         if seed:
             argv += ["--seeds", seed]

@@ -25,7 +25,8 @@ class Agent:
     def __init__(self, shoal, name, seed, logdir):
         self.name = name
         self.log = os.path.join(logdir, name + ".log")
-        argv = [shoal, "--log-level", "info", "agent", "--name", name, "--bind", "127.0.0.1:0", "--cluster", "bench",
+        argv = [shoal, "--log-level", "info", "agent", "--insecure",
+                "--name", name, "--bind", "127.0.0.1:0", "--cluster", "bench",
                 "--control", os.path.join(logdir, name + ".sock")]
         if seed:
             argv += ["--seeds", seed]

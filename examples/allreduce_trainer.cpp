@@ -42,6 +42,7 @@ const char* kUsage =
     "usage: allreduce_trainer --name NAME --bind HOST:PORT [--seeds HOST:PORT,...] [--cluster ID]\n"
     "                         [--slots 1] [--min-hosts N] [--steps N] [--step-ms MS] [--log-level SPEC]\n"
     "                         [--ckpt-every K] [--job NAME] [--host NAME] [--ckpt-dir DIR] [--abort-at STEP]\n"
+    "                         (--key-file PATH | --insecure)\n"
     "       allreduce_trainer --control PATH [--slot K] [--steps N] [--step-ms MS] [--log-level SPEC] [--ckpt-every K]\n"
     "                         [--abort-at STEP]\n"
     "Synthetic data-parallel training on shoal's Gloo communicator, with the agent embedded (first form) or\n"
@@ -53,7 +54,8 @@ const char* kUsage =
     "also persists the checkpoints there and loads them back after every host restarted. Exits 0 after --steps\n"
     "steps with every check passed, 1 when a check failed, 2 on bad flags. --abort-at STEP injects a fault for\n"
     "tests: rank 0 aborts its own communicator once, before that step's allreduce, as a reset connection would;\n"
-    "the ranks rebuild for the same view (\"attempt\" in the lines after).\n";
+    "the ranks rebuild for the same view (\"attempt\" in the lines after). The embedded agent needs the\n"
+    "cluster key (--key-file PATH, or SHOAL_KEY_FILE), or --insecure for a cluster any host may join.\n";
 
 // Gradient element i of `rank` at `step`: small integers, so every sum is exact in float.
 float gradient(int rank, uint64_t step, size_t i) {
@@ -106,9 +108,13 @@ int main(int argc, char** argv) {
       std::cout << kUsage;
       return 0;
     }
+    if (arg == "--insecure") {  // the one flag without a value
+      flags["insecure"] = "1";
+      continue;
+    }
     static const char* known[] = {"--name", "--bind", "--seeds", "--cluster", "--slots", "--min-hosts",
                                   "--steps", "--step-ms", "--log-level", "--control", "--slot",
-                                  "--ckpt-every", "--job", "--host", "--ckpt-dir", "--abort-at"};
+                                  "--ckpt-every", "--job", "--host", "--ckpt-dir", "--abort-at", "--key-file"};
     bool ok = false;
     for (const char* k : known) ok = ok || arg == k;
     if (!ok || i + 1 >= argc) {
@@ -154,6 +160,8 @@ int main(int argc, char** argv) {
   opt.job = flags["job"];
   opt.host = flags["host"];
   opt.ckpt_dir = flags["ckpt-dir"];
+  opt.key_file = flags["key-file"];
+  opt.insecure = flags.contains("insecure");
 
   std::unique_ptr<shoal::Session> session;
   try {

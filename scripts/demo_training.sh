@@ -25,8 +25,10 @@ cleanup() {
 trap cleanup EXIT
 
 steps=300 step_ms=30 every=20
+# Like a real job, the demo's hosts share a cluster key made for this run (in the private directory).
+build/shoal keygen --output "$dir/cluster.key"
 start() {  # name seed
-  local args=(--name "$1" --bind 127.0.0.1:0 --steps "$steps" --step-ms "$step_ms" --cluster demo-training
+  local args=(--key-file "$dir/cluster.key" --name "$1" --bind 127.0.0.1:0 --steps "$steps" --step-ms "$step_ms" --cluster demo-training
               --ckpt-every "$every" --job "$job" --host "$1" --log-level info)
   [[ -n $2 ]] && args+=(--seeds "$2")
   "$trainer" "${args[@]}" > "$dir/$1.out" 2> "$dir/$1.err" &

@@ -6,6 +6,7 @@ drives one drives the other.
 usage: elastic_ddp.py --name NAME --bind HOST:PORT [--seeds HOST:PORT,...] [--cluster ID] [--slots 1]
                       [--min-hosts N] [--steps N] [--step-ms MS] [--log-level SPEC] [--ckpt-every K]
                       [--job NAME] [--host NAME] [--ckpt-dir DIR] [--abort-at STEP]
+                      (--key-file PATH | --insecure)
        elastic_ddp.py --control PATH [--slot K] [...]
 
 The agent is embedded (first form) or this host's `shoal agent` (second form, or SHOAL_CONTROL when the
@@ -58,6 +59,8 @@ def parse(argv):
     ap.add_argument("--job", default="")
     ap.add_argument("--host", default="")
     ap.add_argument("--ckpt-dir", default="")
+    ap.add_argument("--key-file", default="", help="the cluster key (shoal keygen); or SHOAL_KEY_FILE")
+    ap.add_argument("--insecure", action="store_true", help="no cluster key: any host that reaches the port may join")
     ap.add_argument("--abort-at", type=int, default=-1, help="rank 0 aborts its own communicator once, before "
                     "that step's collectives, as a reset connection would (tests)")
     args = ap.parse_args(argv)
@@ -93,7 +96,8 @@ def main(argv):
             session = shoal.Session.start(name=args.name, bind=args.bind, cluster=args.cluster,
                                           seeds=[s for s in args.seeds.split(",") if s], slots=args.slots,
                                           min_hosts=args.min_hosts, log_spec=args.log_level, job=args.job,
-                                          host=args.host, ckpt_dir=args.ckpt_dir)
+                                          host=args.host, ckpt_dir=args.ckpt_dir, key_file=args.key_file,
+                                          insecure=args.insecure)
     except shoal.Error as e:
         print("elastic_ddp: %s" % e, file=sys.stderr)
         return 2

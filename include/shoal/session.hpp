@@ -49,8 +49,10 @@ struct SessionOptions {
                                        // `shoal agent --ckpt-replicate-duty`); 100: no rest between pushes
   std::string ckpt_dir;                // embedded: also persist each saved version to this directory, in the
                                        // background (empty: memory only); leave() waits for it, up to 60 s
-  std::string key_file;                // embedded: the cluster key file (see `shoal keygen`); empty: an open
-                                       // cluster. connect(): taken from the agent
+  std::string key_file;                // embedded: the cluster key file (see `shoal keygen`); empty: the file
+                                       // SHOAL_KEY_FILE names, if set. connect(): taken from the agent
+  bool insecure = false;               // embedded: run with no cluster key (any host that reaches the port may
+                                       // join); without a key and without this, start() refuses
   std::string backend = "gloo";        // "gloo": CPU buffers over TCP; "nccl": GPU buffers (builds with NCCL)
   int cuda_device = -1;                // nccl: the device of this rank; -1: the local rank
   std::chrono::milliseconds view_timeout{120'000};        // communicator(): longest wait for a view

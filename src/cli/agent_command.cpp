@@ -12,6 +12,7 @@
 #include "daemon/agent.hpp"
 #include "launcher/worker_launcher.hpp"
 #include "ops/agent_notify.hpp"
+#include "ops/key_discovery.hpp"
 #include "ops/slurm_env.hpp"
 
 namespace shoal::cli {
@@ -66,6 +67,12 @@ int agent_command(std::span<const std::string> command_line) {
     for (const auto& note : slurm->notes) log::get(log::Component::agent).info("under Slurm: {}", note);
   }
   apply_slurm_defaults(flags, *slurm);
+  if (!flags.key_file && !flags.insecure) {
+    if (auto found = ops::discover_key_file(ops::process_environment(), *slurm)) {
+      log::get(log::Component::agent).info("cluster key from {}: {}", found->from, found->path);
+      flags.key_file = found->path;
+    }
+  }
   auto cfg = agent_config(flags, *slurm);
   if (!cfg) return usage_error(cfg.error().message);
   const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");

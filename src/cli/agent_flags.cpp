@@ -168,6 +168,12 @@ void add_operation_flags(CLI::App& app, AgentFlags& f) {
        "/tmp/shoal-UID/NAME.sock)",
        f.control)
       ->check(not_empty());
+  text(app, "control-group", "GROUP",
+       "give the control socket to this group (mode 0660), so that trainers running as other users in the group "
+       "can follow the agent (under the systemd unit the agent runs as root). Queries and a trainer's own notices "
+       "are open to the group; view-force only to the agent's user and root (default: the agent's own group)",
+       f.control_group)
+      ->check(not_empty());
   ops::add_config_flag(app,
                        "read flags from PATH: `key = value` lines with the long flag names (min-hosts = 4, no-slurm = "
                        "true), `#` comments, and log-level; flags on the command line override it; SIGHUP re-reads "
@@ -178,10 +184,16 @@ void add_operation_flags(CLI::App& app, AgentFlags& f) {
        "sealed with it (XChaCha20-Poly1305) and every TCP connection opens with a sealed hello; hosts without it are "
        "refused and never appear in a member list. Up to 4 keys, one per line; the first seals, all open, so a key "
        "rotates without downtime: add the new key second everywhere, SIGHUP; move it first, SIGHUP; remove the old, "
-       "SIGHUP. Clocks must agree within 60 s (replay window). Default: an open cluster (warned at start)",
+       "SIGHUP. Clocks must agree within 60 s (replay window). Without it the agent looks in $SHOAL_KEY_FILE, "
+       "the systemd credential cluster.key ($CREDENTIALS_DIRECTORY), and under Slurm ~/.shoal/job-$SLURM_JOB_ID.key; "
+       "with no key anywhere it refuses to start unless --insecure",
        f.key_file)
       ->check(not_empty())
       ->check(checked_by([](const std::string& path) { return wire::load_key_file(path); }));
+  app.add_flag("--insecure", f.insecure,
+               "run with no cluster key: any host that reaches the port can join, read the member list and the "
+               "checkpoints, and send views. For a network you trust entirely (a laptop, a test)")
+      ->group("Operation");
   text(app, "metrics", "HOST:PORT",
        "serve Prometheus metrics at http://HOST:PORT/metrics (members by state, view epoch, view-change durations, "
        "probe round trips, traffic, refused input, checkpoints and replication lag; default: none)",
@@ -311,13 +323,25 @@ Result<daemon::AgentConfig> agent_config(const AgentFlags& f, const ops::SlurmDe
   }
   cfg.ckpt.persist_keep = static_cast<uint32_t>(f.ckpt_dir_keep.value_or(2));
   cfg.persist_exit_wait = std::chrono::seconds(f.ckpt_exit_wait_s.value_or(60));
-  if (f.key_file) cfg.key_file = *f.key_file;
+  if (f.key_file) {
+    cfg.key_file = *f.key_file;
+  } else if (!f.insecure) {
+    return fail("no cluster key: give --key-file PATH (`shoal keygen --output PATH`, the same file on every host; "
+                "or SHOAL_KEY_FILE, a systemd credential cluster.key, or under Slurm ~/.shoal/job-$SLURM_JOB_ID.key), "
+                "or --insecure to run a cluster that any host reaching " + *f.bind + " can join");
+  }
+  if (f.key_file && f.insecure) return fail("--insecure and a cluster key exclude each other");
   if (f.metrics) {
     auto metrics = net::parse_host_port(*f.metrics, net::PortZero::allowed);
     if (!metrics) return fail("--metrics: " + metrics.error().message);
     cfg.metrics = *metrics;
   }
   cfg.control_path = f.control ? *f.control : control::default_control_path(cfg.name, control::probe_control_dirs());
+  if (f.control_group) {
+    auto gid = control::group_id(*f.control_group);
+    if (!gid) return fail("--control-group: " + gid.error().message);
+    cfg.control_group = *gid;
+  }
   return cfg;
 }
 

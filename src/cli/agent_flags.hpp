@@ -30,8 +30,9 @@ struct AgentFlags {
   std::optional<uint64_t> ckpt_budget_bytes;
   std::optional<int64_t> ckpt_replicas, ckpt_dir_keep, ckpt_exit_wait_s, ckpt_replicate_duty;
   // Operation.
-  std::optional<std::string> control, key_file, metrics;
+  std::optional<std::string> control, control_group, key_file, metrics;
   bool no_slurm = false;
+  bool insecure = false;  // run with no cluster key: every host that reaches the port may join
   // The workers of `-- COMMAND`.
   std::optional<std::string> workers, run_id, role, devices;
   std::optional<double> worker_stop_timeout_s, failure_grace_s;

@@ -18,6 +18,7 @@
 #include "cli/cli.hpp"
 #include "cli/command_line.hpp"
 #include "cli/flag_values.hpp"
+#include "cli/key_file_writer.hpp"
 #include "cli/version_text.hpp"
 #include "daemon/agent.hpp"
 
@@ -74,13 +75,13 @@ struct Host {
 };
 
 Result<std::unique_ptr<Host>> start_host(const std::string& name, const std::vector<net::HostPort>& seeds, uint32_t n,
-                                         Timeline& tl) {
+                                         const std::string& key_file, Timeline& tl) {
   daemon::AgentConfig cfg;
   cfg.name = name;
   cfg.bind = net::HostPort{"127.0.0.1", 0};
   cfg.seeds = seeds;
   cfg.gossip.cluster_id = "shoal-demo";
-  cfg.warn_open_cluster = false;
+  cfg.key_file = key_file;
   cfg.meta.slots = 2;
   cfg.meta.host = name;
   cfg.membership.min_hosts = std::max<uint32_t>(2, n / 2);
@@ -126,6 +127,12 @@ int demo_command(std::span<const std::string> args) {
   // The timeline says what happened; the agents' own logs would drown it.
   log::setup(log::parse_spec("warn").value());
 
+  // Like a real job, the demo's hosts share a cluster key made for this run (and removed after it).
+  TemporaryKeyFile key;
+  if (auto failed = key.create()) {
+    std::cerr << "shoal demo: cannot make a cluster key: " << *failed << "\n";
+    return kExitFailure;
+  }
   Timeline tl(Clock::now());
   std::vector<std::unique_ptr<Host>> hosts;
   std::vector<std::string> names;
@@ -133,7 +140,7 @@ int demo_command(std::span<const std::string> args) {
     const std::string name = "host" + std::to_string(i);
     std::vector<net::HostPort> seeds;
     if (i > 0) seeds.push_back(net::HostPort{"127.0.0.1", hosts[0]->agent->port()});
-    auto h = start_host(name, seeds, n, tl);
+    auto h = start_host(name, seeds, n, key.path(), tl);
     if (!h) {
       std::cerr << "shoal demo: " << h.error().message << "\n";
       for (auto& x : hosts) x->agent->stop_now(), x->thread.join();
@@ -142,7 +149,10 @@ int demo_command(std::span<const std::string> args) {
     names.push_back(name);
     hosts.push_back(std::move(*h));
   }
-  tl.say(fmt::format("started {} hosts on 127.0.0.1 (ports {}..), 2 GPU slots each", n, hosts[0]->agent->port()));
+  tl.say(
+      fmt::format("started {} hosts on 127.0.0.1 (ports {}..), 2 GPU slots each, sharing a cluster key made for "
+                  "this run",
+                  n, hosts[0]->agent->port()));
 
   bool ok = true;
   uint64_t epoch = 0;
@@ -183,7 +193,7 @@ int demo_command(std::span<const std::string> args) {
     if (ok) {
       tl.say("restarting " + victim + " (same name, new generation)");
       const double t_restart = tl.seconds();
-      auto h = start_host(victim, {net::HostPort{"127.0.0.1", hosts[0]->agent->port()}}, n, tl);
+      auto h = start_host(victim, {net::HostPort{"127.0.0.1", hosts[0]->agent->port()}}, n, key.path(), tl);
       if (h) {
         hosts[1] = std::move(*h);
         uint64_t e3 = 0;
@@ -203,13 +213,12 @@ int demo_command(std::span<const std::string> args) {
     h->agent->stop();
     if (h->thread.joinable()) h->thread.join();
   }
-  std::cout
-      << "\nsummary: " << n << " hosts; crash detected at every survivor in " << fmt::format("{:.2f}", detect_s)
-      << " s; new view everywhere " << fmt::format("{:.2f}", view_s) << " s after the crash; restarted host back in "
-      << fmt::format("{:.2f}", rejoin_s) << " s.\n"
-      << (ok ? "demo: ok\n" : "demo: FAILED (see above)\n")
-      << "next: scripts/demo_training.sh (run by scripts/demo.sh) shows trainers rebuilding their communicator\n"
-         "      in place after a kill; the restore from a peer's in-memory replica joins with the ckpt_shm work.\n";
+  std::cout << "\nsummary: " << n << " hosts; crash detected at every survivor in " << fmt::format("{:.2f}", detect_s)
+            << " s; new view everywhere " << fmt::format("{:.2f}", view_s)
+            << " s after the crash; restarted host back in " << fmt::format("{:.2f}", rejoin_s) << " s.\n"
+            << (ok ? "demo: ok\n" : "demo: FAILED (see above)\n")
+            << "next: scripts/demo_training.sh (run by scripts/demo.sh) shows trainers rebuilding their communicator\n"
+               "      in place after a kill and restoring the dead host's rank from a peer's in-memory replica.\n";
   return ok ? kExitOk : kExitFailure;
 }
 

@@ -30,8 +30,9 @@ std::string names(const std::vector<std::string>& list, char sign) {
 }
 
 int print_status(const control::StatusReply& doc) {
-  std::printf("host     %s (%s, generation %" PRIu64 "), cluster %s, %" PRIu32 " slot(s)\n", doc.self.c_str(),
-              doc.addr.c_str(), doc.generation, doc.cluster.c_str(), doc.slots);
+  std::printf("host     %s (%s, generation %" PRIu64 "), cluster %s (%s), %" PRIu32 " slot(s)\n", doc.self.c_str(),
+              doc.addr.c_str(), doc.generation, doc.cluster.c_str(),
+              doc.keyed ? "keyed" : "OPEN: no cluster key, --insecure", doc.slots);
   const auto& v = doc.view;
   std::printf("view     epoch %" PRIu64 ", %" PRIu64 " member(s), %" PRIu64 " of them live, %s; this host %s\n",
               v.epoch, v.members, v.live_of_view, v.status.c_str(), v.in_view ? "included" : "not included");

@@ -1,21 +1,47 @@
 // Parsing of control request lines and dispatch to registered handlers.
 #include "control/handlers.hpp"
 
+#include <unistd.h>
+
 #include <exception>
 
+#include "base/log.hpp"
 #include "control/replies/errors_and_acks.hpp"
 
 namespace shoal::control {
 
-void ControlHandlers::add(std::string name, std::string summary, Handler handler) {
+Caller Caller::itself() {
+  return Caller{static_cast<uint32_t>(::geteuid()), static_cast<uint32_t>(::getegid()),
+                static_cast<int32_t>(::getpid()), true};
+}
+
+void ControlHandlers::add(std::string name, std::string summary, Handler handler, Access access) {
   for (auto& e : entries_) {
     if (e.name == name) {
       e.summary = std::move(summary);
       e.handler = std::move(handler);
+      e.access = access;
       return;
     }
   }
-  entries_.push_back({std::move(name), std::move(summary), std::move(handler), {}, {}});
+  entries_.push_back({std::move(name), std::move(summary), std::move(handler), {}, {}, access});
+}
+
+std::optional<std::string> ControlHandlers::refuse(const Entry& e, const Caller& caller) const {
+  if (e.access == Access::query) return std::nullopt;
+  const auto self = static_cast<uint32_t>(::geteuid());
+  if (caller.known && (caller.uid == 0 || caller.uid == self)) return std::nullopt;
+  ++refused_;
+  const std::string who = caller.known
+                              ? "uid " + std::to_string(caller.uid) + " (pid " + std::to_string(caller.pid) + ")"
+                              : "a caller the kernel could not identify";
+  log::get(log::Component::agent)
+      .warn(
+          "control request '{}' refused: it changes the cluster, and {} is neither the agent's user (uid {}) nor "
+          "root",
+          e.name, who, self);
+  return error_reply("request '" + e.name + "' changes the cluster: only the agent's user (uid " +
+                     std::to_string(self) + ") or root may send it, not " + who);
 }
 
 void ControlHandlers::add_async(std::string name, std::string summary, std::chrono::milliseconds max_wait,
@@ -63,12 +89,17 @@ std::optional<std::vector<std::string>> split_request(std::string_view line, std
 
 }  // namespace
 
-std::optional<std::chrono::milliseconds> ControlHandlers::dispatch_async(std::string_view line, Reply reply) const {
+std::optional<std::chrono::milliseconds> ControlHandlers::dispatch_async(std::string_view line, Reply reply,
+                                                                         const Caller& caller) const {
   std::string why;
   const auto words = split_request(line, why);
   if (!words) return std::nullopt;
   for (const auto& e : entries_) {
     if (e.name != words->front() || !e.async_handler) continue;
+    if (auto refused = refuse(e, caller)) {
+      reply(std::move(*refused));
+      return e.max_wait;
+    }
     try {
       e.async_handler(std::span<const std::string>(*words).subspan(1), reply);
     } catch (const std::exception& ex) {
@@ -85,13 +116,14 @@ std::string ControlHandlers::error_reply(std::string_view message) const {
   return write_reply(reply);
 }
 
-std::string ControlHandlers::dispatch(std::string_view line) const {
+std::string ControlHandlers::dispatch(std::string_view line, const Caller& caller) const {
   std::string why;
   const auto words = split_request(line, why);
   if (!words) return error_reply(why);
   for (const auto& e : entries_) {
     if (e.name == words->front()) {
       if (!e.handler) return error_reply("request '" + e.name + "' is not served here");
+      if (auto refused = refuse(e, caller)) return std::move(*refused);
       try {
         return e.handler(std::span<const std::string>(*words).subspan(1));
       } catch (const std::exception& ex) {

@@ -1,8 +1,14 @@
 // The control socket's request table: one request line ("members", "view", "ckpt ls") in, one JSON
 // document out. Subsystems register their requests here; nothing about sockets.
+//
+// Who may send what: the socket's file mode (0660) lets the agent's user and group connect, and every
+// request names the Access it needs. Queries (and a trainer's own notices) are open to whoever could
+// connect; a request that changes the cluster (view-force) is served only to the agent's own user or
+// root, as the kernel reports the caller (SO_PEERCRED), never as the caller claims.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <span>
@@ -15,6 +21,22 @@ namespace shoal::control {
 // Request lines longer than this are refused before they are parsed.
 inline constexpr size_t kMaxControlRequestBytes = 1024;
 
+// The process at the other end of a control connection, as the kernel reports it.
+struct Caller {
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  int32_t pid = 0;
+  bool known = false;  // false: the kernel could not say (the caller then gets queries only)
+
+  // This process itself (in-process use: tests, the fuzz target).
+  static Caller itself();
+};
+
+enum class Access {
+  query,  // anyone who can connect: reads, long polls, a local trainer's notices
+  owner,  // the agent's own user or root: changes the cluster
+};
+
 class ControlHandlers {
  public:
   // Returns a complete JSON document. `args` are the words after the request's name.
@@ -26,16 +48,22 @@ class ControlHandlers {
   using AsyncHandler = std::function<void(std::span<const std::string> args, Reply reply)>;
 
   // Registers (or replaces) the handler of one request name.
-  void add(std::string name, std::string summary, Handler handler);
+  void add(std::string name, std::string summary, Handler handler, Access access = Access::query);
   // Registers a request whose answer may take up to `max_wait`.
   void add_async(std::string name, std::string summary, std::chrono::milliseconds max_wait, AsyncHandler handler);
 
   // The reply to one request line (without its newline). Unknown requests, empty lines and bytes
   // outside printable ASCII get an error document, never an exception.
-  std::string dispatch(std::string_view line) const;
+  // A caller without the request's Access gets an error document saying who may send it (and the
+  // refusal is counted: refused()).
+  std::string dispatch(std::string_view line, const Caller& caller = Caller::itself()) const;
   // Serves `line` if it names an async request: returns how long the answer may take, and calls `reply`
   // (now or later). Returns nullopt (and does nothing) for every other line, which dispatch() serves.
-  std::optional<std::chrono::milliseconds> dispatch_async(std::string_view line, Reply reply) const;
+  std::optional<std::chrono::milliseconds> dispatch_async(std::string_view line, Reply reply,
+                                                          const Caller& caller = Caller::itself()) const;
+
+  // Requests refused for want of access, since start.
+  uint64_t refused() const { return refused_; }
 
   // {"error": message, "requests": [...names]}
   std::string error_reply(std::string_view message) const;
@@ -47,8 +75,13 @@ class ControlHandlers {
     Handler handler;
     AsyncHandler async_handler;
     std::chrono::milliseconds max_wait{0};
+    Access access = Access::query;
   };
+  // nullopt when `caller` may send `e`, else the error document.
+  std::optional<std::string> refuse(const Entry& e, const Caller& caller) const;
+
   std::vector<Entry> entries_;
+  mutable uint64_t refused_ = 0;
 };
 
 }  // namespace shoal::control

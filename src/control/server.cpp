@@ -39,11 +39,23 @@ Probe probe_socket_file(const std::string& path) {
   return rc == 0 ? Probe::live : Probe::stale;
 }
 
+// Who is at the other end of `socket`, from the kernel (SO_PEERCRED: the credentials of the process
+// that connected, fixed at connect time).
+Caller peer_of(stream::socket& socket) {
+  ucred cred{};
+  socklen_t len = sizeof(cred);
+  if (::getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || len != sizeof(cred)) {
+    return Caller{};
+  }
+  return Caller{static_cast<uint32_t>(cred.uid), static_cast<uint32_t>(cred.gid), static_cast<int32_t>(cred.pid), true};
+}
+
 // One client: read a line (bounded), write the reply, close.
 class ControlSession : public std::enable_shared_from_this<ControlSession> {
  public:
   ControlSession(stream::socket socket, const ControlHandlers& handlers, std::chrono::milliseconds timeout)
-      : socket_(std::move(socket)),
+      : caller_(peer_of(socket)),
+        socket_(std::move(socket)),
         handlers_(handlers),
         timer_(socket_.get_executor()),
         buf_(kMaxControlRequestBytes + 2),
@@ -71,8 +83,9 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
       if (ec == asio::error::eof)
         line.assign(asio::buffers_begin(self->buf_.data()), asio::buffers_end(self->buf_.data()));
       if (!line.empty() && line.back() == '\n') line.pop_back();
-      const auto wait = self->handlers_.dispatch_async(line, [self](std::string doc) { self->reply(std::move(doc)); });
-      if (!wait) return self->reply(self->handlers_.dispatch(line));
+      const auto wait = self->handlers_.dispatch_async(
+          line, [self](std::string doc) { self->reply(std::move(doc)); }, self->caller_);
+      if (!wait) return self->reply(self->handlers_.dispatch(line, self->caller_));
       if (self->replied_) return;
       // A long poll: the handler answers within max_wait; past it (plus a margin), the client is told.
       self->timer_.expires_after(*wait + std::chrono::seconds(1));
@@ -122,6 +135,7 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
     socket_.close(ignored);
   }
 
+  Caller caller_;
   stream::socket socket_;
   const ControlHandlers& handlers_;
   asio::steady_timer timer_;
@@ -139,7 +153,7 @@ ControlServer::ControlServer(asio::io_context& io, const ControlHandlers& handle
 
 ControlServer::~ControlServer() { close(); }
 
-Status ControlServer::open(const std::string& path) {
+Status ControlServer::open(const std::string& path, std::optional<uint32_t> group) {
   if (path.empty()) return fail("the control socket path is empty");
   if (path.size() >= sizeof(sockaddr_un{}.sun_path)) {
     return fail("control socket path '" + path + "' is longer than the " +
@@ -166,8 +180,17 @@ Status ControlServer::open(const std::string& path) {
   }
   path_ = path;
   open_ = true;
-  // Owner and group only: later requests (view override, checkpoint control) change the job.
-  ::chmod(path.c_str(), 0660);
+  // Owner and group only; within them, handlers.hpp's Access decides per request.
+  if (::chmod(path.c_str(), 0660) != 0) {
+    const std::string why = std::strerror(errno);
+    close();
+    return fail("cannot set the mode of the control socket " + path + ": " + why);
+  }
+  if (group && ::chown(path.c_str(), static_cast<uid_t>(-1), static_cast<gid_t>(*group)) != 0) {
+    const std::string why = std::strerror(errno);
+    close();
+    return fail("cannot give the control socket " + path + " to group " + std::to_string(*group) + ": " + why);
+  }
   acceptor_.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
     close();

@@ -6,6 +6,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <chrono>
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "base/result.hpp"
@@ -24,7 +26,8 @@ class ControlServer {
 
   // Binds `path` and starts accepting. Refuses when a live agent answers on it; removes a stale
   // socket file left by a process that died; never removes a file that is not a socket.
-  Status open(const std::string& path);
+  // The socket is mode 0660, given to `group` when one is named.
+  Status open(const std::string& path, std::optional<uint32_t> group = std::nullopt);
   // Stops accepting and removes the socket file (idempotent).
   void close();
 

@@ -2,12 +2,15 @@
 #include "control/socket_path.hpp"
 
 #include <dirent.h>
+#include <grp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace shoal::control {
 namespace {
@@ -109,10 +112,39 @@ Status prepare_control_dir(const std::string& socket_path) {
     if (::stat(dir.c_str(), &st) != 0) return fail("cannot stat " + dir + ": " + std::strerror(errno));
   }
   if (!S_ISDIR(st.st_mode)) return fail(dir + " is not a directory");
+  // Whoever can write the directory can swap the socket for their own and read every trainer's requests:
+  // it must belong to this user or root, and be writable by others only with the sticky bit (/tmp).
   if (private_dir && st.st_uid != ::getuid()) {
     return fail(dir + " belongs to another user; pass --control PATH");
   }
+  if (st.st_uid != ::getuid() && st.st_uid != 0) {
+    return fail(dir + " (for the control socket) belongs to uid " + std::to_string(st.st_uid) +
+                ", neither this user nor root; pass --control PATH in a directory of your own");
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0) {
+    return fail(dir +
+                " (for the control socket) is writable by other users without the sticky bit; make it 0755 "
+                "or pass --control PATH in a directory of your own");
+  }
+  if (private_dir && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return fail(dir + " must be private to its user (mode 0700), not " + mode);
+  }
   return Ok{};
+}
+
+Result<uint32_t> group_id(const std::string& name) {
+  if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos && name.size() < 10) {
+    return static_cast<uint32_t>(std::stoul(name));
+  }
+  std::vector<char> buf(16384);
+  group g{};
+  group* found = nullptr;
+  const int rc = ::getgrnam_r(name.c_str(), &g, buf.data(), buf.size(), &found);
+  if (rc != 0) return fail("cannot look up group '" + name + "': " + std::strerror(rc));
+  if (found == nullptr) return fail("no group named '" + name + "' on this host");
+  return static_cast<uint32_t>(found->gr_gid);
 }
 
 // The socket to ask: --control, else the one of --name, else the only agent on this machine.

@@ -43,6 +43,9 @@ ControlDirs probe_control_dirs();
 // and must belong to us, since /tmp is shared with other users.
 Status prepare_control_dir(const std::string& socket_path);
 
+// The id of a group named by name or number (--control-group).
+Result<uint32_t> group_id(const std::string& name);
+
 // The socket a client command asks: --control, else the one of --name, else the only agent on this
 // machine; an error that says where it looked and which flag to pass otherwise.
 Result<std::string> choose_control_socket(const std::optional<std::string>& control,

@@ -103,7 +103,8 @@ Agent::Agent(AgentConfig cfg) : cfg_(std::move(cfg)), leave_timer_(io_), join_ti
                           return view_reply();
                         });
   control_handlers_.add("view-force", "operator override: commit the live set without a majority (`yes` to confirm)",
-                        [this](std::span<const std::string> args) { return force_reply(args); });
+                        [this](std::span<const std::string> args) { return force_reply(args); },
+                        control::Access::owner);
   control_handlers_.add("ckpt-ls", "the checkpoint versions this host holds: its ranks' own and its replicas",
                         [this](std::span<const std::string> args) {
                           const bool verify = args.size() == 1 && args[0] == "verify";
@@ -172,7 +173,9 @@ void Agent::add_view_observer(std::function<void(const membership::View&)> obser
 std::string Agent::view_reply() const {
   if (!membership_) return control_handlers_.error_reply("the agent has not started");
   const auto& k = membership_->keeper();
-  return control::write_reply(view_report(cfg_.name, k.view(), k.status()));
+  auto reply = view_report(cfg_.name, k.view(), k.status());
+  reply.keyed = seal_ && seal_->keyed();
+  return control::write_reply(reply);
 }
 
 std::string Agent::committed_reply(std::span<const std::string> args) {
@@ -266,7 +269,7 @@ Status Agent::start() {
     Status served = control::prepare_control_dir(cfg_.control_path);
     if (served) {
       control_server_ = std::make_unique<control::ControlServer>(io_, control_handlers_);
-      served = control_server_->open(cfg_.control_path);
+      served = control_server_->open(cfg_.control_path, cfg_.control_group);
       if (!served) control_server_.reset();
     }
     if (!served && !cfg_.control_path_optional) return fail(served.error().message);
@@ -324,8 +327,8 @@ Status Agent::start() {
   // did not run.
   if (!seal_->keyed() && cfg_.warn_open_cluster) {
     logger().warn(
-        "the cluster is open: no --key-file, so any host that reaches this port can join, read the member "
-        "list and checkpoints, and send views (see `shoal keygen`)");
+        "the cluster is open (--insecure, no cluster key): any host that reaches this port can join, read the "
+        "member list and checkpoints, and send views (see `shoal keygen`)");
   }
   logger().info(
       "{} (generation {}) on {}{}", cfg_.name, generation_, addr_,

@@ -43,6 +43,7 @@ struct AgentConfig {
   // A control socket that cannot be served (another process serves that path) is a warning, not a
   // failure of start(): an embedded session's default socket must never stop a trainer.
   bool control_path_optional = false;
+  std::optional<uint32_t> control_group;      // the control socket's group (--control-group); nullopt: ours
   // Give up (run() fails) when no seed has answered within this time; nullopt: keep trying.
   std::optional<std::chrono::milliseconds> join_timeout;
   // How long a graceful stop keeps the loop running so that the leave gets out...

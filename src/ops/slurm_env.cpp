@@ -362,7 +362,8 @@ Environment process_environment() {
     const auto eq = entry.find('=');
     if (eq == std::string_view::npos) continue;
     const std::string_view key = entry.substr(0, eq);
-    if (key.rfind("SLURM", 0) == 0 || key == "CUDA_VISIBLE_DEVICES") {
+    if (key.rfind("SLURM", 0) == 0 || key == "CUDA_VISIBLE_DEVICES" || key == "SHOAL_KEY_FILE" ||
+        key == "CREDENTIALS_DIRECTORY" || key == "HOME") {
       env.emplace(std::string(key), std::string(entry.substr(eq + 1)));
     }
   }

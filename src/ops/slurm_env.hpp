@@ -54,7 +54,8 @@ Result<SlurmDefaults> slurm_defaults(const Environment& env);
 // Empty for a one-node job.
 std::vector<net::HostPort> slurm_seeds(const SlurmDefaults& d, const std::string& self, uint16_t port);
 
-// This process's environment as an Environment: the keys starting with "SLURM" and CUDA_VISIBLE_DEVICES.
+// This process's environment as an Environment: the keys starting with "SLURM", CUDA_VISIBLE_DEVICES, and
+// where a cluster key may be found (SHOAL_KEY_FILE, CREDENTIALS_DIRECTORY, HOME: see key_discovery.hpp).
 Environment process_environment();
 
 }  // namespace shoal::ops

@@ -92,6 +92,15 @@ std::unique_ptr<Session> Session::start(const SessionOptions& options) {
   cfg.ckpt.replicate_duty_percent = options.ckpt_replicate_duty;
   cfg.ckpt.persist_dir = options.ckpt_dir;
   cfg.key_file = options.key_file;
+  if (cfg.key_file.empty()) {
+    if (const char* env = std::getenv("SHOAL_KEY_FILE"); env != nullptr && *env != '\0') cfg.key_file = env;
+  }
+  if (cfg.key_file.empty() && !options.insecure) {
+    throw bad("no cluster key: set key_file (`shoal keygen --output PATH`, the same file on every host) or "
+              "SHOAL_KEY_FILE, or insecure = true to run a cluster that any host reaching " + options.bind +
+              " can join");
+  }
+  if (!cfg.key_file.empty() && options.insecure) throw bad("insecure and a cluster key exclude each other");
   if (options.backend != "gloo" && options.backend != "nccl") {
     throw bad("backend must be gloo or nccl, not '" + options.backend + "'");
   }

@@ -75,19 +75,19 @@ TEST_CASE("usage errors exit 2 with a message naming the problem") {
   };
   const std::vector<Case> cases = {
       {{"agent", "--bind", "127.0.0.1:0"}, "--name"},
-      {{"agent", "--name", "a"}, "--bind"},
-      {{"agent", "--name", "a", "--bind", "nowhere"}, "nowhere"},
-      {{"agent", "--name", "a", "--bind", "127.0.0.1:99999"}, "99999"},
-      {{"agent", "--name", "a", "--bind", "127.0.0.1:0", "--seeds", "127.0.0.1:1,"}, "--seeds"},
-      {{"agent", "--name", "a", "--bind", "127.0.0.1:0", "--seeds", "127.0.0.1:0"}, "port 0"},
-      {{"agent", "--name", "a", "--bind", "127.0.0.1:0", "--join-timeout", "soon"}, "--join-timeout"},
-      {{"agent", "--name", "a b", "--bind", "127.0.0.1:0"}, "--name"},
-      {{"agent", "--name", "a", "--bind", "127.0.0.1:0", "--frobnicate"}, "--frobnicate"},
-      {{"agent", "--name", "a", "--bind", "127.0.0.1:0", "--slots", "many"}, "--slots: 'many' is not a whole number"},
-      {{"agent", "--name", "a", "--bind", "127.0.0.1:0", "--hold-down", "-1"}, "--hold-down: '-1' is not a positive"},
-      {{"agent", "--name", "a", "--bind", "127.0.0.1:0", "--seeds", "a:1 b:2"}, "--seeds: "},
-      {{"agent", "--name", "a", "--bind", "127.0.0.1:0", "--seeds", "a:1 b:2"}, "comma-separated"},
-      {{"agent", "--name", "a", "--bind", "127.0.0.1:0", "python3"}, "unexpected argument 'python3'"},
+      {{"agent", "--insecure", "--name", "a"}, "--bind"},
+      {{"agent", "--insecure", "--name", "a", "--bind", "nowhere"}, "nowhere"},
+      {{"agent", "--insecure", "--name", "a", "--bind", "127.0.0.1:99999"}, "99999"},
+      {{"agent", "--insecure", "--name", "a", "--bind", "127.0.0.1:0", "--seeds", "127.0.0.1:1,"}, "--seeds"},
+      {{"agent", "--insecure", "--name", "a", "--bind", "127.0.0.1:0", "--seeds", "127.0.0.1:0"}, "port 0"},
+      {{"agent", "--insecure", "--name", "a", "--bind", "127.0.0.1:0", "--join-timeout", "soon"}, "--join-timeout"},
+      {{"agent", "--insecure", "--name", "a b", "--bind", "127.0.0.1:0"}, "--name"},
+      {{"agent", "--insecure", "--name", "a", "--bind", "127.0.0.1:0", "--frobnicate"}, "--frobnicate"},
+      {{"agent", "--insecure", "--name", "a", "--bind", "127.0.0.1:0", "--slots", "many"}, "--slots: 'many' is not a whole number"},
+      {{"agent", "--insecure", "--name", "a", "--bind", "127.0.0.1:0", "--hold-down", "-1"}, "--hold-down: '-1' is not a positive"},
+      {{"agent", "--insecure", "--name", "a", "--bind", "127.0.0.1:0", "--seeds", "a:1 b:2"}, "--seeds: "},
+      {{"agent", "--insecure", "--name", "a", "--bind", "127.0.0.1:0", "--seeds", "a:1 b:2"}, "comma-separated"},
+      {{"agent", "--insecure", "--name", "a", "--bind", "127.0.0.1:0", "python3"}, "unexpected argument 'python3'"},
       {{"members", "--control", "x", "--name", "y"}, "--control excludes --name"},
       {{"members", "--bogus"}, "--bogus"},
       {{"ckpt"}, "subcommand"},
@@ -107,12 +107,12 @@ TEST_CASE("a port already in use, or a control socket held by a live agent, exit
   auto& a = c.start("a");
   TempDir dir;
   const auto port_taken =
-      run_shoal({"agent", "--name", "b", "--bind", a.addr, "--control", dir.path() + "/b.sock"}, 10s);
+      run_shoal({"agent", "--insecure", "--name", "b", "--bind", a.addr, "--control", dir.path() + "/b.sock"}, 10s);
   CHECK(port_taken.exit_code == 1);
   CHECK(contains(port_taken.err, "in use"));
   CHECK_FALSE(exists(dir.path() + "/b.sock"));
 
-  const auto socket_taken = run_shoal({"agent", "--name", "b", "--bind", "127.0.0.1:0", "--control", a.control}, 10s);
+  const auto socket_taken = run_shoal({"agent", "--insecure", "--name", "b", "--bind", "127.0.0.1:0", "--control", a.control}, 10s);
   CHECK(socket_taken.exit_code == 1);
   CHECK(contains(socket_taken.err, "another agent"));
   CHECK(exists(a.control));  // the live agent's socket is left alone
@@ -123,7 +123,7 @@ TEST_CASE("a stale control socket is replaced, a file that is not a socket is re
   TempDir dir;
   const std::string stale = dir.path() + "/stale.sock";
   make_stale_socket(stale);
-  ChildProcess agent({SHOAL_BINARY, "agent", "--name", "s", "--bind", "127.0.0.1:0", "--control", stale},
+  ChildProcess agent({SHOAL_BINARY, "agent", "--insecure", "--name", "s", "--bind", "127.0.0.1:0", "--control", stale},
                      dir.path() + "/s.log");
   const auto line = agent.read_line(10s);
   REQUIRE(line.has_value());
@@ -135,7 +135,7 @@ TEST_CASE("a stale control socket is replaced, a file that is not a socket is re
 
   const std::string regular = dir.path() + "/regular.sock";
   std::ofstream(regular) << "not a socket";
-  const auto r = run_shoal({"agent", "--name", "r", "--bind", "127.0.0.1:0", "--control", regular}, 10s);
+  const auto r = run_shoal({"agent", "--insecure", "--name", "r", "--bind", "127.0.0.1:0", "--control", regular}, 10s);
   CHECK(r.exit_code == 1);
   CHECK(contains(r.err, "not a socket"));
   CHECK(exists(regular));
@@ -144,7 +144,7 @@ TEST_CASE("a stale control socket is replaced, a file that is not a socket is re
 TEST_CASE("with --join-timeout an agent whose seeds never answer exits 1 naming them") {
   TempDir dir;
   const std::string seed = "127.0.0.1:" + std::to_string(free_loopback_port(PortProtocol::tcp));
-  const auto r = run_shoal({"agent", "--name", "lonely", "--bind", "127.0.0.1:0", "--control", dir.path() + "/l.sock",
+  const auto r = run_shoal({"agent", "--insecure", "--name", "lonely", "--bind", "127.0.0.1:0", "--control", dir.path() + "/l.sock",
                             "--seeds", seed, "--join-timeout", "1.5"},
                            20s);
   CHECK(r.exit_code == 1);
@@ -229,16 +229,19 @@ TEST_CASE("configuration errors are reported before the open-cluster warning, wh
   };
   const std::string control = dir.path() + "/c.sock";
   const std::vector<Case> cases = {
-      {{"agent", "--name", "a", "--bind", "127.0.0.1:0", "--control", control, "--slots", "many"}, 2, "--slots"},
+      {{"agent", "--insecure", "--name", "a", "--bind", "127.0.0.1:0", "--control", control, "--slots", "many"}, 2, "--slots"},
       {{"agent", "--config", dir.path() + "/bad.conf", "--control", control}, 2, "bad.conf:3: slots: 'many'"},
       {{"agent", "--config", dir.path() + "/absent.conf", "--control", control}, 2, "absent.conf"},
       {{"agent", "--name", "a", "--bind", "127.0.0.1:0", "--control", control, "--key-file", dir.path() + "/no.key"},
        2,
        "--key-file: "},
-      {{"agent", "--name", "a", "--bind", "127.0.0.1:0", "--control", dir.path() + "/no/such/dir/c.sock"},
+      {{"agent", "--insecure", "--name", "a", "--bind", "127.0.0.1:0", "--control", dir.path() + "/no/such/dir/c.sock"},
        1,
        "no/such"},
-      {{"agent", "--name", "a", "--bind", "no-such-host.invalid:0", "--control", control}, 1, "--bind: "},
+      {{"agent", "--insecure", "--name", "a", "--bind", "no-such-host.invalid:0", "--control", control}, 1, "--bind: "},
+      // Safe by default: no key anywhere and no --insecure is a usage error that says both ways out.
+      {{"agent", "--name", "a", "--bind", "127.0.0.1:0", "--control", control}, 2, "no cluster key"},
+      {{"agent", "--name", "a", "--bind", "127.0.0.1:0", "--control", control}, 2, "--insecure"},
   };
   for (const auto& c : cases) {
     const auto r = run_shoal(c.args, 20s);
@@ -248,7 +251,7 @@ TEST_CASE("configuration errors are reported before the open-cluster warning, wh
     CHECK_FALSE(contains(r.err, "cluster is open"));
   }
   // With a good configuration the warning still comes, once the agent runs.
-  ChildProcess agent({SHOAL_BINARY, "agent", "--name", "open", "--bind", "127.0.0.1:0", "--control", control},
+  ChildProcess agent({SHOAL_BINARY, "agent", "--insecure", "--name", "open", "--bind", "127.0.0.1:0", "--control", control},
                      dir.path() + "/open.log");
   REQUIRE(agent.read_line(10s).has_value());
   agent.send_signal(SIGTERM);
@@ -303,7 +306,7 @@ TEST_CASE("shoal members --name finds an agent at its default control path") {
   // Where the default lands depends on the user (root: /run/shoal); the client looks in the same
   // places. XDG_RUNTIME_DIR points at our temp dir so that a non-root run stays inside it.
   const std::string env = "XDG_RUNTIME_DIR=" + dir.path();
-  ChildProcess agent({"/usr/bin/env", env, SHOAL_BINARY, "agent", "--name", name, "--bind", "127.0.0.1:0"},
+  ChildProcess agent({"/usr/bin/env", env, SHOAL_BINARY, "agent", "--insecure", "--name", name, "--bind", "127.0.0.1:0"},
                      dir.path() + "/agent.log");
   const auto line = agent.read_line(10s);
   REQUIRE(line.has_value());
@@ -316,4 +319,28 @@ TEST_CASE("shoal members --name finds an agent at its default control path") {
   agent.send_signal(SIGTERM);
   CHECK(agent.wait_exit(5s) == 0);
   CHECK_FALSE(exists(path));
+}
+
+TEST_CASE("keygen --output writes a new key file with mode 0600 and never overwrites one; the agent runs with it") {
+  TempDir dir;
+  const std::string key = dir.path() + "/cluster.key";
+  const auto made = run_shoal({"keygen", "--output", key});
+  REQUIRE(made.exit_code == 0);
+  struct stat st {};
+  REQUIRE(::stat(key.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  const auto again = run_shoal({"keygen", "--output", key});
+  CHECK(again.exit_code == 1);
+  CHECK(contains(again.err, "never overwrites"));
+  // SHOAL_KEY_FILE stands in for --key-file.
+  ChildProcess agent({"/usr/bin/env", "SHOAL_KEY_FILE=" + key, SHOAL_BINARY, "agent", "--name", "keyed", "--bind",
+                      "127.0.0.1:0", "--control", dir.path() + "/k.sock"},
+                     dir.path() + "/keyed.log");
+  REQUIRE(agent.read_line(10s).has_value());
+  agent.send_signal(SIGTERM);
+  CHECK(agent.wait_exit(5s) == 0);
+  std::ifstream log(dir.path() + "/keyed.log");
+  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  CHECK(contains(text, "cluster key from SHOAL_KEY_FILE"));
+  CHECK_FALSE(contains(text, "the cluster is open"));
 }

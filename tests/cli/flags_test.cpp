@@ -217,8 +217,15 @@ TEST_CASE("the agent's flags make its configuration; checks of several flags nam
     REQUIRE_MESSAGE(parsed.ok(), parsed.error().message);
     return agent_config(flags, shoal::ops::SlurmDefaults{});
   };
+  // With neither a key nor --insecure the agent does not run (the tests below say --insecure).
+  {
+    auto no_key = config_of({"--name", "a", "--bind", "127.0.0.1:0", "--control", "/tmp/x.sock"});
+    REQUIRE_FALSE(no_key.ok());
+    CHECK(no_key.error().message.find("no cluster key") != std::string::npos);
+    CHECK(no_key.error().message.find("--insecure") != std::string::npos);
+  }
   auto cfg = config_of({"--name", "a", "--bind", "127.0.0.1:0", "--hold-down", "2.5", "--ckpt-budget", "1K",
-                        "--quorum-policy", "any", "--control", "/tmp/x.sock"});
+                        "--quorum-policy", "any", "--control", "/tmp/x.sock", "--insecure"});
   REQUIRE(cfg.ok());
   CHECK(cfg->name == "a");
   CHECK(cfg->membership.hold_down == std::chrono::milliseconds(2500));
@@ -231,6 +238,12 @@ TEST_CASE("the agent's flags make its configuration; checks of several flags nam
         "--max-hosts is below --min-hosts");
   CHECK(contains(config_of({"--name", "a", "--bind", "127.0.0.1:0", "--ckpt-dir-keep", "3"}).error().message,
                  "need --ckpt-dir"));
+  AgentFlags both;  // --key-file's own check (the file parses) runs at parse time; this is the combination
+  both.name = "a";
+  both.bind = "127.0.0.1:0";
+  both.key_file = "/etc/shoal/cluster.key";
+  both.insecure = true;
+  CHECK(contains(agent_config(both, shoal::ops::SlurmDefaults{}).error().message, "exclude each other"));
 }
 
 TEST_CASE("worker flags need a command, and make the workers' configuration with one") {

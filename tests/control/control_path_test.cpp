@@ -1,5 +1,10 @@
 // Where the control socket goes by default, and what clients look for.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
 
 #include "control/socket_path.hpp"
 
@@ -45,4 +50,26 @@ TEST_CASE("member names become safe file names") {
   CHECK(control_file_name("a b:c") == "a_b_c.sock");
   CHECK(control_file_name("..") == "_...sock");
   CHECK(control_file_name("") == "_.sock");
+}
+
+TEST_CASE("the control socket's directory must be this user's or root's, and not writable by others") {
+  char base_template[] = "/tmp/shoaltest-dir-XXXXXX";  // not /tmp/shoal-UID: no private-dir rule
+  REQUIRE(::mkdtemp(base_template) != nullptr);
+  const std::string base = base_template;
+  const std::string sock = base + "/a.sock";
+  CHECK(shoal::control::prepare_control_dir(sock).ok());  // mkdtemp: 0700, ours
+  REQUIRE(::chmod(base.c_str(), 0777) == 0);              // writable by everyone, no sticky bit
+  const auto open = shoal::control::prepare_control_dir(sock);
+  REQUIRE_FALSE(open.ok());
+  CHECK(open.error().message.find("writable by other users") != std::string::npos);
+  REQUIRE(::chmod(base.c_str(), 01777) == 0);  // like /tmp: allowed
+  CHECK(shoal::control::prepare_control_dir(sock).ok());
+  if (::geteuid() == 0) {
+    REQUIRE(::chmod(base.c_str(), 0755) == 0);
+    REQUIRE(::chown(base.c_str(), 65534, 65534) == 0);  // another user's directory
+    const auto theirs = shoal::control::prepare_control_dir(sock);
+    REQUIRE_FALSE(theirs.ok());
+    CHECK(theirs.error().message.find("neither this user nor root") != std::string::npos);
+  }
+  ::rmdir(base.c_str());
 }

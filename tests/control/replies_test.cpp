@@ -135,7 +135,7 @@ TEST_CASE("the members and error documents keep their text") {
 TEST_CASE("the view and session documents keep their text") {
   const std::string view =
       R"({"self":"a","epoch":3,"hash":"00000000000000ab","status":"stalled","reason":"below --min-hosts",)"
-      R"("world_size":3,"live_of_view":2,"in_view":true,)"
+      R"("world_size":3,"live_of_view":2,"in_view":true,"keyed":false,)"
       R"("members":[{"name":"a","host":"ha","addr":"10.0.0.1:7946","slots":2,"join_epoch":1,"generation":5},)"
       R"({"name":"b","host":"hb","addr":"10.0.0.2:7946","slots":1,"join_epoch":2,"generation":18446744073709551615}],)"
       R"("ranks":[{"rank":0,"local_rank":0,"node_rank":0,"name":"a","slot":0},)"
@@ -154,7 +154,7 @@ TEST_CASE("the view and session documents keep their text") {
 TEST_CASE("the status document keeps its text, optional members only where they apply") {
   CHECK(
       write_reply(sample_status()) ==
-      R"({"self":"s1","addr":"10.0.0.1:7946","generation":1700000000123,"cluster":"c","slots":8,)"
+      R"({"self":"s1","addr":"10.0.0.1:7946","generation":1700000000123,"cluster":"c","keyed":false,"slots":8,)"
       R"("view":{"epoch":4,"members":2,"status":"stable","reason":"","in_view":true,"live_of_view":2},)"
       R"("members_by_state":{"alive":2,"suspect":0,"dead":1,"left":0},)"
       R"("view_changes":[{"epoch":3,"members":3,"joined":["s3"],"left":[],"trigger":"","committed_unix":1700000000.25},)"

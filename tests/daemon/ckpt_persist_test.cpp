@@ -132,16 +132,16 @@ TEST_CASE("on SIGTERM the agent persists the newest version it was never told ab
 
 TEST_CASE("--ckpt-dir flags: companions without it, and a directory that cannot be made, are refused") {
   auto keep_alone =
-      run_command({SHOAL_BINARY, "agent", "--name", "x", "--bind", "127.0.0.1:0", "--ckpt-dir-keep", "3"});
+      run_command({SHOAL_BINARY, "agent", "--insecure", "--name", "x", "--bind", "127.0.0.1:0", "--ckpt-dir-keep", "3"});
   CHECK(keep_alone.exit_code == 2);
   CHECK(keep_alone.err.find("need --ckpt-dir") != std::string::npos);
-  auto zero_keep = run_command({SHOAL_BINARY, "agent", "--name", "x", "--ckpt-dir", "/tmp/x", "--ckpt-dir-keep", "0"});
+  auto zero_keep = run_command({SHOAL_BINARY, "agent", "--insecure", "--name", "x", "--ckpt-dir", "/tmp/x", "--ckpt-dir-keep", "0"});
   CHECK(zero_keep.exit_code == 2);
 
   shoal::test::TempDir tmp;
   const std::string blocker = tmp.path() + "/a-file";
   std::ofstream(blocker) << "not a directory";
-  auto bad_dir = run_command({SHOAL_BINARY, "agent", "--name", "x", "--bind", "127.0.0.1:0", "--control",
+  auto bad_dir = run_command({SHOAL_BINARY, "agent", "--insecure", "--name", "x", "--bind", "127.0.0.1:0", "--control",
                               tmp.path() + "/s.sock", "--ckpt-dir", blocker + "/ckpt"},
                              20s);
   CHECK(bad_dir.exit_code == 1);

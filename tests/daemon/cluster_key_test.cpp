@@ -92,6 +92,12 @@ TEST_CASE("hosts with another key or with none never appear in a keyed cluster's
   CHECK(c.view_of("other-key").size() == 1);  // it knows only itself
   CHECK(c.log_tail("no-key", 200).find("the cluster is open") != std::string::npos);
   CHECK(c.log_tail("a", 400).find("key id") != std::string::npos);  // the refusal says why
+  const auto keyed = c.request<shoal::control::StatusReply>("a", "status");
+  REQUIRE(keyed.has_value());
+  CHECK(keyed->keyed);  // status, view --json and shoal_cluster_keyed say whether a cluster runs keyed
+  const auto open = c.request<shoal::control::ViewReply>("no-key", "view");
+  REQUIRE(open.has_value());
+  CHECK_FALSE(open->keyed);
 }
 
 TEST_CASE("replayed, tampered and stale datagrams under the right key are refused and counted") {

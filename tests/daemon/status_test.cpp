@@ -35,6 +35,7 @@ TEST_CASE("shoal status shows the view change a kill caused, its trigger and its
   INFO(screen.out << screen.err);
   CHECK(screen.exit_code == 0);
   CHECK(contains(screen.out, "host     s1 ("));
+  CHECK(contains(screen.out, "(OPEN: no cluster key, --insecure)"));  // the fixture's agents run open
   CHECK(contains(screen.out, "2 member(s), 2 of them live, stable; this host included"));
   CHECK(contains(screen.out, "alive 2, suspect 0, dead 1, left 0"));
   CHECK(contains(screen.out, "-s3  (s3 dead: "));
@@ -42,6 +43,10 @@ TEST_CASE("shoal status shows the view change a kill caused, its trigger and its
 
   const auto doc = c.request<shoal::control::StatusReply>("s1", "status");
   REQUIRE(doc.has_value());
+  CHECK_FALSE(doc->keyed);
+  const auto view = c.request<shoal::control::ViewReply>("s1", "view");
+  REQUIRE(view.has_value());
+  CHECK_FALSE(view->keyed);
   const auto& changes = doc->view_changes;
   REQUIRE(!changes.empty());
   const auto& last = changes.back();

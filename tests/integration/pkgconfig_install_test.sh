@@ -49,6 +49,7 @@ int main() {
   opt.bind = "127.0.0.1:0";
   opt.control_path = "none";
   opt.log_spec = "warn";
+  opt.insecure = true;  // loopback only
   auto session = shoal::Session::start(opt);
   const shoal::RankInfo r = session->wait_for_view(0, std::chrono::seconds(10));
   session->leave();

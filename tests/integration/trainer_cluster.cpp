@@ -1,6 +1,8 @@
 // The trainer fixture: start, read, kill, reap.
 #include "trainer_cluster.hpp"
 
+#include <algorithm>
+
 #include <doctest/doctest.h>
 #include <signal.h>
 
@@ -9,6 +11,15 @@
 using namespace std::chrono_literals;
 
 namespace shoal::test {
+
+namespace {
+
+// Tests run on loopback with an open cluster unless they give a key, and say so.
+void insecure_unless_keyed(std::vector<std::string>& argv, const std::vector<std::string>& extra) {
+  if (std::find(extra.begin(), extra.end(), "--key-file") == extra.end()) argv.push_back("--insecure");
+}
+
+}  // namespace
 
 Trainer& TrainerCluster::launch(const std::string& name, std::vector<std::string> argv) {
   Trainer t;
@@ -33,6 +44,7 @@ Trainer& TrainerCluster::start(const std::string& name, const std::string& seed,
     argv.push_back("--seeds");
     argv.push_back(seed);
   }
+  insecure_unless_keyed(argv, extra);  // before the extra flags: they may end with `-- COMMAND`
   argv.insert(argv.end(), extra.begin(), extra.end());
   return launch(name, argv);
 }
@@ -54,6 +66,7 @@ std::string TrainerCluster::start_agent(const std::string& name, const std::stri
     argv.push_back("--seeds");
     argv.push_back(seed);
   }
+  insecure_unless_keyed(argv, extra);  // before the extra flags: they may end with `-- COMMAND`
   argv.insert(argv.end(), extra.begin(), extra.end());
   auto p = std::make_unique<ChildProcess>(argv, dir_.path() + "/" + name + ".log");
   const auto line = p->read_line(10s);

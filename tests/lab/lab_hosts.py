@@ -438,6 +438,8 @@ class Lab:
                 "--min-hosts", str(self.min_hosts), "--hold-down", str(self.hold_down_s), *self.extra]
         if key_file:
             argv += ["--key-file", key_file]
+        else:
+            argv += ["--insecure"]  # a lab run without the cluster key, or an outsider without one: on purpose
         agent = Agent(self, i, name, argv)
         self.agents.append(agent)
         return agent

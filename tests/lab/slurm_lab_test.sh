@@ -322,9 +322,13 @@ step_done "$(on_ctl sinfo -h -N -o '%N=%t' | tr '\n' ' ')"
 
 # ---- The job: srun -N3 --ntasks-per-node=1 shoal agent ----------------------------------------------------
 
+# The cluster key the way a batch script hands it to its job: a file every node reads, named by
+# SHOAL_KEY_FILE, which srun passes on (the agent refuses to run without a key unless --insecure).
+"$SHOAL" keygen --output "$TMP/cluster.key" || die "shoal keygen --output failed"
+[[ $(stat -c %a "$TMP/cluster.key") == 600 ]] || die "shoal keygen --output did not make the key file 0600"
 step_begin "srun -N3 --ntasks-per-node=1 $SHOAL agent"
-nsenter -t "$CTLD_PID" -n -u -m -- srun -N3 --ntasks-per-node=1 --label --job-name=shoal-lab \
-  "$SHOAL" agent </dev/null >"$TMP/srun.out" 2>&1 &
+SHOAL_KEY_FILE="$TMP/cluster.key" nsenter -t "$CTLD_PID" -n -u -m -- srun -N3 --ntasks-per-node=1 --label \
+  --job-name=shoal-lab "$SHOAL" agent </dev/null >"$TMP/srun.out" 2>&1 &
 SRUN_PID=$!
 JOB_ID=""
 job_running() {
@@ -394,6 +398,8 @@ for i in "${!NODES[@]}"; do
     die "task $i did not log its name $n from SLURMD_NODENAME"
   grep -q "^$i: shoal agent $n listening on $NET.$((i + 1)):7946 control /run/shoal/$n.sock" "$TMP/srun.out" ||
     die "task $i did not print 'shoal agent $n listening on $NET.$((i + 1)):7946 control /run/shoal/$n.sock'"
+  grep -q "^$i: .*cluster key from SHOAL_KEY_FILE: $TMP/cluster.key" "$TMP/srun.out" ||
+    die "task $i did not run with the job's key from SHOAL_KEY_FILE"
 done
 step_done "epoch $first_epoch hash $first_hash, members $expected_addrs"
 

@@ -176,14 +176,14 @@ TEST_CASE("SIGTERM stops the workers first, then the agent leaves and exits 0") 
 
 TEST_CASE("a command that does not exist and worker flags without a command are usage errors") {
   auto r = shoal::test::run_command(
-      {SHOAL_BINARY, "agent", "--name", "a", "--bind", "127.0.0.1:0", "--", "no-such-trainer-program"});
+      {SHOAL_BINARY, "agent", "--insecure", "--name", "a", "--bind", "127.0.0.1:0", "--", "no-such-trainer-program"});
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("'no-such-trainer-program' is not found in PATH") != std::string::npos);
-  r = shoal::test::run_command({SHOAL_BINARY, "agent", "--name", "a", "--bind", "127.0.0.1:0", "--max-restarts", "2"});
+  r = shoal::test::run_command({SHOAL_BINARY, "agent", "--insecure", "--name", "a", "--bind", "127.0.0.1:0", "--max-restarts", "2"});
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("need a command after `--`") != std::string::npos);
   r = shoal::test::run_command(
-      {SHOAL_BINARY, "agent", "--name", "a", "--bind", "127.0.0.1:0", "--workers", "sometimes", "--", "true"});
+      {SHOAL_BINARY, "agent", "--insecure", "--name", "a", "--bind", "127.0.0.1:0", "--workers", "sometimes", "--", "true"});
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("--workers: must be restart or connect, not 'sometimes'") != std::string::npos);
 }

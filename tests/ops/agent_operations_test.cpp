@@ -5,6 +5,8 @@
 // STOPPING=1 on SIGTERM); a config file; and the unit file passes `systemd-analyze verify`.
 #include <arpa/inet.h>
 #include <doctest/doctest.h>
+
+#include <algorithm>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -62,6 +64,7 @@ std::unique_ptr<ChildProcess> start_agent(const std::vector<std::string>& flags,
                                           bool log_level_flag = true, std::string* start_line = nullptr) {
   std::vector<std::string> argv = {SHOAL_BINARY, "--log-level", "info", "agent"};
   if (!log_level_flag) argv.erase(argv.begin() + 1, argv.begin() + 3);
+  if (std::find(flags.begin(), flags.end(), "--key-file") == flags.end()) argv.push_back("--insecure");
   argv.insert(argv.end(), flags.begin(), flags.end());
   auto p = std::make_unique<ChildProcess>(argv, log);
   const auto line = p->read_line(10s);
@@ -262,7 +265,8 @@ TEST_CASE("the example config file of packaging/ is accepted flag for flag") {
   // usage error (exit 2), which is what a key that is not a flag, or a bad value, would give.
   const auto r = run_command(
       {SHOAL_BINARY, "agent", "--config", SHOAL_SOURCE_DIR "/packaging/shoal-agent.conf.example", "--bind",
-       "127.0.0.1:0", "--control", dir.path() + "/x.sock", "--ckpt-dir", dir.path() + "/ckpt", "--join-timeout", "1"},
+       "127.0.0.1:0", "--control", dir.path() + "/x.sock", "--ckpt-dir", dir.path() + "/ckpt", "--join-timeout", "1",
+       "--insecure"},
       30s);
   INFO("stderr: " << r.err);
   CHECK(r.exit_code == 1);
@@ -327,7 +331,7 @@ TEST_CASE("--metrics serves the Prometheus text format over real HTTP, and refus
   CHECK(http(port, "POST", "/metrics").first == "HTTP/1.1 405 Method Not Allowed");
 
   // The port is now taken: a second agent asking for it fails at start, naming it.
-  const auto taken = run_command({SHOAL_BINARY, "agent", "--name", "mc", "--bind", "127.0.0.1:0", "--control",
+  const auto taken = run_command({SHOAL_BINARY, "agent", "--insecure", "--name", "mc", "--bind", "127.0.0.1:0", "--control",
                                   dir.path() + "/mc.sock", "--metrics", "127.0.0.1:" + std::to_string(port)});
   CHECK(taken.exit_code == 1);
   CHECK(contains(taken.err, "--metrics 127.0.0.1:" + std::to_string(port)));

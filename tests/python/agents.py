@@ -76,6 +76,8 @@ class Agent(_Host):
         self.control = os.path.join(control_dir, name + ".sock")
         argv = [SHOAL, "agent", "--name", name, "--host", name, "--bind", "127.0.0.1:%d" % port,
                 "--cluster", job, "--job", job, "--control", self.control] + list(extra)
+        if "--key-file" not in extra:
+            argv.append("--insecure")  # loopback only
         if seed_port:
             argv += ["--seeds", "127.0.0.1:%d" % seed_port]
         super().__init__(argv + ["--"] + list(command), env or child_env(SHOAL_LOG="info"), subprocess.STDOUT)
@@ -104,6 +106,8 @@ class Trainer(_Host):
         self.name = name
         argv = [PYTHON, script, "--name", name, "--host", name, "--bind", "127.0.0.1:%d" % port,
                 "--cluster", job, "--job", job] + list(extra)
+        if "--key-file" not in extra:
+            argv.append("--insecure")  # loopback only
         if seed_addr:
             argv += ["--seeds", seed_addr]
         self.err_path = os.path.join(log_dir, name + ".err")

@@ -24,13 +24,14 @@ ap = argparse.ArgumentParser()
 for flag in ("--name", "--host", "--bind", "--seeds", "--cluster", "--job"):
     ap.add_argument(flag, default="")
 ap.add_argument("--min-hosts", type=int, default=1)
+ap.add_argument("--insecure", action="store_true")
 ap.add_argument("--steps", type=int, default=100)
 ap.add_argument("--die-at", type=int, default=-1)
 ap.add_argument("--die-rank", type=int, default=1)
 ap.add_argument("--wait-world", type=int, default=1, help="start training once a view holds this many ranks")
 args = ap.parse_args()
 
-session = shoal.Session.start(name=args.name, host=args.host, bind=args.bind, cluster=args.cluster, job=args.job,
+session = shoal.Session.start(insecure=args.insecure, name=args.name, host=args.host, bind=args.bind, cluster=args.cluster, job=args.job,
                               seeds=[s for s in args.seeds.split(",") if s], min_hosts=args.min_hosts,
                               log_spec="warn")
 print(json.dumps({"event": "started", "name": args.name, "addr": session.address}), flush=True)

@@ -44,7 +44,7 @@ def job():
 def session(job):
     """An embedded single-host session on loopback, left at the end."""
     import shoal
-    s = shoal.Session.start(name="solo", bind="127.0.0.1:0", control_path="none", cluster=job, job=job,
+    s = shoal.Session.start(insecure=True, name="solo", bind="127.0.0.1:0", control_path="none", cluster=job, job=job,
                             log_spec="warn")
     s.wait_for_view(0, 30.0)
     yield s

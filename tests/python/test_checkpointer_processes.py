@@ -12,7 +12,7 @@ SOLO = r'''
 import json, os, signal, sys, zlib
 import torch, shoal, shoal.torch
 job, action = sys.argv[1], sys.argv[2]
-s = shoal.Session.start(name="solo", bind="127.0.0.1:0", control_path="none", cluster=job, job=job, log_spec="error")
+s = shoal.Session.start(insecure=True, name="solo", bind="127.0.0.1:0", control_path="none", cluster=job, job=job, log_spec="error")
 s.wait_for_view(0, 30.0)
 ck = shoal.torch.Checkpointer(s, safe_timeout=0)
 
@@ -79,7 +79,7 @@ def test_a_full_dev_shm_gives_a_clear_error_and_the_earlier_step_stays(job):
 RANK = r'''
 import json, sys, time, torch, shoal, shoal.torch
 job, name, seed, steps = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
-s = shoal.Session.start(name=name, host=name, bind="127.0.0.1:0", control_path="none", cluster=job, job=job,
+s = shoal.Session.start(insecure=True, name=name, host=name, bind="127.0.0.1:0", control_path="none", cluster=job, job=job,
                         seeds=[seed] if seed else [], min_hosts=2, log_spec="error")
 print(json.dumps({"addr": s.address}), flush=True)
 ck = shoal.torch.Checkpointer(s, safe_timeout=0)

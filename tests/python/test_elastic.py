@@ -116,7 +116,7 @@ def test_a_host_dying_in_the_middle_of_a_backward_pass(job, tmp_path):
 BAD_START = r'''
 import sys, torch, torch.distributed as dist, shoal, shoal.torch
 job, what = sys.argv[1], sys.argv[2]
-s = shoal.Session.start(name="solo", bind="127.0.0.1:0", control_path="none", cluster=job, job=job, log_spec="error")
+s = shoal.Session.start(insecure=True, name="solo", bind="127.0.0.1:0", control_path="none", cluster=job, job=job, log_spec="error")
 model = torch.nn.Linear(2, 2)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 if what == "own-group":
@@ -144,7 +144,7 @@ def test_a_script_with_its_own_process_group_is_told_what_to_do(job):
 DIFFERENT_MODELS = r'''
 import json, sys, torch, shoal, shoal.torch
 job, name, seed, addr = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-s = shoal.Session.start(name=name, host=name, bind="127.0.0.1:0", control_path="none", cluster=job, job=job,
+s = shoal.Session.start(insecure=True, name=name, host=name, bind="127.0.0.1:0", control_path="none", cluster=job, job=job,
                         seeds=[addr] if addr != "-" else [], min_hosts=2, log_spec="error")
 print(json.dumps({"addr": s.address}), flush=True)
 torch.manual_seed(seed)

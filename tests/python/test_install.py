@@ -21,7 +21,7 @@ def test_the_installed_package_is_on_debians_path_and_runs(tmp_path):
     assert installed_dir in sys_path, (installed_dir, sys_path)
     libs = glob.glob(stage + "/**/libshoal.so.0", recursive=True)
     assert libs, "libshoal.so was not installed"
-    code = ("import shoal, shoal.torch; s = shoal.Session.start(name='inst', bind='127.0.0.1:0', "
+    code = ("import shoal, shoal.torch; s = shoal.Session.start(insecure=True, name='inst', bind='127.0.0.1:0', "
             "control_path='none', cluster='inst%d', job='inst%d', log_spec='error'); "
             "print(s.wait_for_view(0, 30).world_size); s.leave()" % (os.getpid(), os.getpid()))
     run_env = dict(os.environ, PYTHONPATH=package_dir, LD_LIBRARY_PATH=os.path.dirname(libs[0]))

@@ -23,6 +23,7 @@ shoal::SessionOptions loopback(const std::string& name) {
   o.bind = "127.0.0.1:0";
   o.cluster = "embedded-test";
   o.log_spec = "warn";
+  o.insecure = true;  // loopback only
   return o;
 }
 
@@ -101,4 +102,20 @@ TEST_CASE("a session ignores SIGPIPE unless the program installed a handler of i
     session->leave();
   }
   REQUIRE(::sigaction(SIGPIPE, &dfl, nullptr) == 0);
+}
+
+TEST_CASE("an embedded session without a cluster key refuses to start unless told it may run open") {
+  ::unsetenv("SHOAL_KEY_FILE");
+  auto o = loopback(unique_name("nokey"));
+  o.insecure = false;
+  try {
+    (void)shoal::Session::start(o);
+    FAIL("a session started with no key and no insecure");
+  } catch (const shoal::Error& e) {
+    CHECK(std::string(e.what()).find("no cluster key") != std::string::npos);
+    CHECK(std::string(e.what()).find("insecure") != std::string::npos);
+  }
+  o.insecure = true;
+  o.key_file = "/nonexistent/cluster.key";
+  CHECK_THROWS_AS(shoal::Session::start(o), shoal::Error);  // both at once: refused too
 }

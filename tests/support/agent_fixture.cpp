@@ -1,6 +1,8 @@
 // AgentCluster: starting, querying and cleaning up shoal agent processes for integration tests.
 #include "agent_fixture.hpp"
 
+#include <algorithm>
+
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -35,6 +37,9 @@ AgentProcess& AgentCluster::start(const std::string& name, const std::vector<std
     argv.push_back("--seeds");
     argv.push_back(list);
   }
+  // An open cluster unless the test gives a key: tests run on loopback only, and say so (before the
+  // extra flags: they may end with `-- COMMAND`).
+  if (std::find(extra_args.begin(), extra_args.end(), "--key-file") == extra_args.end()) argv.push_back("--insecure");
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   a.process = std::make_unique<ChildProcess>(argv, a.log);
   const auto line = a.process->read_line(std::chrono::seconds(10));

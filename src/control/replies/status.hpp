@@ -68,6 +68,7 @@ struct StatusReply {
   std::string addr;
   uint64_t generation = 0;
   std::string cluster;
+  bool keyed = false;  // the agent runs with a cluster key (false: --insecure)
   uint32_t slots = 0;
   StatusView view;
   MembersByState members_by_state;

@@ -43,6 +43,7 @@ struct ViewReply {
   uint32_t world_size = 0;
   uint64_t live_of_view = 0;
   bool in_view = false;
+  bool keyed = false;  // the agent runs with a cluster key (false: --insecure)
   std::vector<ViewMemberRow> members;
   std::vector<RankRow> ranks;
   bool operator==(const ViewReply&) const = default;

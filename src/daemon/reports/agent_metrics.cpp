@@ -33,6 +33,11 @@ std::string Agent::metrics_text() const {
   const auto& keeper = membership_->keeper();
   const auto status = keeper.status();
   m.gauge("shoal_view_epoch", "epoch of the newest committed view", static_cast<double>(keeper.view().epoch()));
+  m.gauge("shoal_cluster_keyed", "1 when this agent runs with a cluster key, 0 when it runs open (--insecure)",
+          seal_ && seal_->keyed() ? 1 : 0);
+  m.counter("shoal_control_refused_total",
+            "control requests refused because the caller may not send them (view-force from another user)",
+            static_cast<double>(control_handlers_.refused()));
   m.gauge("shoal_view_members", "members of the newest committed view", static_cast<double>(keeper.view().size()));
   m.gauge("shoal_view_in_view", "1 when this member is in the committed view", status.in_view ? 1 : 0);
   m.gauge("shoal_view_stable", "1 when the committed view matches the live members",

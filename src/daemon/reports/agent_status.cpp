@@ -20,6 +20,7 @@ std::string Agent::status_reply() const {
   reply.addr = addr_;
   reply.generation = generation_;
   reply.cluster = cfg_.gossip.cluster_id;
+  reply.keyed = seal_ && seal_->keyed();
   reply.slots = cfg_.meta.slots;
   reply.view = {view.epoch(),  view.size(),    membership::to_string(status.phase),
                 status.reason, status.in_view, status.live_of_view};

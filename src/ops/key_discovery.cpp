@@ -1,0 +1,37 @@
+// The cluster key's known places, in order.
+#include "ops/key_discovery.hpp"
+
+#include <sys/stat.h>
+
+namespace shoal::ops {
+namespace {
+
+std::optional<std::string> value(const Environment& env, const char* name) {
+  const auto it = env.find(name);
+  if (it == env.end() || it->second.empty()) return std::nullopt;
+  return it->second;
+}
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+}  // namespace
+
+std::optional<FoundKey> discover_key_file(const Environment& env, const SlurmDefaults& slurm) {
+  if (auto path = value(env, "SHOAL_KEY_FILE")) return FoundKey{*path, "SHOAL_KEY_FILE"};
+  if (auto dir = value(env, "CREDENTIALS_DIRECTORY")) {
+    const std::string path = *dir + "/cluster.key";
+    if (exists(path)) return FoundKey{path, "the systemd credential cluster.key"};
+  }
+  if (slurm.under_slurm && !slurm.job_id.empty()) {
+    if (auto home = value(env, "HOME")) {
+      const std::string path = *home + "/.shoal/job-" + slurm.job_id + ".key";
+      if (exists(path)) return FoundKey{path, "the Slurm job's key"};
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace shoal::ops
