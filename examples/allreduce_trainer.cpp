@@ -8,9 +8,11 @@
 // are a pure function of s whatever the world sizes were: a restored state can be checked exactly.
 //
 // With --ckpt-every K the trainer saves its parameters to shoal's in-memory checkpoints every K steps,
-// and after every (re)build all ranks restore the newest step complete for all of them (from this host's
-// memory or a peer's replica) and prove it: their next line carries restored_step, restore_source and
-// state_ok (the restored parameters equal what that step must have produced).
+// and after a rebuild that lost a rank all ranks restore the newest step complete for all of them (from
+// this host's memory or a peer's replica) and prove it: their next line carries restored_step,
+// restore_source and state_ok (the restored parameters equal what that step must have produced). After a
+// join or a rebuild for the same view nothing was lost: the ranks go on from the live state, handed to
+// newcomers by the lowest rank that trained before (synced_step, synced_from, state_ok), and redo no step.
 //
 // On stdout: first {"event":"started","name":...,"addr":"ip:port"}, then one JSON object per step: t, step,
 // epoch, rank, world, ok, and rebuild_ms after a rebuild.
@@ -48,14 +50,16 @@ const char* kUsage =
     "Synthetic data-parallel training on shoal's Gloo communicator, with the agent embedded (first form) or\n"
     "following the `shoal agent` whose control socket is PATH, as its slot K (second form). Prints one JSON\n"
     "object per step (t, step, epoch, rank, world, ok, rebuild_ms after a rebuild). With --ckpt-every K it saves\n"
-    "its state every K steps into shoal's in-memory checkpoints and restores after every rebuild (restored_step,\n"
-    "restore_source, state_ok in the next line). --job names the checkpoints (default: the cluster id);\n"
+    "its state every K steps into shoal's in-memory checkpoints and restores after a rebuild that lost a rank\n"
+    "(restored_step, restore_source, state_ok in the next line); after a join the ranks go on from the live\n"
+    "state (synced_step, synced_from, state_ok). --job names the checkpoints (default: the cluster id);\n"
     "--host NAME makes trainers sharing one machine act as separate hosts (placement, segments); --ckpt-dir DIR\n"
     "also persists the checkpoints there and loads them back after every host restarted. Exits 0 after --steps\n"
     "steps with every check passed, 1 when a check failed, 2 on bad flags. --abort-at STEP injects a fault for\n"
     "tests: rank 0 aborts its own communicator once, before that step's allreduce, as a reset connection would;\n"
     "the ranks rebuild for the same view (\"attempt\" in the lines after). The embedded agent needs the\n"
-    "cluster key (--key-file PATH, or SHOAL_KEY_FILE), or --insecure for a cluster any host may join.\n";
+    "cluster key (--key-file PATH, or SHOAL_KEY_FILE), or --insecure for a cluster any host may join.\n"
+    "On SIGTERM the embedded agent leaves the cluster gracefully, then the trainer ends as SIGTERM asks.\n";
 
 // Gradient element i of `rank` at `step`: small integers, so every sum is exact in float.
 float gradient(int rank, uint64_t step, size_t i) {
@@ -162,6 +166,9 @@ int main(int argc, char** argv) {
   opt.ckpt_dir = flags["ckpt-dir"];
   opt.key_file = flags["key-file"];
   opt.insecure = flags.contains("insecure");
+  // SIGTERM (scancel, systemctl stop): leave the cluster gracefully first, so the others commit a view
+  // without this host at once instead of detecting a death.
+  opt.leave_on_sigterm = true;
 
   std::unique_ptr<shoal::Session> session;
   try {
@@ -237,6 +244,19 @@ int main(int argc, char** argv) {
       return r->step;
     };
   }
+  // A join or a rebuild for the same view keeps the live state (no rollback): every rank, the newcomer
+  // included, proves what it now holds is what the step must have produced.
+  struct Synced {
+    uint64_t step;
+    int from;
+    bool state_ok;
+  };
+  std::optional<Synced> synced;
+  hooks.synced = [&](uint64_t next_step, int from) {
+    if (next_step == 0) return;
+    const auto expect = expected_params(next_step - 1, params.size());
+    synced = Synced{next_step - 1, from, std::memcmp(params.data(), expect.data(), params.size() * sizeof(float)) == 0};
+  };
   shoal::RankInfo ranks;
   hooks.rebuilt = [&](const shoal::RankInfo& r, double ms) {
     ranks = r;
@@ -257,6 +277,13 @@ int main(int argc, char** argv) {
                          ",\"restored_step\":%" PRIu64 ",\"restore_source\":\"%s\",\"restore_ms\":%.1f,\"state_ok\":%s",
                          restored->step, restored->source.c_str(), restored->ms, restored->state_ok ? "true" : "false");
       restored.reset();
+    }
+    if (synced) {
+      all_ok = all_ok && synced->state_ok;
+      n += std::snprintf(line + n, sizeof(line) - static_cast<size_t>(n),
+                         ",\"synced_step\":%" PRIu64 ",\"synced_from\":%d,\"state_ok\":%s", synced->step, synced->from,
+                         synced->state_ok ? "true" : "false");
+      synced.reset();
     }
     if (*ckpt_every > 0 && (step + 1) % *ckpt_every == 0) {
       auto save = session->begin_save(*stepped_on, step, {{"params", params.size() * sizeof(float)}});

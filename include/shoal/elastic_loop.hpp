@@ -1,8 +1,14 @@
 // ElasticLoop: the run loop most data-parallel trainers want. Run a step; when the world changes
 // (the step throws shoal::ViewChanged) or a collective fails or times out, roll back to the state after
 // the last completed step, get the communicator of the next view (or of the same view, rebuilt),
-// adopt the new rank 0's state, and continue. Every rank of a view
-// resumes from the same step with the same state, whoever failed or joined.
+// agree on the state, and continue. Every rank of a view resumes from the same step with the same state,
+// whoever failed or joined:
+//   - every rank of the previous view is in the new one (a join, a rebuild for the same view): nothing was
+//     lost, so nobody rolls back to a checkpoint; the newest step any rank completed wins, and the lowest
+//     rank holding it hands its live state to all (newcomers included);
+//   - a rank of the previous view is gone (a death, a leave): `restore` when given (every rank loads the
+//     same checkpointed step), else the live state as above;
+//   - the first build of a job: `restore` when given, else rank 0's state.
 //
 //   shoal::ElasticLoop loop(*session, {
 //       .step = [&](shoal::Communicator& c, uint64_t step) { compute(step); c.allreduce(std::span<float>(grads), shoal::ReduceOp::avg); apply(); },
@@ -16,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "shoal/api.hpp"
@@ -41,6 +48,9 @@ struct ElasticHooks {
   // Optional: after every (re)build and state sync: the new ranks and how long it took since the world
   // changed (0 for the first build).
   std::function<void(const RankInfo& ranks, double rebuild_ms)> rebuilt;
+  // Optional: after a (re)build whose state came live from a rank that trained before (not from restore):
+  // the step to run next and that rank. Called on every rank, newcomers included.
+  std::function<void(uint64_t next_step, int source_rank)> synced;
 };
 
 class SHOAL_API ElasticLoop {
@@ -55,14 +65,17 @@ class SHOAL_API ElasticLoop {
   uint64_t next_step() const { return next_step_; }
 
  private:
-  // Rank 0 of the new communicator hands out its step and its state.
-  void sync_from_rank0();
+  // `root` hands out its step and its state.
+  void sync_from(int root);
+  // After a (re)build: restore, or sync from the live state (see the header comment).
+  void settle_state();
 
   Session& session_;
   ElasticHooks hooks_;
   std::shared_ptr<Communicator> comm_;
   std::vector<std::byte> snapshot_;
   uint64_t next_step_ = 0;
+  std::vector<std::string> trained_in_;  // members of the view this rank last trained in (empty: none yet)
 };
 
 }  // namespace shoal

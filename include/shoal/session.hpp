@@ -53,6 +53,10 @@ struct SessionOptions {
                                        // SHOAL_KEY_FILE names, if set. connect(): taken from the agent
   bool insecure = false;               // embedded: run with no cluster key (any host that reaches the port may
                                        // join); without a key and without this, start() refuses
+  bool leave_on_sigterm = false;       // embedded: on SIGTERM (scancel, systemctl stop) leave the cluster
+                                       // gracefully, so the others commit a view without this host at once,
+                                       // then end the process as SIGTERM would; a second SIGTERM ends it at
+                                       // once. Off: SIGTERM keeps the program's own disposition
   std::string backend = "gloo";        // "gloo": CPU buffers over TCP; "nccl": GPU buffers (builds with NCCL)
   int cuda_device = -1;                // nccl: the device of this rank; -1: the local rank
   std::chrono::milliseconds view_timeout{120'000};        // communicator(): longest wait for a view

@@ -31,7 +31,8 @@ void bind_session(py::module_& m) {
           [](std::string name, std::string bind, std::string advertise, std::vector<std::string> seeds,
              std::string cluster, uint32_t slots, uint32_t min_hosts, uint32_t max_hosts, std::string control_path,
              std::string log_spec, std::string job, std::string host, std::string ckpt_store, uint32_t ckpt_replicas,
-             uint32_t ckpt_replicate_duty, std::string ckpt_dir, std::string key_file, bool insecure, std::string backend, int cuda_device, double view_timeout,
+             uint32_t ckpt_replicate_duty, std::string ckpt_dir, std::string key_file, bool insecure,
+             bool leave_on_sigterm, std::string backend, int cuda_device, double view_timeout,
              double rendezvous_timeout, double collective_timeout) {
             SessionOptions o;
             o.name = std::move(name);
@@ -52,6 +53,7 @@ void bind_session(py::module_& m) {
             o.ckpt_dir = std::move(ckpt_dir);
             o.key_file = std::move(key_file);
             o.insecure = insecure;
+            o.leave_on_sigterm = leave_on_sigterm;
             o.backend = std::move(backend);
             o.cuda_device = cuda_device;
             apply_timeouts(o, view_timeout, rendezvous_timeout, collective_timeout);
@@ -64,7 +66,9 @@ void bind_session(py::module_& m) {
           py::arg("seeds") = std::vector<std::string>{}, py::arg("cluster") = "", py::arg("slots") = 1,
           py::arg("min_hosts") = 1, py::arg("max_hosts") = 0, py::arg("control_path") = "", py::arg("log_spec") = "",
           py::arg("job") = "", py::arg("host") = "", py::arg("ckpt_store") = "", py::arg("ckpt_replicas") = 1,
-          py::arg("ckpt_replicate_duty") = 20, py::arg("ckpt_dir") = "", py::arg("key_file") = "", py::arg("insecure") = false, py::arg("backend") = "gloo", py::arg("cuda_device") = -1,
+          py::arg("ckpt_replicate_duty") = 20, py::arg("ckpt_dir") = "", py::arg("key_file") = "",
+          py::arg("insecure") = false, py::arg("leave_on_sigterm") = false, py::arg("backend") = "gloo",
+          py::arg("cuda_device") = -1,
           py::arg("view_timeout") = 120.0, py::arg("rendezvous_timeout") = 30.0, py::arg("collective_timeout") = 300.0,
           "Starts the agent in this process and joins the job. The keywords are SessionOptions' fields "
           "(include/shoal/session.hpp); timeouts in seconds. Raises shoal.Error with what to change.")

@@ -60,7 +60,9 @@ void add_member_flags(CLI::App& app, AgentFlags& f) {
        "the host name does not resolve)",
        f.advertise)
       ->check(not_empty());
-  duration(app, "join-timeout", "exit 1 if no seed has answered within this time (default: keep trying)",
+  duration(app, "join-timeout",
+           "exit 1 if this host is still alone with no committed view after this time: no seed answered, or the "
+           "members it heard of left before a view formed (default: keep trying)",
            f.join_timeout_s, ZeroSeconds::refused, kYear_s);
   number(app, "slots", "N", "GPU slots of this host: the ranks it runs (default: 1; 0 makes a witness)", f.slots, 0,
          1024);

@@ -264,6 +264,7 @@ Status Agent::start() {
     // Every host may be handed the same seed list; asking ourselves to join ourselves is pointless.
     if (text != addr_) seed_addrs_.push_back(text);
   }
+  cfg_.membership.joining = !seed_addrs_.empty();
 
   if (!cfg_.control_path.empty()) {
     Status served = control::prepare_control_dir(cfg_.control_path);
@@ -341,26 +342,49 @@ Status Agent::start() {
   return Ok{};
 }
 
+bool Agent::in_committed_view() const {
+  const auto& view = membership_->keeper().view();
+  return view.epoch() > 0 && view.find(cfg_.name) != nullptr;
+}
+
 void Agent::watch_join() {
   join_timer_.expires_after(kJoinPoll);
   join_timer_.async_wait([this](boost::system::error_code ec) {
     if (ec || leaving_) return;
-    if (runtime_->swim().live_count() > 1) {
+    // The watch lasts until this host is in a committed view: a seed that answered and then left before
+    // a view formed leaves it alone again, and a host started with seeds never forms a cluster by itself
+    // (membership::Config::joining), so it goes on trying its seeds (gossip's push-pull retries) and the
+    // join timeout still applies.
+    const size_t live = runtime_->swim().live_count();
+    if (in_committed_view()) {
+      if (!joined_) logger().info("joined the cluster: {} live members", live);
       joined_ = true;
-      logger().info("joined the cluster: {} live members", runtime_->swim().live_count());
       return;
     }
+    if (live > 1 && !joined_) {
+      joined_ = true;
+      heard_of_others_ = true;
+      logger().info("joined the cluster: {} live members", live);
+    } else if (live <= 1 && joined_) {
+      joined_ = false;
+      logger().warn("every member heard of left before a view formed; still trying {}", join_list(seed_addrs_));
+    }
     const auto now = std::chrono::steady_clock::now();
-    if (cfg_.join_timeout && now - origin_ >= *cfg_.join_timeout) {
-      const std::string what = fmt::format("no seed answered within {:.1f} s (seeds: {})",
-                                           cfg_.join_timeout->count() / 1000.0, join_list(seed_addrs_));
+    if (live <= 1 && cfg_.join_timeout && now - origin_ >= *cfg_.join_timeout) {
+      const std::string what =
+          heard_of_others_
+              ? fmt::format("alone with no committed view after {:.1f} s: the members heard of left before a view "
+                            "formed, and no seed answers now (seeds: {})",
+                            cfg_.join_timeout->count() / 1000.0, join_list(seed_addrs_))
+              : fmt::format("no seed answered within {:.1f} s (seeds: {})", cfg_.join_timeout->count() / 1000.0,
+                            join_list(seed_addrs_));
       logger().error("{}", what);
       finish(fail(what));
       return;
     }
-    if (now >= next_join_warn_) {
+    if (live <= 1 && now >= next_join_warn_) {
       next_join_warn_ = now + cfg_.join_warn_interval;
-      logger().warn("no seed has answered yet; still trying {}", join_list(seed_addrs_));
+      if (!heard_of_others_) logger().warn("no seed has answered yet; still trying {}", join_list(seed_addrs_));
     }
     watch_join();
   });

@@ -127,6 +127,7 @@ class Agent {
   bool view_peers_gone() const;  // every other member of the committed view has left or died
   void finish(Status outcome);
   void watch_join();
+  bool in_committed_view() const;
   std::string members_reply() const;
   std::string view_reply() const;
   std::string force_reply(std::span<const std::string> args);
@@ -158,7 +159,8 @@ class Agent {
   std::vector<std::function<void(const gossip::MemberEvent&)>> pending_observers_;
   asio::steady_timer leave_timer_;
   asio::steady_timer join_timer_;
-  bool joined_ = false;
+  bool joined_ = false;           // another member is alive now (until the first committed view)
+  bool heard_of_others_ = false;  // some member answered since start
   bool leaving_ = false;
   Status outcome_ = Ok{};
 };

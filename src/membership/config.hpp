@@ -26,6 +26,10 @@ enum class QuorumPolicy : uint8_t {
 struct Config {
   uint32_t min_hosts = 1;            // no view with fewer members is proposed (bootstrap waits for this many)
   uint32_t max_hosts = 0;            // 0: no limit; joiners beyond it wait
+  // Started with seeds: this member joins a cluster and never forms one by itself. Its first view must
+  // hold another member; alone (its seeds silent, or gone before a view formed) it waits and keeps trying
+  // them, instead of training alone from step 0 in a cluster of one.
+  bool joining = false;
   Time settle_quiet{50'000};         // propose once the wanted member set has not changed for this long...
   Time settle_max{500'000};          // ...or once a change has been pending this long (a join storm batches)
   Time hold_down{10'000'000};        // a removed member must stay alive this long before it is readmitted

@@ -100,7 +100,9 @@ Desired desired_view(const View& committed, const std::vector<gossip::Member>& g
   d.majority_live = committed.size() == 0 || (live_names.size() + lingering) * 2 > committed.size();
   if (!d.differs) return d;
 
-  if (d.members.size() < std::max<uint32_t>(cfg.min_hosts, 1)) {
+  if (committed.epoch() == 0 && cfg.joining && d.members.size() < 2) {
+    d.blocked = "joining: no other member is alive; a host started with seeds never forms a cluster alone";
+  } else if (d.members.size() < std::max<uint32_t>(cfg.min_hosts, 1)) {
     d.blocked = committed.epoch() == 0
                     ? "forming: " + std::to_string(d.members.size()) + " of --min-hosts " +
                           std::to_string(cfg.min_hosts) + " members alive"

@@ -1,8 +1,11 @@
-// The elastic run loop: step, roll back on a view change, rebuild, adopt rank 0's state.
+// The elastic run loop: step, roll back on a view change, rebuild, settle the state (live or restored).
 #include "shoal/elastic_loop.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <limits>
+#include <span>
 
 namespace shoal {
 namespace {
@@ -17,17 +20,48 @@ ElasticLoop::ElasticLoop(Session& session, ElasticHooks hooks) : session_(sessio
   if (!hooks_.step || !hooks_.save || !hooks_.load) throw Error("ElasticLoop needs the step, save and load hooks");
 }
 
-void ElasticLoop::sync_from_rank0() {
+void ElasticLoop::sync_from(int root) {
   uint64_t header[2] = {next_step_, snapshot_.size()};
-  comm_->broadcast(header, sizeof(header), 0);
+  comm_->broadcast(header, sizeof(header), root);
   std::vector<std::byte> state(header[1]);
-  if (comm_->rank() == 0) state = snapshot_;
-  if (!state.empty()) comm_->broadcast(state.data(), state.size(), 0);
-  if (comm_->rank() != 0) {
+  if (comm_->rank() == root) state = snapshot_;
+  if (!state.empty()) comm_->broadcast(state.data(), state.size(), root);
+  if (comm_->rank() != root) {
     hooks_.load(state);
     snapshot_ = std::move(state);
     next_step_ = header[0];
   }
+}
+
+void ElasticLoop::settle_state() {
+  const RankInfo now = session_.ranks();
+  // Did this rank train before, and is every rank it trained with still here? One allreduce (min) tells
+  // every rank the same answers: [-(someone trained before), every such rank kept its whole view, -(the
+  // newest step any of them completed)]. A failure can cut a step short on some ranks only: the newest
+  // completed step wins, so no rank redoes a step it finished.
+  const bool trained = !trained_in_.empty();
+  bool kept = true;
+  for (const auto& name : trained_in_) {
+    if (std::find(now.members.begin(), now.members.end(), name) == now.members.end()) kept = false;
+  }
+  const auto mine = static_cast<int64_t>(next_step_);
+  int64_t facts[3] = {trained ? -1 : 0, kept ? 1 : 0, trained ? -mine : 0};
+  comm_->allreduce(std::span<int64_t>(facts), ReduceOp::min);
+  const bool anyone_trained = facts[0] < 0;
+  const bool nothing_lost = anyone_trained && facts[1] == 1;
+  // The lowest rank that holds that step's state hands it out.
+  int64_t holder = trained && mine == -facts[2] ? comm_->rank() : std::numeric_limits<int64_t>::max();
+  comm_->allreduce(std::span<int64_t>(&holder, 1), ReduceOp::min);
+  if (!nothing_lost && hooks_.restore) {
+    if (const auto restored = hooks_.restore(*comm_)) {
+      next_step_ = *restored + 1;
+      snapshot_ = hooks_.save();
+      return;
+    }
+  }
+  const int root = anyone_trained ? static_cast<int>(holder) : 0;
+  sync_from(root);
+  if (anyone_trained && hooks_.synced) hooks_.synced(next_step_, root);
 }
 
 uint64_t ElasticLoop::run(uint64_t last_step) {
@@ -46,14 +80,7 @@ uint64_t ElasticLoop::run(uint64_t last_step) {
       // Every rank's connections work before any state moves: a peer whose own build failed (and that
       // waits to rebuild) fails this at once, not the restore's exchange at its timeout.
       comm_->barrier();
-      std::optional<uint64_t> restored;
-      if (hooks_.restore) restored = hooks_.restore(*comm_);
-      if (restored) {
-        next_step_ = *restored + 1;
-        snapshot_ = hooks_.save();
-      } else {
-        sync_from_rank0();
-      }
+      settle_state();
     } catch (const ViewChanged&) {
       continue;  // the world moved again before it settled: build for the next view
     } catch (const Timeout& e) {
@@ -62,6 +89,7 @@ uint64_t ElasticLoop::run(uint64_t last_step) {
       comm_->abort(std::string("the rebuild timed out: ") + e.what());
       continue;
     }
+    trained_in_ = session_.ranks().members;
     if (hooks_.rebuilt) hooks_.rebuilt(session_.ranks(), first ? 0.0 : ms_since(changed_at));
     if (!first) ++rebuilds;
     first = false;

@@ -1,6 +1,8 @@
 // The embedded session: the agent's thread, and its observers feeding the session core.
 #include "session/embedded_session.hpp"
 
+#include <csignal>
+
 #include "base/log.hpp"
 #include "net/host_port.hpp"
 
@@ -42,6 +44,7 @@ Status EmbeddedSession::begin() {
     return agent->checkpoints().safety(rank);
   };
   set_identity(std::move(id));
+  if (opt_.leave_on_sigterm) leave_on_sigterm();
   loop_ = std::thread([this] {
     std::string why;
     if (auto outcome = agent_->run(); !outcome) {
@@ -49,8 +52,30 @@ Status EmbeddedSession::begin() {
       log::get(log::Component::agent).error("{}", why);
     }
     source_stopped(why);
+    if (const int sig = stop_signal_.load(); sig != 0) {
+      // The leave is done: end the process as the signal would have, had nobody handled it.
+      auto& logger = log::get(log::Component::agent);
+      logger.info("left the cluster after SIGTERM; exiting as SIGTERM asks");
+      logger.flush();
+      ::signal(sig, SIG_DFL);
+      ::raise(sig);
+    }
   });
   return Ok{};
+}
+
+void EmbeddedSession::leave_on_sigterm() {
+  // asio's signal_set: the handler runs on the agent's loop, not in signal context.
+  sigterm_ = std::make_unique<boost::asio::signal_set>(agent_->io(), SIGTERM);
+  sigterm_->async_wait([this](boost::system::error_code ec, int sig) {
+    if (ec) return;
+    stop_signal_ = sig;
+    log::get(log::Component::agent).info("SIGTERM: leaving the cluster gracefully before exiting");
+    agent_->stop();
+    sigterm_->async_wait([this](boost::system::error_code ec2, int) {
+      if (!ec2) agent_->stop_now();  // a second SIGTERM: at once
+    });
+  });
 }
 
 void EmbeddedSession::leave() {

@@ -2,6 +2,9 @@
 // session core its committed views and member failures directly.
 #pragma once
 
+#include <atomic>
+#include <boost/asio/signal_set.hpp>
+#include <memory>
 #include <thread>
 
 #include "daemon/agent.hpp"
@@ -21,7 +24,12 @@ class EmbeddedSession final : public SessionCore {
   std::string address() const override;
 
  private:
+  // SessionOptions::leave_on_sigterm: a graceful leave, then the process ends as SIGTERM asks.
+  void leave_on_sigterm();
+
   std::unique_ptr<daemon::Agent> agent_;
+  std::unique_ptr<boost::asio::signal_set> sigterm_;
+  std::atomic<int> stop_signal_{0};
   std::thread loop_;
 };
 

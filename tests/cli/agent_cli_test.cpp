@@ -167,6 +167,35 @@ TEST_CASE("an agent with unreachable seeds keeps running and says so") {
   CHECK(warned);
   CHECK_FALSE(c["hopeful"].process->wait_exit(0ms).has_value());
   CHECK(c.view_of("hopeful").size() == 1);
+  // Started with seeds, it never forms a cluster by itself: no view of one member.
+  const auto view = c.request<shoal::control::ViewReply>("hopeful", "view");
+  REQUIRE(view.has_value());
+  CHECK(view->epoch == 0);
+  CHECK(contains(view->reason, "never forms a cluster alone"));
+}
+
+TEST_CASE("a joiner whose only seed answered and then left waits, then fails after --join-timeout") {
+  AgentCluster c;
+  // The seed admits nobody (--max-hosts 1): the joiner hears of it but gets no view before it leaves.
+  c.start("seed", {}, {"--max-hosts", "1"});
+  REQUIRE(AgentCluster::eventually(
+      [&] {
+        const auto v = c.request<shoal::control::ViewReply>("seed", "view");
+        return v && v->epoch == 1;
+      },
+      10s));
+  c.start("joiner", {c["seed"].addr}, {"--join-timeout", "4", "--max-hosts", "1"});
+  const bool heard = AgentCluster::eventually(
+      [&] { return contains(c.log_tail("joiner", 200), "joined the cluster"); }, 10s);
+  REQUIRE_MESSAGE(heard, c.log_tail("joiner", 200));
+  ::kill(c["seed"].process->pid(), SIGTERM);
+  const auto code = c["joiner"].process->wait_exit(15s);
+  REQUIRE(code.has_value());
+  CHECK(*code == 1);
+  const std::string log = c.log_tail("joiner", 400);
+  CHECK(contains(log, "every member heard of left before a view formed"));
+  CHECK(contains(log, "alone with no committed view"));
+  CHECK_FALSE(contains(log, "view epoch 2 committed"));
 }
 
 TEST_CASE("shoal members prints a table, or the JSON document with --json") {

@@ -92,6 +92,40 @@ TEST_CASE("a host killed with SIGKILL: the host that replaces it restores that r
   }
 }
 
+TEST_CASE("a host that joins costs nobody a rollback: the newcomer gets the live state, no step is redone") {
+  JobSegments segments;
+  TrainerCluster c;
+  const int steps = 300;
+  const auto args = [&](const std::string& host) {
+    return std::vector<std::string>{"--ckpt-every", "10", "--job", segments.job, "--host", host};
+  };
+  const std::string seed = c.start("t0", "", steps, args("t0")).addr;
+  c.start("t1", seed, steps, args("t1"));
+  REQUIRE(c.until(
+      [&] { return reached_world(c["t0"], 2) && reached_world(c["t1"], 2) && c["t0"].steps.back().step > 25; }, 60s));
+  const double join_t = now_s();
+  c.start("t2", seed, steps, args("t2"));
+  c.finish(120s);
+  for (const char* n : {"t0", "t1", "t2"}) {
+    INFO(n << "'s log:\n" << c.log(n));
+    CHECK(c[n].exit_code == std::optional<int>(0));
+    // Nobody restored a checkpoint after the join...
+    CHECK(first_restore(c[n], join_t) == nullptr);
+    // ...and each step ran once on the survivors: the step numbers only go up.
+    for (size_t i = 1; i < c[n].steps.size(); ++i) {
+      CHECK_MESSAGE(c[n].steps[i].step == c[n].steps[i - 1].step + 1, n << " redid step " << c[n].steps[i].step);
+    }
+  }
+  // The newcomer's first step continues where the survivors were, from state proven right.
+  REQUIRE(!c["t2"].steps.empty());
+  const auto& first = c["t2"].steps.front();
+  REQUIRE(first.synced_step.has_value());
+  CHECK(first.state_ok);
+  CHECK(first.synced_from >= 0);
+  CHECK(first.step == *first.synced_step + 1);
+  CHECK(first.step > 25);
+}
+
 TEST_CASE("every host killed and its memory lost: restarted with --ckpt-dir, the job resumes from disk") {
   JobSegments segments;
   shoal::test::TempDir disk;

@@ -103,6 +103,11 @@ void TrainerCluster::pump(std::chrono::milliseconds ms) {
           r.restore_source = doc.value("restore_source", "");
           r.state_ok = doc.value("state_ok", false);
         }
+        if (doc.contains("synced_step")) {
+          r.synced_step = doc["synced_step"].get<uint64_t>();
+          r.synced_from = doc.value("synced_from", -1);
+          r.state_ok = doc.value("state_ok", false);
+        }
         r.saved = doc.contains("saved");
         t.steps.push_back(r);
       }

@@ -29,6 +29,9 @@ struct StepRecord {
   std::optional<uint64_t> restored_step;
   std::string restore_source;
   bool state_ok = false;
+  // After a join or a same-view rebuild: the live state came from rank synced_from, at synced_step.
+  std::optional<uint64_t> synced_step;
+  int synced_from = -1;
   bool saved = false;
 };
 

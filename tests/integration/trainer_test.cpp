@@ -50,6 +50,31 @@ TEST_CASE("killing a non-zero-rank host of 4 trainers costs one rebuild at world
   check_survivors(c, {"t0", "t1", "t3"}, kill_t, steps, 3);
 }
 
+TEST_CASE("SIGTERM to a trainer (scancel, systemctl stop) leaves gracefully: the others lose no timeout") {
+  TrainerCluster c;
+  const int steps = 150;
+  const std::string seed = c.start("t0", "", steps, {"--log-level", "info"}).addr;
+  for (const char* n : {"t1", "t2"}) c.start(n, seed, steps, {"--log-level", "info"});
+  REQUIRE(c.until([&] { return reached_world(c["t0"], 3) && reached_world(c["t1"], 3) && reached_world(c["t2"], 3); },
+                  30s));
+  c.pump(300ms);
+  const double term_t = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  c["t2"].process->send_signal(SIGTERM);
+  // The trainer leaves first, then ends as SIGTERM asks (killed by the signal, as without a handler).
+  const auto code = c["t2"].process->wait_exit(10s);
+  REQUIRE(code.has_value());
+  CHECK(*code == 128 + SIGTERM);
+  c["t2"].exit_code = *code;
+  CHECK(c.log("t2").find("left the cluster after SIGTERM") != std::string::npos);
+  c.finish(60s);
+  check_survivors(c, {"t0", "t1"}, term_t, steps, 2);
+  // The survivors learnt of a leave, not of a death found by probing.
+  for (const char* n : {"t0", "t1"}) {
+    CHECK_MESSAGE(c.log(n).find("member t2 left") != std::string::npos, c.log(n));
+    CHECK(c.log(n).find("t2 dead") == std::string::npos);
+  }
+}
+
 TEST_CASE("killing the host of rank 0 (also the proposer, the smallest name) costs one rebuild") {
   TrainerCluster c;
   const int steps = 150;

@@ -87,3 +87,26 @@ TEST_CASE("the flap damper holds a removed member out until it stayed alive for 
   damper.observe({member(0), member(1, State::alive, 2)}, milliseconds(2400));
   CHECK(damper.eligible("h1", 2, milliseconds(2400), milliseconds(1000)));
 }
+
+TEST_CASE("a member started with seeds never forms a cluster of itself alone") {
+  FlapDamper damper;
+  Config cfg;
+  cfg.joining = true;
+  // Its seed answered, then left before any view formed: alone, it waits.
+  const auto alone = std::vector{member(0), member(1, State::left)};
+  damper.observe(alone, Time(0));
+  const Desired d = desired_view(View{}, alone, damper, cfg, milliseconds(10));
+  CHECK(d.differs);
+  CHECK(d.blocked.find("never forms a cluster alone") != std::string::npos);
+  // With another member alive it forms the first view as usual.
+  const auto two = std::vector{member(0), member(2)};
+  damper.observe(two, milliseconds(20));
+  CHECK(desired_view(View{}, two, damper, cfg, milliseconds(30)).blocked.empty());
+  // A member that was in a view may go on alone when the rules allow (this is about first views only).
+  cfg.min_hosts = 1;
+  const Desired later = desired_view(view_of(3, {0, 1}), alone, damper, cfg, milliseconds(40));
+  CHECK(later.blocked.empty());
+  // And a member started without seeds forms a cluster of one.
+  cfg.joining = false;
+  CHECK(desired_view(View{}, alone, damper, cfg, milliseconds(50)).blocked.empty());
+}
