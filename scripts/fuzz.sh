@@ -53,7 +53,7 @@ declare -A sources=(
   [fuzz_handshake]="src/wire/stream_handshake.cpp src/wire/frame_cipher.cpp src/wire/sealed_packet.cpp
     src/wire/cluster_key.cpp src/wire/replay_guard.cpp"
   [fuzz_sealed_stream]="src/net/blocking_conn.cpp src/net/bulk_buffers.cpp src/net/host_port.cpp src/base/tcp_backoff.cpp
-    src/wire/frame_cipher.cpp src/wire/stream_handshake.cpp src/wire/sealed_packet.cpp src/wire/cluster_key.cpp
+    src/base/log.cpp src/wire/frame_cipher.cpp src/wire/stream_handshake.cpp src/wire/sealed_packet.cpp src/wire/cluster_key.cpp
     src/wire/replay_guard.cpp src/wire/frame.cpp"
   [fuzz_view_codec]="src/membership/view_codec.cpp src/membership/view.cpp src/wire/reject.cpp $proto/membership.pb.cc"
   [fuzz_ckpt_header]="src/ckpt_shm/version_layout.cpp src/ckpt_shm/version_stream.cpp src/ckpt_shm/checksum.cpp
@@ -73,7 +73,7 @@ declare -A sources=(
 )
 declare -A libs=(
   [fuzz_packet]="-lprotobuf" [fuzz_sealed]="-lsodium" [fuzz_frame]="" [fuzz_hello]="-lprotobuf"
-  [fuzz_handshake]="-lsodium" [fuzz_sealed_stream]="-lsodium"
+  [fuzz_handshake]="-lsodium" [fuzz_sealed_stream]="-lsodium -lfmt"
   [fuzz_view_codec]="-lprotobuf" [fuzz_ckpt_header]="" [fuzz_json]="" [fuzz_key_text]="-lsodium"
   [fuzz_swim]="-lprotobuf -lfmt" [fuzz_manifest]="-lfmt" [fuzz_rendezvous_request]="-lprotobuf" [fuzz_config_file]=""
   [make_corpus]="-lprotobuf -lsodium -lfmt"
