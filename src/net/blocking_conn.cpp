@@ -284,7 +284,7 @@ Result<size_t> BlockingConn::read_record(std::span<std::byte> bytes, Clock::time
   std::byte tag[wire::kFrameTagBytes];
   const bool in_place = body <= bytes.size();
   if (!in_place) {
-    spill_.bytes.resize(body);  // allocated only for this record's announced size, at most 4 MiB
+    spill_.bytes.resize(body);  // allocated only for this record's announced size, at most kMaxDataRecordBytes
     spill_.at = 0;
   }
   const std::span<std::byte> into = in_place ? bytes.first(body) : std::span<std::byte>(spill_.bytes);

@@ -27,9 +27,12 @@
 
 namespace shoal::net {
 
-// The plaintext of one sealed data frame, at most: what one write of a bulk stream sends (4 MiB, as the
-// raw TCP baseline writes) and what a receiver opens at once in the destination.
-inline constexpr size_t kMaxDataRecordBytes = 4u << 20;
+// The plaintext of one sealed data frame, at most, and what a receiver opens at once in the destination.
+// Small enough that the two ends pipeline: the receiver opens one record on its core while the sender
+// seals the next on its own, and each record stays in cache between the cipher's passes. Measured with
+// shoal-bench-seal (1 GiB, AES-256-GCM, loopback): 4 MiB records moved 0.47-0.59 GB/s, 256 KiB records
+// 1.06-1.08 GB/s, above the one-core bound 1/(1/TCP + 1/AEAD) of 0.82 GB/s of the same run.
+inline constexpr size_t kMaxDataRecordBytes = 256u << 10;
 
 class BlockingConn {
  public:

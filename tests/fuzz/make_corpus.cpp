@@ -172,7 +172,7 @@ void sealed_streams() {
   save("fuzz_sealed_stream", "swapped", seed(3, 3, 1, 10, 600));
   save("fuzz_sealed_stream", "raw-bytes", seed(0, 0, 0, 0, 300));
   Bytes lying = seed(0, 0, 0, 0, 0);
-  const uint8_t header[] = {0x00, 0x40, 0x00, 0x12, 5};  // a data record announcing 4 MiB + 1
+  const uint8_t header[] = {0x00, 0x40, 0x00, 0x12, 5};  // a data record announcing 4 MiB + 1 (above the limit)
   for (const uint8_t b : header) lying.push_back(std::byte{b});
   save("fuzz_sealed_stream", "lying-length", lying);
 }

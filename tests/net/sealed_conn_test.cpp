@@ -184,7 +184,7 @@ TEST_CASE("a data record that is changed, cut short, mistyped or announced too l
     CHECK(r.error().message.find("where checkpoint data was expected") != std::string::npos);
   }
   SUBCASE("announced larger than a record may be, or empty") {
-    for (const uint32_t len : {uint32_t(1 + (4u << 20) + 1 + 16), uint32_t(1 + 16)}) {
+    for (const uint32_t len : {uint32_t(1 + shoal::net::kMaxDataRecordBytes + 1 + 16), uint32_t(1 + 16)}) {
       shoal::test::LoopbackTcpPair pair;
       BlockingConn reader(pair.release_server());
       reader.set_keys(keys(false));
