@@ -35,8 +35,8 @@ fi
 
 # Targets, the shoal sources each needs besides its own file, and its libraries.
 proto=$out/proto
-targets=(fuzz_packet fuzz_sealed fuzz_frame fuzz_hello fuzz_view_codec fuzz_ckpt_header fuzz_json fuzz_key_text
-  fuzz_swim fuzz_manifest fuzz_rendezvous_request fuzz_config_file)
+targets=(fuzz_packet fuzz_sealed fuzz_frame fuzz_hello fuzz_handshake fuzz_sealed_stream fuzz_view_codec fuzz_ckpt_header
+  fuzz_json fuzz_key_text fuzz_swim fuzz_manifest fuzz_rendezvous_request fuzz_config_file)
 gossip="src/gossip/broadcast_queue.cpp src/gossip/codec.cpp src/gossip/member_table.cpp src/gossip/text_arena.cpp src/gossip/name_index.cpp
   src/gossip/probe_order.cpp src/gossip/push_pull.cpp src/gossip/suspicion.cpp src/gossip/swim.cpp
   src/gossip/swim_probe.cpp src/gossip/swim_streams.cpp src/gossip/swim_updates.cpp src/gossip/types.cpp
@@ -50,6 +50,11 @@ declare -A sources=(
   [fuzz_sealed]="src/wire/sealed_packet.cpp src/wire/cluster_key.cpp src/wire/replay_guard.cpp"
   [fuzz_frame]="src/wire/frame.cpp src/wire/reject.cpp"
   [fuzz_hello]="src/net/stream_hello.cpp src/wire/packet.cpp src/wire/reject.cpp $proto/envelope.pb.cc"
+  [fuzz_handshake]="src/wire/stream_handshake.cpp src/wire/frame_cipher.cpp src/wire/sealed_packet.cpp
+    src/wire/cluster_key.cpp src/wire/replay_guard.cpp"
+  [fuzz_sealed_stream]="src/net/blocking_conn.cpp src/net/bulk_buffers.cpp src/net/host_port.cpp src/base/tcp_backoff.cpp
+    src/base/log.cpp src/wire/frame_cipher.cpp src/wire/stream_handshake.cpp src/wire/sealed_packet.cpp src/wire/cluster_key.cpp
+    src/wire/replay_guard.cpp src/wire/frame.cpp"
   [fuzz_view_codec]="src/membership/view_codec.cpp src/membership/view.cpp src/wire/reject.cpp $proto/membership.pb.cc"
   [fuzz_ckpt_header]="src/ckpt_shm/version_layout.cpp src/ckpt_shm/version_stream.cpp src/ckpt_shm/checksum.cpp
     src/ckpt_shm/shm_segment.cpp src/ckpt_shm/device/absent_copy.cpp"
@@ -61,13 +66,14 @@ declare -A sources=(
   [fuzz_rendezvous_request]="src/comm_wrap/stores/rendezvous_table.cpp $proto/rendezvous.pb.cc"
   [fuzz_config_file]="src/ops/config_file.cpp"
   [make_corpus]="src/wire/packet.cpp src/wire/reject.cpp src/wire/frame.cpp src/wire/sealed_packet.cpp
-    src/wire/cluster_key.cpp src/wire/replay_guard.cpp src/net/stream_hello.cpp src/membership/view_codec.cpp
+    src/wire/stream_handshake.cpp src/wire/cluster_key.cpp src/wire/replay_guard.cpp src/net/stream_hello.cpp src/membership/view_codec.cpp
     src/membership/view.cpp src/ckpt_shm/version_layout.cpp src/ckpt_shm/checksum.cpp src/ckpt_shm/shm_segment.cpp
     src/ckpt_shm/device/absent_copy.cpp src/ckpt_shm/persist_files.cpp src/ckpt_shm/persist_io.cpp
     $proto/envelope.pb.cc $proto/membership.pb.cc $proto/rendezvous.pb.cc $gossip $replies"
 )
 declare -A libs=(
   [fuzz_packet]="-lprotobuf" [fuzz_sealed]="-lsodium" [fuzz_frame]="" [fuzz_hello]="-lprotobuf"
+  [fuzz_handshake]="-lsodium" [fuzz_sealed_stream]="-lsodium -lfmt"
   [fuzz_view_codec]="-lprotobuf" [fuzz_ckpt_header]="" [fuzz_json]="" [fuzz_key_text]="-lsodium"
   [fuzz_swim]="-lprotobuf -lfmt" [fuzz_manifest]="-lfmt" [fuzz_rendezvous_request]="-lprotobuf" [fuzz_config_file]=""
   [make_corpus]="-lprotobuf -lsodium -lfmt"

@@ -86,8 +86,8 @@ Status CheckpointService::start(net::StreamListener& listener) {
     persister_->start();
   }
   listener.add_takeover_channel(wire::Hello::CKPT_STREAM, kMaxCkptRequestBytes,
-                                [this](const net::StreamPeer& peer, std::span<const std::byte> bytes, int fd) {
-                                  net::BlockingConn conn(fd);
+                                [this](const net::StreamPeer& peer, std::span<const std::byte> bytes,
+                                       net::BlockingConn conn) {
                                   wire::CkptRequest request;
                                   if (!request.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
                                     logger().warn("ckpt: a malformed request from {}", peer.remote);

@@ -1,8 +1,9 @@
 // Checkpoint transfers over one TCP connection each: frames for the requests and answers, raw bytes
-// for the version itself.
+// for the version itself (sealed data frames in a keyed cluster, opened in place where they land).
 #include "ckpt_service/transfer.hpp"
 
 #include "ckpt_shm/version_stream.hpp"
+#include "net/blocking_open.hpp"
 #include "net/stream_hello.hpp"
 
 namespace shoal::ckpt_service {
@@ -49,13 +50,12 @@ Status send_stream(net::BlockingConn& conn, std::span<const std::byte> segment, 
   for (const auto piece : ckpt::stream_pieces(segment, info)) {
     for (size_t off = 0; off < piece.size(); off += kSlice) {
       const auto part = piece.subspan(off, std::min(kSlice, piece.size() - off));
-      if (auto r = conn.write_all(part, stall_deadline(limits)); !r) return r;
+      if (auto r = conn.write_data(part, stall_deadline(limits)); !r) return r;
     }
   }
   return Ok{};
 }
 
-// Reads a version's stream of `stream_bytes` bytes, verifying it; the destination seals on success.
 // Reads a version's stream of `stream_bytes` bytes, verifying it; `place` gives the receiver its
 // destination(s) whenever it asks (once for a segment, more often for a scattered receive).
 Result<ckpt::VersionInfo> receive_stream(net::BlockingConn& conn, uint64_t stream_bytes,
@@ -69,7 +69,7 @@ Result<ckpt::VersionInfo> receive_stream(net::BlockingConn& conn, uint64_t strea
     }
     const auto into = receiver.next();
     if (into.empty()) return fail("the receiver expects no more bytes before it is complete");
-    auto n = conn.read_some(into, stall_deadline(limits));
+    auto n = conn.read_data(into, stall_deadline(limits));
     if (!n) return fail(n.error().message);
     auto progress = receiver.advance(*n);
     if (!progress) {
@@ -102,14 +102,8 @@ std::function<Status(ckpt::VersionReceiver&)> into_one(const ReceiveDestination&
 Result<net::BlockingConn> open(const TransferPeer& peer, const wire::CkptRequest& request,
                                const TransferLimits& limits) {
   mark(limits, &TransferPhases::started);
-  auto conn = net::BlockingConn::connect(peer.addr, stall_deadline(limits));
+  auto conn = net::open_blocking(peer.addr, peer.hello, stall_deadline(limits), limits.cancel);
   if (!conn) return conn;
-  conn->set_cancel(limits.cancel);
-  if (auto r = conn->write_frame(wire::type_byte(wire::FrameType::hello), peer.hello.for_connection(),
-                                 stall_deadline(limits));
-      !r) {
-    return fail(r.error().message);
-  }
   if (auto r = conn->write_frame(wire::type_byte(wire::FrameType::request), encode(request), stall_deadline(limits));
       !r) {
     return fail(r.error().message);

@@ -2,7 +2,9 @@
 // client halves (push a replica, fetch a version) and the server halves, all blocking, for threads
 // of their own. Bytes go straight from one host's shared memory to the socket and from the socket into
 // the other host's shared memory; the receiver verifies every checksum as the data arrives, and seals
-// what it received only when all of it checked out.
+// what it received only when all of it checked out. In a keyed cluster the bytes travel as sealed data
+// frames (net/blocking_conn.hpp): sealed slice by slice on the way out, opened in place in the
+// destination on the way in, before the checksums run.
 #pragma once
 
 #include <atomic>

@@ -294,7 +294,7 @@ Status Agent::start() {
 
   listener_ = std::make_unique<net::StreamListener>(std::move(bound->tcp), cfg_.gossip.cluster_id,
                                                     net::StreamListener::Limits{});
-  listener_->set_seal(seal_);
+  listener_->set_seal(seal_, addr_);
   runtime_ = std::make_unique<GossipRuntime>(io_, std::move(bound->udp), std::move(swim), origin_, *listener_, seal_);
   for (auto& o : pending_observers_) runtime_->add_observer(std::move(o));
   pending_observers_.clear();

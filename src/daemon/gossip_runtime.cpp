@@ -4,12 +4,15 @@
 #include "base/log.hpp"
 #include "net/host_port.hpp"
 #include "net/stream_hello.hpp"
+#include "net/udp_datagram.hpp"
 #include "wire/packet.hpp"
 
 namespace shoal::daemon {
 namespace {
 
 spdlog::logger& logger() { return log::get(log::Component::agent); }
+
+constexpr int kDatagramsPerTurn = 64;
 
 }  // namespace
 
@@ -22,6 +25,8 @@ GossipRuntime::GossipRuntime(asio::io_context& io, asio::ip::udp::socket socket,
       listener_(listener),
       seal_(seal ? std::move(seal) : std::make_shared<net::ClusterSeal>(std::nullopt)) {
   const auto& self = swim_.self();
+  own_addr_ = net::canonical_ip_port(self.addr);
+  if (auto ok = net::report_destinations(socket_); !ok) logger().warn("udp: {}", ok.error().message);
   const wire::Envelope sender = wire::make_envelope(swim_.config().cluster_id, self.name, self.generation, self.addr);
   hello_ = net::OutgoingHello(net::encode_hello(sender, wire::Hello::PUSH_PULL), seal_);
   probe_hello_ = net::OutgoingHello(net::encode_hello(sender, wire::Hello::PROBE), seal_);
@@ -53,25 +58,41 @@ void GossipRuntime::close() {
 }
 
 void GossipRuntime::receive_next() {
-  socket_.async_receive_from(asio::buffer(rx_buf_), rx_from_, [this](boost::system::error_code ec, size_t n) {
+  // Waits for readability, then takes datagrams with recvmsg (udp_datagram.hpp): the cluster key needs
+  // each one's destination address, which async_receive_from does not report.
+  socket_.async_wait(asio::ip::udp::socket::wait_read, [this](boost::system::error_code ec) {
     if (ec == asio::error::operation_aborted || stopped()) return;
-    if (!ec) {
-      const std::string from = net::ip_port_text(rx_from_.address(), rx_from_.port());
-      // The cluster key first: nothing unsealed (or replayed) reaches the core.
-      auto opened = seal_->open_packet(std::span<const std::byte>(rx_buf_.data(), n));
-      if (!opened) {
-        listener_.count_rejected(opened.error().cause, "udp " + from, opened.error().detail);
-      } else {
-        gossip::Effects fx;
-        swim_.on_packet(from, std::span<const std::byte>(*opened), now(), fx);
-        perform(fx);
-      }
+    if (ec) {
+      logger().debug("udp wait: {}", ec.message());
     } else {
-      // ICMP errors of earlier sends can surface here; the socket itself is fine.
-      logger().debug("udp receive: {}", ec.message());
+      // A bounded batch per turn, so timers and TCP keep their share of the loop under a flood.
+      for (int i = 0; i < kDatagramsPerTurn && !stopped(); ++i) {
+        auto got = net::receive_datagram(socket_, rx_buf_);
+        if (!got) {
+          // ICMP errors of earlier sends can surface here; the socket itself is fine.
+          logger().debug("udp receive: {}", got.error().message);
+          continue;
+        }
+        if (!*got) break;
+        on_datagram(**got);
+      }
     }
-    receive_next();
+    if (!stopped()) receive_next();
   });
+}
+
+void GossipRuntime::on_datagram(const net::Datagram& d) {
+  const std::string from = net::ip_port_text(d.from.address(), d.from.port());
+  // The cluster key first: nothing unsealed, replayed or meant for another host reaches the core.
+  const std::array<std::string_view, 2> own = {own_addr_, d.to};
+  auto opened = seal_->open_packet(std::span<const std::byte>(rx_buf_.data(), d.bytes), own);
+  if (!opened) {
+    listener_.count_rejected(opened.error().cause, "udp " + from, opened.error().detail);
+    return;
+  }
+  gossip::Effects fx;
+  swim_.on_packet(from, std::span<const std::byte>(*opened), now(), fx);
+  perform(fx);
 }
 
 std::vector<std::byte> GossipRuntime::answer_stream(const net::StreamPeer& peer, std::span<const std::byte> request) {
@@ -103,7 +124,8 @@ void GossipRuntime::send_packet(gossip::SendPacket& p) {
     warn_limited("bad address " + p.to, "gossip: cannot send to '" + p.to + "': not a numeric ip:port");
     return;
   }
-  auto bytes = std::make_shared<std::vector<std::byte>>(seal_->seal_packet(p.bytes));
+  auto bytes =
+      std::make_shared<std::vector<std::byte>>(seal_->seal_packet(p.bytes, net::canonical_ip_port(to->ip, to->port)));
   socket_.async_send_to(asio::buffer(*bytes), asio::ip::udp::endpoint(to->ip, to->port),
                         [bytes, to = p.to](boost::system::error_code ec, size_t) {
                           if (ec && ec != asio::error::operation_aborted)

@@ -17,6 +17,7 @@
 #include "net/stream_hello.hpp"
 #include "daemon/core_driver.hpp"
 #include "net/stream_listener.hpp"
+#include "net/udp_datagram.hpp"
 
 namespace shoal::daemon {
 
@@ -47,6 +48,7 @@ class GossipRuntime : public CoreDriver {
 
  private:
   void receive_next();
+  void on_datagram(const net::Datagram& d);
   void on_wake() override;
   void on_answer(uint64_t token, std::optional<std::span<const std::byte>> response) override;
   void perform(gossip::Effects& fx);
@@ -60,7 +62,7 @@ class GossipRuntime : public CoreDriver {
   net::StreamListener& listener_;
   std::shared_ptr<net::ClusterSeal> seal_;
   std::array<std::byte, 65536> rx_buf_{};
-  asio::ip::udp::endpoint rx_from_;
+  std::string own_addr_;  // the advertised address, canonical: a destination datagrams may name
   net::OutgoingHello hello_;        // our hello for anti-entropy (join, push-pull) requests
   net::OutgoingHello probe_hello_;  // our hello for fallback probes
   std::vector<EventObserver> observers_;

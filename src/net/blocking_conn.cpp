@@ -56,7 +56,10 @@ BlockingConn::BlockingConn(BlockingConn&& other) noexcept
       cancel_(other.cancel_),
       read_(other.read_),
       written_(other.written_),
-      armed_(other.armed_) {}
+      armed_(other.armed_),
+      frames_(std::move(other.frames_)),
+      sealing_(std::move(other.sealing_)),
+      spill_(std::move(other.spill_)) {}
 
 BlockingConn& BlockingConn::operator=(BlockingConn&& other) noexcept {
   if (this != &other) {
@@ -66,6 +69,9 @@ BlockingConn& BlockingConn::operator=(BlockingConn&& other) noexcept {
     read_ = other.read_;
     written_ = other.written_;
     armed_ = other.armed_;
+    frames_ = std::move(other.frames_);
+    sealing_ = std::move(other.sealing_);
+    spill_ = std::move(other.spill_);
   }
   return *this;
 }
@@ -189,20 +195,27 @@ Status BlockingConn::read_exact(std::span<std::byte> bytes, Clock::time_point de
 }
 
 Status BlockingConn::write_frame(uint8_t type, std::span<const std::byte> payload, Clock::time_point deadline) {
-  std::vector<std::byte> out;
-  out.reserve(payload.size() + wire::kFrameHeaderBytes);
-  wire::append_frame(out, type, payload);
-  return write_all(out, deadline);
+  sealing_.clear();
+  if (frames_) {
+    frames_->send.append(sealing_, type, payload);
+  } else {
+    sealing_.reserve(payload.size() + wire::kFrameHeaderBytes);
+    wire::append_frame(sealing_, type, payload);
+  }
+  return write_all(sealing_, deadline);
 }
 
 Result<wire::Frame> BlockingConn::read_frame(size_t max_payload, Clock::time_point deadline) {
+  if (spill_.at < spill_.bytes.size()) return fail("a frame where the rest of a data record was expected");
   std::byte header[wire::kFrameHeaderBytes];
   if (auto r = read_exact(header, deadline); !r) return fail(r.error().message);
   const uint32_t len =
       (uint32_t(header[0]) << 24) | (uint32_t(header[1]) << 16) | (uint32_t(header[2]) << 8) | uint32_t(header[3]);
-  if (len == 0) return fail("an empty frame");
-  if (len - 1 > max_payload) {
-    return fail("a frame of " + std::to_string(len - 1) + " bytes, above the limit of " + std::to_string(max_payload));
+  const size_t overhead = frames_ ? wire::kFrameTagBytes : 0;
+  if (len < 1 + overhead) return fail(len == 0 ? "an empty frame" : "a sealed frame shorter than its tag");
+  if (len - 1 - overhead > max_payload) {
+    return fail("a frame of " + std::to_string(len - 1 - overhead) + " bytes, above the limit of " +
+                std::to_string(max_payload));
   }
   wire::Frame f;
   f.type = static_cast<uint8_t>(header[4]);
@@ -216,7 +229,78 @@ Result<wire::Frame> BlockingConn::read_frame(size_t max_payload, Clock::time_poi
       return fail(r.error().message);
     }
   }
+  if (frames_) {
+    if (auto opened = frames_->receive.open(f); !opened) return fail(opened.error().detail);
+  }
   return f;
+}
+
+void BlockingConn::set_keys(const wire::StreamKeys& keys) { frames_ = std::make_unique<wire::SealedFrames>(keys); }
+
+std::optional<wire::StreamCipher> BlockingConn::cipher() const {
+  if (!frames_) return std::nullopt;
+  return frames_->send.cipher();
+}
+
+Status BlockingConn::write_data(std::span<const std::byte> bytes, Clock::time_point deadline) {
+  if (!frames_) return write_all(bytes, deadline);
+  for (size_t off = 0; off < bytes.size(); off += kMaxDataRecordBytes) {
+    const auto part = bytes.subspan(off, std::min(kMaxDataRecordBytes, bytes.size() - off));
+    sealing_.resize(wire::kFrameHeaderBytes + part.size() + wire::kFrameTagBytes);
+    frames_->send.seal(wire::type_byte(wire::FrameType::data), part, sealing_);
+    if (auto r = write_all(sealing_, deadline); !r) return r;
+  }
+  return Ok{};
+}
+
+Result<size_t> BlockingConn::read_data(std::span<std::byte> bytes, Clock::time_point deadline) {
+  if (bytes.empty()) return fail("read_data: no room given");
+  if (!frames_) return read_some(bytes, deadline);
+  if (spill_.at < spill_.bytes.size()) {
+    const size_t n = std::min(bytes.size(), spill_.bytes.size() - spill_.at);
+    std::memcpy(bytes.data(), spill_.bytes.data() + spill_.at, n);
+    spill_.at += n;
+    return n;
+  }
+  return read_record(bytes, deadline);
+}
+
+// The next sealed data record: into `bytes` and opened there when it fits, else into the spill buffer.
+Result<size_t> BlockingConn::read_record(std::span<std::byte> bytes, Clock::time_point deadline) {
+  std::byte header[wire::kFrameHeaderBytes];
+  if (auto r = read_exact(header, deadline); !r) return fail(r.error().message);
+  const uint32_t len =
+      (uint32_t(header[0]) << 24) | (uint32_t(header[1]) << 16) | (uint32_t(header[2]) << 8) | uint32_t(header[3]);
+  if (static_cast<uint8_t>(header[4]) != wire::type_byte(wire::FrameType::data)) {
+    return fail("a frame of type " + std::to_string(static_cast<unsigned>(header[4])) +
+                " where checkpoint data was expected");
+  }
+  // A record of no bytes is never sent: refusing it keeps every call's progress at least one byte.
+  if (len <= 1 + wire::kFrameTagBytes || len - 1 - wire::kFrameTagBytes > kMaxDataRecordBytes) {
+    return fail("a data record of " + std::to_string(len) + " bytes, outside 1.." +
+                std::to_string(kMaxDataRecordBytes) + " plus its tag");
+  }
+  const size_t body = len - 1 - wire::kFrameTagBytes;
+  std::byte tag[wire::kFrameTagBytes];
+  const bool in_place = body <= bytes.size();
+  if (!in_place) {
+    spill_.bytes.resize(body);  // allocated only for this record's announced size, at most kMaxDataRecordBytes
+    spill_.at = 0;
+  }
+  const std::span<std::byte> into = in_place ? bytes.first(body) : std::span<std::byte>(spill_.bytes);
+  if (auto r = read_exact(into, deadline); !r) return fail(r.error().message);
+  if (auto r = read_exact(tag, deadline); !r) return fail(r.error().message);
+  auto opened = frames_->receive.open(std::span<const std::byte, wire::kFrameHeaderBytes>(header), into,
+                                      std::span<const std::byte, wire::kFrameTagBytes>(tag));
+  if (!opened) {
+    spill_ = Spill{};
+    return fail(opened.error().detail);
+  }
+  if (in_place) return body;
+  const size_t n = bytes.size();
+  std::memcpy(bytes.data(), spill_.bytes.data(), n);
+  spill_.at = n;
+  return n;
 }
 
 }  // namespace shoal::net

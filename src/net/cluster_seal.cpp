@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 
 namespace shoal::net {
 namespace {
@@ -12,26 +13,11 @@ int64_t now_unix_ms() {
       .count();
 }
 
-wire::RejectCause cause_of(wire::OpenCause c) {
-  switch (c) {
-    case wire::OpenCause::not_sealed:
-      return wire::RejectCause::no_key;
-    case wire::OpenCause::truncated:
-      return wire::RejectCause::truncated;  // too short to hold a seal
-    case wire::OpenCause::stale:
-      return wire::RejectCause::stale;
-    case wire::OpenCause::replayed:
-      return wire::RejectCause::replayed;
-    default:
-      return wire::RejectCause::bad_auth;
-  }
-}
-
 std::vector<std::byte> copy(std::span<const std::byte> bytes) { return {bytes.begin(), bytes.end()}; }
 
 }  // namespace
 
-ClusterSeal::ClusterSeal(std::optional<wire::KeyRing> keys) {
+ClusterSeal::ClusterSeal(std::optional<wire::KeyRing> keys) : cipher_offer_(wire::local_cipher_offer()) {
   if (keys) {
     packets_.emplace(*keys);
     hellos_.emplace(std::move(*keys));
@@ -43,28 +29,14 @@ bool ClusterSeal::keyed() const {
   return packets_.has_value();
 }
 
-std::vector<std::byte> ClusterSeal::seal_packet(std::span<const std::byte> plain) {
+std::vector<std::byte> ClusterSeal::seal_packet(std::span<const std::byte> plain, std::string_view destination) {
   std::lock_guard lock(mu_);
-  return packets_ ? packets_->seal(plain, now_unix_ms()) : copy(plain);
+  return packets_ ? packets_->seal(plain, destination, now_unix_ms()) : copy(plain);
 }
 
-std::vector<std::byte> ClusterSeal::seal_hello(std::span<const std::byte> plain) {
+Result<std::vector<std::byte>, wire::DecodeError> ClusterSeal::open_packet(std::span<const std::byte> bytes,
+                                                                           wire::Destinations own) {
   std::lock_guard lock(mu_);
-  return hellos_ ? hellos_->seal(plain, now_unix_ms()) : copy(plain);
-}
-
-Result<std::vector<std::byte>, wire::DecodeError> ClusterSeal::open_packet(std::span<const std::byte> bytes) {
-  std::lock_guard lock(mu_);
-  return open(bytes, packet_guard_);
-}
-
-Result<std::vector<std::byte>, wire::DecodeError> ClusterSeal::open_hello(std::span<const std::byte> bytes) {
-  std::lock_guard lock(mu_);
-  return open(bytes, hello_guard_);
-}
-
-Result<std::vector<std::byte>, wire::DecodeError> ClusterSeal::open(std::span<const std::byte> bytes,
-                                                                    wire::ReplayGuard& guard) {
   if (!packets_) {
     if (wire::looks_sealed(bytes)) {
       return fail(wire::DecodeError{wire::RejectCause::no_key,
@@ -72,14 +44,33 @@ Result<std::vector<std::byte>, wire::DecodeError> ClusterSeal::open(std::span<co
     }
     return copy(bytes);
   }
-  auto opened = packets_->open(bytes, now_unix_ms(), guard);
+  auto opened = packets_->open(bytes, own, now_unix_ms(), packet_guard_);
   if (!opened) {
     const auto& e = opened.error();
     std::string detail = e.message;
     if (e.cause == wire::OpenCause::not_sealed) detail = "not sealed with the cluster key (a host without --key-file?)";
-    return fail(wire::DecodeError{cause_of(e.cause), std::move(detail)});
+    return fail(wire::DecodeError{wire::reject_cause(e.cause), std::move(detail)});
   }
   return std::move(*opened);
+}
+
+wire::ClientHandshake ClusterSeal::start_handshake(std::span<const std::byte> hello, std::string_view destination) {
+  std::lock_guard lock(mu_);
+  if (!hellos_) std::abort();  // callers ask keyed() first: an open cluster has no handshake
+  return wire::ClientHandshake::start(*hellos_, hello, destination, now_unix_ms(), cipher_offer_);
+}
+
+Result<wire::ServerHandshake, wire::DecodeError> ClusterSeal::accept_handshake(std::span<const std::byte> first,
+                                                                               wire::Destinations own) {
+  std::lock_guard lock(mu_);
+  if (!hellos_) return fail(wire::DecodeError{wire::RejectCause::no_key, "this host has no cluster key"});
+  auto accepted =
+      wire::ServerHandshake::accept(hellos_->keys(), first, own, now_unix_ms(), hello_guard_, cipher_offer_);
+  if (!accepted && accepted.error().cause == wire::RejectCause::no_key) {
+    return fail(
+        wire::DecodeError{wire::RejectCause::no_key, "not sealed with the cluster key (a host without --key-file?)"});
+  }
+  return accepted;
 }
 
 Status ClusterSeal::set_keys(std::optional<wire::KeyRing> keys) {

@@ -77,4 +77,16 @@ std::string ip_port_text(const boost::asio::ip::address& ip, uint16_t port) {
   return HostPort{ip.to_string(), port}.to_string();
 }
 
+std::string canonical_ip_port(const boost::asio::ip::address& ip, uint16_t port) {
+  if (ip.is_v6() && ip.to_v6().is_v4_mapped()) {
+    return ip_port_text(boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, ip.to_v6()), port);
+  }
+  return ip_port_text(ip, port);
+}
+
+std::string canonical_ip_port(std::string_view text) {
+  const auto parsed = parse_ip_port(text);
+  return parsed ? canonical_ip_port(parsed->ip, parsed->port) : std::string(text);
+}
+
 }  // namespace shoal::net

@@ -44,4 +44,10 @@ std::optional<IpPort> parse_ip_port(std::string_view text);
 // The inverse: "1.2.3.4:5" or "[::1]:5".
 std::string ip_port_text(const boost::asio::ip::address& ip, uint16_t port);
 
+// An address as the cluster key names a destination (sealed packets, the connection handshake): numeric,
+// and an IPv4 address mapped into IPv6 (what a dual-stack socket reports) written as IPv4, so that the
+// sender's text and the receiver's agree. Text that is not a numeric ip:port is returned as it is.
+std::string canonical_ip_port(std::string_view text);
+std::string canonical_ip_port(const boost::asio::ip::address& ip, uint16_t port);
+
 }  // namespace shoal::net

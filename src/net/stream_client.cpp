@@ -1,4 +1,5 @@
-// One TCP request/response exchange per connection, under a single deadline timer.
+// One TCP request/response exchange per connection (after the handshake, in a keyed cluster), under a
+// single deadline timer.
 #include "net/stream_client.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
@@ -10,6 +11,7 @@
 #include "net/frame_io.hpp"
 #include "net/host_port.hpp"
 #include "net/stream_hello.hpp"
+#include "wire/frame_cipher.hpp"
 
 namespace shoal::net {
 namespace {
@@ -23,12 +25,16 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     ++*in_flight_;
   }
 
-  void start(const IpPort& to, std::vector<std::byte> hello, const std::vector<std::byte>& request,
+  void start(const IpPort& to, ConnectionOpening opening, std::vector<std::byte> request,
              StreamClient::Clock::time_point deadline, size_t max_response_bytes) {
     max_response_ = max_response_bytes;
-    out_ = frame_bytes(wire::type_byte(wire::FrameType::hello), hello);
-    const auto req = frame_bytes(wire::type_byte(wire::FrameType::request), request);
-    out_.insert(out_.end(), req.begin(), req.end());
+    request_ = std::move(request);
+    handshake_ = std::move(opening.handshake);
+    out_ = frame_bytes(wire::type_byte(wire::FrameType::hello), opening.hello);
+    if (!handshake_) {  // an open cluster: the request goes with the hello
+      const auto req = frame_bytes(wire::type_byte(wire::FrameType::request), request_);
+      out_.insert(out_.end(), req.begin(), req.end());
+    }
     auto self = shared_from_this();
     timer_.expires_at(deadline);
     timer_.async_wait([self](boost::system::error_code ec) {
@@ -43,23 +49,59 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
       self->socket_.set_option(tcp::no_delay(true), ec);
       asio::async_write(self->socket_, asio::buffer(self->out_), [self](boost::system::error_code wec, size_t) {
         if (wec) return self->complete(std::nullopt, "send: " + wec.message());
-        async_read_frame(self->socket_, self->max_response_, [self](Result<wire::Frame, FrameReadError> r) {
-          if (!r) {
-            const auto& e = r.error();
-            if (e.kind == FrameReadError::Kind::rejected)
-              return self->complete(std::nullopt, "response: " + e.reject.detail);
-            return self->complete(std::nullopt, "no response: " + (e.ec ? e.ec.message() : std::string("truncated")));
-          }
-          if (r->type != wire::type_byte(wire::FrameType::response)) {
-            return self->complete(std::nullopt, "unexpected frame type " + std::to_string(r->type));
-          }
-          self->complete(std::move(r->payload), "");
-        });
+        if (self->handshake_) return self->read_reply();
+        self->read_response();
       });
     });
   }
 
  private:
+  // Keyed: the server's handshake message, then ours and the sealed request in one write.
+  void read_reply() {
+    auto self = shared_from_this();
+    async_read_frame(socket_, kMaxHandshakeFrameBytes, [self](Result<wire::Frame, FrameReadError> r) {
+      if (!r) return self->complete(std::nullopt, "no handshake reply: " + read_failure(r.error()));
+      if (r->type != wire::type_byte(wire::FrameType::handshake)) {
+        return self->complete(std::nullopt, "expected a handshake reply, got frame type " + std::to_string(r->type));
+      }
+      auto finished = self->handshake_->finish(r->payload);
+      if (!finished) return self->complete(std::nullopt, "handshake: " + finished.error().detail);
+      self->frames_ = std::make_unique<wire::SealedFrames>(finished->keys);
+      self->out_ = frame_bytes(wire::type_byte(wire::FrameType::handshake), finished->proof);
+      self->frames_->send.append(self->out_, wire::type_byte(wire::FrameType::request), self->request_);
+      asio::async_write(self->socket_, asio::buffer(self->out_), [self](boost::system::error_code wec, size_t) {
+        if (wec) return self->complete(std::nullopt, "send: " + wec.message());
+        self->read_response();
+      });
+    });
+  }
+
+  void read_response() {
+    auto self = shared_from_this();
+    const size_t limit = max_response_ + (frames_ ? wire::kFrameTagBytes : 0);
+    async_read_frame(socket_, limit, [self](Result<wire::Frame, FrameReadError> r) {
+      if (!r) {
+        if (r.error().kind == FrameReadError::Kind::rejected)
+          return self->complete(std::nullopt, "response: " + r.error().reject.detail);
+        return self->complete(std::nullopt, "no response: " + read_failure(r.error()));
+      }
+      if (r->type != wire::type_byte(wire::FrameType::response)) {
+        return self->complete(std::nullopt, "unexpected frame type " + std::to_string(r->type));
+      }
+      if (self->frames_) {
+        if (auto opened = self->frames_->receive.open(*r); !opened) {
+          return self->complete(std::nullopt, "response: " + opened.error().detail);
+        }
+      }
+      self->complete(std::move(r->payload), "");
+    });
+  }
+
+  static std::string read_failure(const FrameReadError& e) {
+    if (e.kind == FrameReadError::Kind::rejected) return e.reject.detail;
+    return e.ec ? e.ec.message() : std::string("truncated");
+  }
+
   void complete(std::optional<std::vector<std::byte>> response, const std::string& why) {
     if (finished_) return;
     finished_ = true;
@@ -75,6 +117,9 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   std::shared_ptr<size_t> in_flight_;
   StreamClient::Done done_;
   std::vector<std::byte> out_;
+  std::vector<std::byte> request_;
+  std::optional<wire::ClientHandshake> handshake_;  // keyed: until the server's reply
+  std::unique_ptr<wire::SealedFrames> frames_;      // keyed: after it
   size_t max_response_ = 0;
   bool finished_ = false;
 };
@@ -93,7 +138,7 @@ void StreamClient::request(const std::string& to, const OutgoingHello& hello, st
     return;
   }
   auto ex = std::make_shared<Exchange>(io_, in_flight_, std::move(done));
-  ex->start(*target, hello.for_connection(), request, deadline, max_response_bytes);
+  ex->start(*target, hello.open_to(to), std::move(request), deadline, max_response_bytes);
 }
 
 }  // namespace shoal::net

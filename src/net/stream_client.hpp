@@ -1,5 +1,6 @@
-// Outgoing TCP requests: connect, send the typed hello and one request frame, read one response
-// frame, all before a deadline. The answer (or nullopt on any failure) is reported exactly once.
+// Outgoing TCP requests: connect, send the typed hello (and in a keyed cluster complete the handshake,
+// after which both frames are sealed) and one request frame, read one response frame, all before a
+// deadline. The answer (or nullopt on any failure) is reported exactly once.
 #pragma once
 
 #include <boost/asio/io_context.hpp>

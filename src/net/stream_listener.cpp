@@ -1,4 +1,5 @@
-// Inbound TCP connections: hello, then one request/response exchange on a registered channel.
+// Inbound TCP connections: hello (and the handshake, when keyed), then one request/response exchange on a
+// registered channel.
 #include "net/stream_listener.hpp"
 
 #include <fcntl.h>
@@ -12,6 +13,8 @@
 #include "base/tcp_backoff.hpp"
 #include "net/frame_io.hpp"
 #include "net/host_port.hpp"
+#include "wire/frame_cipher.hpp"
+#include "wire/sealed_packet.hpp"
 
 namespace shoal::net {
 
@@ -27,6 +30,7 @@ struct StreamListener::Shared {
   Limits limits;
   std::map<int, Channel> channels;
   std::shared_ptr<ClusterSeal> seal;  // null: an open cluster
+  std::string own_addr;               // the advertised address, a destination hellos may name
   wire::RejectCounters rejected;
   log::WarnLimiter warn{std::chrono::seconds(10)};
   size_t active = 0;
@@ -62,23 +66,33 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
       if (ec || self->done_) return;
       self->fail(wire::RejectCause::truncated, "no complete exchange within the time limit");
     });
-    async_read_frame(socket_, kMaxHelloBytes + wire::kSealOverheadBytes,
+    async_read_frame(socket_, kMaxHelloBytes + wire::kSealOverheadBytes + wire::kHandshakeHelloPrefixBytes,
                      [self](Result<wire::Frame, FrameReadError> r) { self->on_hello(std::move(r)); });
   }
 
  private:
+  bool keyed() const { return shared_->seal && shared_->seal->keyed(); }
+
   void on_hello(Result<wire::Frame, FrameReadError> r) {
     if (!r) return on_read_error(r.error(), "hello");
     if (r->type != wire::type_byte(wire::FrameType::hello)) {
       return fail(wire::RejectCause::malformed, "first frame has type " + std::to_string(r->type) + ", not hello");
     }
-    std::vector<std::byte> opened;
     std::span<const std::byte> payload = r->payload;
-    if (shared_->seal) {
-      auto o = shared_->seal->open_hello(payload);
-      if (!o) return fail(o.error().cause, "hello: " + o.error().detail);
-      opened = std::move(*o);
-      payload = opened;
+    if (keyed()) {
+      // The destinations this connection may name: where it arrived, and what this host advertises.
+      boost::system::error_code ec;
+      const auto local = socket_.local_endpoint(ec);
+      const std::string arrived = ec ? std::string() : canonical_ip_port(local.address(), local.port());
+      const std::array<std::string_view, 2> own = {arrived, shared_->own_addr};
+      auto accepted = shared_->seal->accept_handshake(payload, own);
+      if (!accepted) return fail(accepted.error().cause, "hello: " + accepted.error().detail);
+      handshake_.emplace(std::move(*accepted));
+      payload = handshake_->hello();
+    } else if (wire::looks_sealed(payload)) {
+      // An open cluster (no seal, or one without a key): a sealed hello comes from a keyed host, which is
+      // told apart from garbage so that the operator sees the missing --key-file.
+      return fail(wire::RejectCause::no_key, "hello: sealed with a cluster key, but this host has none (--key-file)");
     }
     auto hello = decode_hello(payload, shared_->cluster_id);
     if (!hello) return fail(hello.error().cause, "hello: " + hello.error().detail);
@@ -89,8 +103,40 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
     }
     peer_.hello = std::move(*hello);
     peer_.remote = remote_;
+    if (handshake_) return send_handshake_reply();
+    read_request();
+  }
+
+  // Keyed: message 2 out, message 3 in; from then on every frame is sealed.
+  void send_handshake_reply() {
+    out_ = frame_bytes(wire::type_byte(wire::FrameType::handshake), handshake_->reply_message());
     auto self = shared_from_this();
-    async_read_frame(socket_, it->second.max_request_bytes,
+    asio::async_write(socket_, asio::buffer(out_), [self](boost::system::error_code ec, size_t) {
+      if (ec) return self->finish();
+      async_read_frame(self->socket_, kMaxHandshakeFrameBytes,
+                       [self](Result<wire::Frame, FrameReadError> r) { self->on_proof(std::move(r)); });
+    });
+  }
+
+  void on_proof(Result<wire::Frame, FrameReadError> r) {
+    if (!r) return on_read_error(r.error(), "handshake");
+    if (r->type != wire::type_byte(wire::FrameType::handshake)) {
+      return fail(wire::RejectCause::malformed,
+                  "expected the handshake's proof, got frame type " + std::to_string(r->type));
+    }
+    auto keys = handshake_->finish(r->payload);
+    if (!keys) return fail(keys.error().cause, "handshake: " + keys.error().detail);
+    frames_ = std::make_unique<wire::SealedFrames>(*keys);
+    handshake_.reset();
+    read_request();
+  }
+
+  void read_request() {
+    const auto it = shared_->channels.find(peer_.hello.channel);
+    if (it == shared_->channels.end()) return finish();
+    const size_t limit = it->second.max_request_bytes + (frames_ ? wire::kFrameTagBytes : 0);
+    auto self = shared_from_this();
+    async_read_frame(socket_, limit,
                      [self](Result<wire::Frame, FrameReadError> r2) { self->on_request(std::move(r2)); });
   }
 
@@ -98,6 +144,11 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
     if (!r) return on_read_error(r.error(), "request");
     if (r->type != wire::type_byte(wire::FrameType::request)) {
       return fail(wire::RejectCause::malformed, "expected a request frame, got type " + std::to_string(r->type));
+    }
+    if (frames_) {
+      if (auto opened = frames_->receive.open(*r); !opened) {
+        return fail(opened.error().cause, "request: " + opened.error().detail);
+      }
     }
     const auto it = shared_->channels.find(peer_.hello.channel);
     if (it == shared_->channels.end()) return finish();
@@ -110,7 +161,12 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
     if (done_ || replied_) return;
     replied_ = true;
     if (response.empty()) return finish();
-    out_ = frame_bytes(wire::type_byte(wire::FrameType::response), response);
+    if (frames_) {
+      out_.clear();
+      frames_->send.append(out_, wire::type_byte(wire::FrameType::response), response);
+    } else {
+      out_ = frame_bytes(wire::type_byte(wire::FrameType::response), response);
+    }
     auto self = shared_from_this();
     asio::async_write(socket_, asio::buffer(out_), [self](boost::system::error_code, size_t) { self->finish(); });
   }
@@ -131,8 +187,9 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
         peer_, request, [self](std::vector<std::byte> response) { self->respond(std::move(response)); });
   }
 
-  // The connection leaves Asio: a duplicate of its descriptor goes to the handler, and this session
-  // closes its own descriptor without shutting the connection down.
+  // The connection leaves Asio: a duplicate of its descriptor goes to the handler, with the
+  // connection's keys when it has them, and this session closes its own descriptor without shutting the
+  // connection down.
   void hand_over(const StreamListener::Shared::Channel& channel, std::span<const std::byte> request) {
     const int fd = ::fcntl(socket_.native_handle(), F_DUPFD_CLOEXEC, 0);
     if (fd < 0) return finish();
@@ -142,7 +199,10 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
     boost::system::error_code ignored;
     timer_.cancel();
     socket_.close(ignored);
-    channel.takeover(peer_, request, fd);
+    BlockingConn conn(fd);
+    // The ciphers with their counters: the request was opened here, the next frames go on from it.
+    if (frames_) conn.adopt(std::move(frames_));
+    channel.takeover(peer_, request, std::move(conn));
   }
 
   void on_read_error(const FrameReadError& e, const char* what) {
@@ -191,6 +251,8 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
   std::vector<std::byte> out_;
   std::array<char, 1> probe_byte_{};
   std::function<void()> on_abandon_;
+  std::optional<wire::ServerHandshake> handshake_;  // keyed: between the hello and the client's proof
+  std::unique_ptr<wire::SealedFrames> frames_;      // keyed: after it
   bool replied_ = false;
   bool done_ = false;
 };
@@ -222,7 +284,10 @@ void StreamListener::add_takeover_channel(wire::Hello::Channel channel, size_t m
 
 const wire::RejectCounters& StreamListener::rejected() const { return shared_->rejected; }
 
-void StreamListener::set_seal(std::shared_ptr<ClusterSeal> seal) { shared_->seal = std::move(seal); }
+void StreamListener::set_seal(std::shared_ptr<ClusterSeal> seal, std::string own_addr) {
+  shared_->seal = std::move(seal);
+  shared_->own_addr = canonical_ip_port(own_addr);
+}
 
 void StreamListener::count_rejected(wire::RejectCause cause, const std::string& remote, const std::string& detail) {
   shared_->reject(cause, remote, detail);

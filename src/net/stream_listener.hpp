@@ -1,5 +1,6 @@
-// The TCP side of the agent's port: accepts connections, reads the typed hello, and hands the
-// connection's request to the handler registered for its channel (gossip push-pull and probe today;
+// The TCP side of the agent's port: accepts connections, reads the typed hello (in a keyed cluster:
+// completes the handshake of wire/stream_handshake.hpp, after which every frame is sealed both ways), and
+// hands the connection's request to the handler registered for its channel (gossip push-pull and probe today;
 // view agreement, the rendezvous store and checkpoint streams register theirs later). Every read is
 // bounded in size and time; malformed input is counted by cause and dropped.
 #pragma once
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "base/warn_limiter.hpp"
+#include "net/blocking_conn.hpp"
 #include "net/stream_hello.hpp"
 #include "wire/reject.hpp"
 
@@ -39,9 +41,9 @@ class StreamListener {
       std::function<std::function<void()>(const StreamPeer&, std::span<const std::byte> request, Reply reply)>;
 
   // For bulk transfers (checkpoint streams): after the request frame the handler owns the connection
-  // as a plain file descriptor (it must close it), and moves the bytes on a thread of its own
-  // so that gigabytes never pass through the agent's loop.
-  using TakeoverHandler = std::function<void(const StreamPeer&, std::span<const std::byte> request, int fd)>;
+  // as a blocking one (keyed: with its keys, so it goes on sealing both ways), and moves the bytes on a
+  // thread of its own so that gigabytes never pass through the agent's loop.
+  using TakeoverHandler = std::function<void(const StreamPeer&, std::span<const std::byte> request, BlockingConn conn)>;
 
   struct Limits {
     std::chrono::milliseconds connection_timeout{5000};  // hello, request and reply together
@@ -62,9 +64,11 @@ class StreamListener {
   // Registers a channel whose connections the handler takes over after the request frame.
   void add_takeover_channel(wire::Hello::Channel channel, size_t max_request_bytes, TakeoverHandler handler);
 
-  // The cluster key: hellos must open under it before anything else of a connection is read. Before
-  // start(); null (the default) is an open cluster, where sealed hellos are refused.
-  void set_seal(std::shared_ptr<ClusterSeal> seal);
+  // The cluster key: every connection's handshake must complete under it before its request is read,
+  // and its hello must have been sealed for this host: for the address the connection arrived at, or
+  // for `own_addr` (the address this host advertises, which differs behind NAT). Before start(); null
+  // (the default) is an open cluster, where sealed hellos are refused.
+  void set_seal(std::shared_ptr<ClusterSeal> seal, std::string own_addr = {});
 
   void start();
   void close();

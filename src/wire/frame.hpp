@@ -18,8 +18,10 @@ namespace shoal::wire {
 inline constexpr size_t kFrameHeaderBytes = 5;
 
 // The frame types of a shoal connection: the client sends a hello (which channel, from whom) and one
-// request; the server answers with one response.
-enum class FrameType : uint8_t { hello = 1, request = 2, response = 3 };
+// request; the server answers with one response. A keyed connection adds the handshake's two later
+// messages (stream_handshake.hpp) and carries bulk checkpoint bytes as sealed data frames
+// (frame_cipher.hpp); an open one sends those bytes raw, unframed.
+enum class FrameType : uint8_t { hello = 1, request = 2, response = 3, handshake = 4, data = 5 };
 constexpr uint8_t type_byte(FrameType t) { return static_cast<uint8_t>(t); }
 
 struct Frame {

@@ -15,6 +15,7 @@ std::string_view name(RejectCause c) {
     case RejectCause::no_key: return "no_key";
     case RejectCause::replayed: return "replayed";
     case RejectCause::stale: return "stale";
+    case RejectCause::wrong_destination: return "wrong_destination";
     case RejectCause::count_: break;
   }
   return "unknown";

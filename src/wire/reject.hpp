@@ -9,16 +9,17 @@
 namespace shoal::wire {
 
 enum class RejectCause : uint8_t {
-  truncated,      // fewer bytes than the header announces
-  bad_magic,      // not a shoal packet at all
-  oversized,      // larger than the receiver accepts
-  malformed,      // the schema does not parse, or required fields are missing
-  bad_version,    // a protocol version this build does not speak
-  wrong_cluster,  // a packet of another cluster id
-  bad_auth,       // a cluster-key seal that does not verify: another key, tampered, a seal format we lack
-  no_key,         // unsealed at a host with a cluster key, or sealed at a host without one
-  replayed,       // a sealed input delivered before (anti-replay window)
-  stale,          // a sealed input sent too long ago or too far in the future (clocks, or a replay)
+  truncated,          // fewer bytes than the header announces
+  bad_magic,          // not a shoal packet at all
+  oversized,          // larger than the receiver accepts
+  malformed,          // the schema does not parse, or required fields are missing
+  bad_version,        // a protocol version this build does not speak
+  wrong_cluster,      // a packet of another cluster id
+  bad_auth,           // a cluster-key seal that does not verify: another key, tampered, a seal format we lack
+  no_key,             // unsealed at a host with a cluster key, or sealed at a host without one
+  replayed,           // a sealed input delivered before (anti-replay window)
+  stale,              // a sealed input sent too long ago or too far in the future (clocks, or a replay)
+  wrong_destination,  // a sealed input that names another host as its destination (captured and resent)
   count_
 };
 inline constexpr size_t kRejectCauses = static_cast<size_t>(RejectCause::count_);

@@ -1,4 +1,5 @@
-// Sealing and opening packets with the cluster key (libsodium's XChaCha20-Poly1305 IETF AEAD).
+// Sealing and opening packets with the cluster key for one destination (libsodium's XChaCha20-Poly1305
+// IETF AEAD).
 #include "wire/sealed_packet.hpp"
 
 #include <sodium.h>
@@ -17,10 +18,23 @@ constexpr size_t kKeyIdAt = 5;
 constexpr size_t kNonceAt = 9;  // sender id, then counter
 constexpr size_t kCounterAt = kNonceAt + sizeof(SenderId);
 constexpr size_t kSentAt = 33;
+constexpr size_t kHintAt = 41;
 static_assert(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES == sizeof(SenderId) + 8);
 static_assert(crypto_aead_xchacha20poly1305_ietf_ABYTES == kSealTagBytes);
 static_assert(crypto_aead_xchacha20poly1305_ietf_KEYBYTES == kClusterKeyBytes);
-static_assert(kSentAt == kCounterAt + 8 && kSealHeaderBytes == kSentAt + 8);
+static_assert(kSentAt == kCounterAt + 8 && kHintAt == kSentAt + 8 && kSealHeaderBytes == kHintAt + 4);
+constexpr std::string_view kHintContext = "shoal-destination";
+
+// The associated data: the header as sent, then the destination's text (not sent).
+struct AssociatedData {
+  unsigned char bytes[kSealHeaderBytes + kMaxDestinationBytes];
+  size_t size;
+  AssociatedData(const unsigned char* header, std::string_view destination)
+      : size(kSealHeaderBytes + destination.size()) {
+    std::memcpy(bytes, header, kSealHeaderBytes);
+    if (!destination.empty()) std::memcpy(bytes + kSealHeaderBytes, destination.data(), destination.size());
+  }
+};
 
 uint64_t read_le(const unsigned char* p, size_t n) {
   uint64_t v = 0;
@@ -60,10 +74,39 @@ std::string_view open_cause_name(OpenCause c) {
       return "stale";
     case OpenCause::replayed:
       return "replayed";
+    case OpenCause::wrong_destination:
+      return "wrong_destination";
     case OpenCause::count_:
       break;
   }
   return "unknown";
+}
+
+RejectCause reject_cause(OpenCause c) {
+  switch (c) {
+    case OpenCause::not_sealed:
+      return RejectCause::no_key;
+    case OpenCause::truncated:
+      return RejectCause::truncated;  // too short to hold a seal
+    case OpenCause::stale:
+      return RejectCause::stale;
+    case OpenCause::replayed:
+      return RejectCause::replayed;
+    case OpenCause::wrong_destination:
+      return RejectCause::wrong_destination;
+    default:
+      return RejectCause::bad_auth;
+  }
+}
+
+uint32_t destination_hint(std::string_view destination) {
+  unsigned char digest[crypto_generichash_BYTES_MIN];
+  crypto_generichash_state state;
+  crypto_generichash_init(&state, nullptr, 0, sizeof digest);
+  crypto_generichash_update(&state, reinterpret_cast<const unsigned char*>(kHintContext.data()), kHintContext.size());
+  crypto_generichash_update(&state, reinterpret_cast<const unsigned char*>(destination.data()), destination.size());
+  crypto_generichash_final(&state, digest, sizeof digest);
+  return static_cast<uint32_t>(read_le(digest, 4));
 }
 
 bool looks_sealed(std::span<const std::byte> bytes) {
@@ -71,7 +114,8 @@ bool looks_sealed(std::span<const std::byte> bytes) {
 }
 
 Result<std::vector<std::byte>, OpenError> open_sealed(const KeyRing& keys, std::span<const std::byte> sealed,
-                                                      int64_t now_unix_ms, ReplayGuard& guard) {
+                                                      Destinations destinations, int64_t now_unix_ms,
+                                                      ReplayGuard& guard, OpenedWith* with) {
   const auto* p = reinterpret_cast<const unsigned char*>(sealed.data());
   if (!looks_sealed(sealed)) {
     // The first bytes of the magic and nothing more: a sealed packet cut short, not a stranger's.
@@ -98,12 +142,33 @@ Result<std::vector<std::byte>, OpenError> open_sealed(const KeyRing& keys, std::
     std::snprintf(id, sizeof id, "0x%08x", key_id);
     return refuse(OpenCause::unknown_key, std::string("key id ") + id + " is not in this host's key ring");
   }
+  // The destination before the tag: a packet for another host would fail the tag too, but this says why.
+  // The hint is not trusted: the tag below covers the destination's whole text.
+  const auto hint = static_cast<uint32_t>(read_le(p + kHintAt, 4));
+  std::string_view destination;
+  bool found = false;
+  for (const std::string_view d : destinations) {
+    if (d.empty() || d.size() > kMaxDestinationBytes || destination_hint(d) != hint) continue;
+    destination = d;
+    found = true;
+    break;
+  }
+  if (!found) {
+    std::string mine;
+    for (const std::string_view d : destinations) {
+      if (!d.empty()) mine += (mine.empty() ? "" : ", ") + std::string(d);
+    }
+    return refuse(OpenCause::wrong_destination,
+                  "sealed for another address than this host's (" + (mine.empty() ? std::string("none") : mine) +
+                      "): captured on its way to another host and sent here?");
+  }
 
   std::vector<std::byte> plain(sealed.size() - kSealOverheadBytes);
   unsigned long long plain_len = 0;
+  const AssociatedData ad(p, destination);
   if (crypto_aead_xchacha20poly1305_ietf_decrypt(reinterpret_cast<unsigned char*>(plain.data()), &plain_len, nullptr,
-                                                 p + kSealHeaderBytes, sealed.size() - kSealHeaderBytes, p,
-                                                 kSealHeaderBytes, p + kNonceAt, key->bytes.data()) != 0) {
+                                                 p + kSealHeaderBytes, sealed.size() - kSealHeaderBytes, ad.bytes,
+                                                 ad.size, p + kNonceAt, key->bytes.data()) != 0) {
     return refuse(OpenCause::bad_tag, "authentication failed: tampered, or sealed under another key with the same id");
   }
 
@@ -114,6 +179,7 @@ Result<std::vector<std::byte>, OpenError> open_sealed(const KeyRing& keys, std::
   const auto sent_ms = static_cast<int64_t>(read_le(p + kSentAt, 8));
   switch (guard.check_and_record(sender, counter, sent_ms, now_unix_ms)) {
     case ReplayVerdict::fresh:
+      if (with != nullptr) *with = OpenedWith{key, destination};
       return plain;
     case ReplayVerdict::replayed:
       return refuse(OpenCause::replayed,
@@ -143,7 +209,12 @@ PacketSealer::PacketSealer(KeyRing keys) : keys_(std::move(keys)) {
   randombytes_buf(sender_.data(), sender_.size());
 }
 
-std::vector<std::byte> PacketSealer::seal(std::span<const std::byte> plaintext, int64_t now_unix_ms) {
+std::vector<std::byte> PacketSealer::seal(std::span<const std::byte> plaintext, std::string_view destination,
+                                          int64_t now_unix_ms) {
+  if (destination.size() > kMaxDestinationBytes) {
+    std::fprintf(stderr, "shoal: a destination of %zu bytes cannot be sealed for\n", destination.size());
+    std::abort();  // addresses are ours (ip:port text); a longer one is a bug, not input
+  }
   const ClusterKey& key = keys_.sending();
   std::vector<std::byte> out(kSealOverheadBytes + plaintext.size());
   auto* p = reinterpret_cast<unsigned char*>(out.data());
@@ -153,10 +224,12 @@ std::vector<std::byte> PacketSealer::seal(std::span<const std::byte> plaintext, 
   std::memcpy(p + kNonceAt, sender_.data(), sender_.size());
   write_le(p + kCounterAt, ++counter_, 8);  // never reused: 2^64 packets will not be sent
   write_le(p + kSentAt, static_cast<uint64_t>(now_unix_ms), 8);
+  write_le(p + kHintAt, destination_hint(destination), 4);
   unsigned long long sealed_len = 0;
+  const AssociatedData ad(p, destination);
   crypto_aead_xchacha20poly1305_ietf_encrypt(p + kSealHeaderBytes, &sealed_len,
                                              reinterpret_cast<const unsigned char*>(plaintext.data()), plaintext.size(),
-                                             p, kSealHeaderBytes, nullptr, p + kNonceAt, key.bytes.data());
+                                             ad.bytes, ad.size, nullptr, p + kNonceAt, key.bytes.data());
   return out;
 }
 

@@ -1,11 +1,15 @@
 // The checkpoint service of real agents on loopback: a committed version reaches the peer the
 // placement names and comes back byte-identical; a replica corrupted in memory is refused when fetched
 // while the origin still serves it; a newer save supersedes an older one; unknown versions and garbage
-// streams get clear refusals and leave nothing behind.
+// streams get clear refusals and leave nothing behind. With a cluster key the same replication and
+// restore work over sealed connections, and a client with another key or none gets nothing.
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <boost/asio/post.hpp>
 #include <cstring>
+#include <future>
 #include <thread>
 
 #include "../ckpt_shm/shm_test_job.hpp"
@@ -15,7 +19,11 @@
 #include "ckpt_shm/shm_segment.hpp"
 #include "daemon/agent.hpp"
 #include "net/blocking_conn.hpp"
+#include "net/blocking_open.hpp"
+#include "net/cluster_seal.hpp"
 #include "net/stream_hello.hpp"
+#include "wire/cluster_key.hpp"
+#include "wire/packet.hpp"
 
 using namespace std::chrono_literals;
 using shoal::daemon::Agent;
@@ -29,7 +37,7 @@ struct RunningAgent {
   std::atomic<size_t> view_size{0};
 
   RunningAgent(const std::string& name, const std::string& job, std::vector<shoal::net::HostPort> seeds,
-               uint64_t budget_bytes = 0, uint32_t duty_percent = 100) {
+               uint64_t budget_bytes = 0, uint32_t duty_percent = 100, std::string key_file = {}) {
     AgentConfig cfg;
     cfg.name = name;
     cfg.bind = {"127.0.0.1", 0};
@@ -41,6 +49,7 @@ struct RunningAgent {
     cfg.ckpt.store = job + "-" + name;  // ...with segments kept apart
     cfg.ckpt.budget_bytes = budget_bytes;
     cfg.ckpt.replicate_duty_percent = duty_percent;
+    cfg.key_file = std::move(key_file);
     agent = std::make_unique<Agent>(std::move(cfg));
     agent->add_view_observer([this](const shoal::membership::View& v) { view_size = v.size(); });
     REQUIRE(agent->start().ok());
@@ -117,12 +126,41 @@ struct Pair {
   shoal::ckpt::test::ShmTestJob job{"svc"};
   RunningAgent a;
   RunningAgent b;
-  explicit Pair(uint64_t b_budget = 0, uint32_t a_duty_percent = 100)
-      : a("a", job.name(), {}, 0, a_duty_percent), b("b", job.name(), {{"127.0.0.1", a.agent->port()}}, b_budget) {
+  explicit Pair(uint64_t b_budget = 0, uint32_t a_duty_percent = 100, const std::string& key_file = {})
+      : a("a", job.name(), {}, 0, a_duty_percent, key_file),
+        b("b", job.name(), {{"127.0.0.1", a.agent->port()}}, b_budget, 100, key_file) {
     REQUIRE_MESSAGE(eventually([&] { return a.view_size == 2 && b.view_size == 2; }, 15s),
                     "the two agents never committed a view of both");
   }
 };
+
+// A fresh cluster key in a file of mode 0600 (mkstemp), removed when the test ends.
+struct KeyFile {
+  std::string path;
+  explicit KeyFile(const std::string& text = shoal::wire::generate_key_text()) {
+    char name[] = "/tmp/shoal-test-key.XXXXXX";
+    const int fd = ::mkstemp(name);
+    REQUIRE(fd >= 0);
+    REQUIRE(::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()));
+    ::close(fd);
+    path = name;
+  }
+  ~KeyFile() { ::unlink(path.c_str()); }
+};
+
+// The listener's refusals of `cause` at `agent`, read on its loop (the counters are the loop's).
+uint64_t refused(RunningAgent& at, shoal::wire::RejectCause cause) {
+  std::promise<uint64_t> count;
+  boost::asio::post(at.agent->io(), [&] { count.set_value(at.agent->streams().rejected().get(cause)); });
+  return count.get_future().get();
+}
+
+// A CKPT_STREAM hello of a stranger that holds `seal` (another key, or none) and claims to be "intruder".
+shoal::ckpt_service::TransferPeer stranger(const RunningAgent& at, std::shared_ptr<shoal::net::ClusterSeal> seal) {
+  const auto sender = shoal::wire::make_envelope("ckpt-test", "intruder", 1, "127.0.0.1:9");
+  return {at.agent->addr(), shoal::net::OutgoingHello(shoal::net::encode_hello(sender, shoal::wire::Hello::CKPT_STREAM),
+                                                      std::move(seal))};
+}
 
 }  // namespace
 
@@ -181,10 +219,8 @@ TEST_CASE("a garbage stream pushed on the checkpoint channel is refused and leav
   using namespace shoal::daemon;
   using namespace shoal::net;
   const auto deadline = std::chrono::steady_clock::now() + 5s;
-  auto conn = BlockingConn::connect(p.b.agent->addr(), deadline);
+  auto conn = open_blocking(p.b.agent->addr(), p.a.agent->hello(shoal::wire::Hello::CKPT_STREAM), deadline, nullptr);
   REQUIRE(conn);
-  const auto hello = p.a.agent->hello(shoal::wire::Hello::CKPT_STREAM).for_connection();
-  REQUIRE(conn->write_frame(shoal::wire::type_byte(shoal::wire::FrameType::hello), hello, deadline));
   shoal::wire::CkptRequest req;
   req.set_kind(shoal::wire::CkptRequest::PUSH);
   req.set_job(p.job.name());
@@ -237,4 +273,76 @@ TEST_CASE("replication rests between pushes for its duty cycle, then sends the n
   CHECK(eventually([&] { return p.a.agent->checkpoints().counters().pushed == 2; }, 5s));
   CHECK_FALSE(p.b.replica(0, 11).has_value());
   CHECK_FALSE(p.b.replica(0, 12).has_value());
+}
+
+TEST_CASE("keyed agents replicate a version and restore it byte-identical over sealed connections") {
+  const KeyFile key;
+  Pair p(0, 100, key.path);
+  REQUIRE(p.a.agent->hello(shoal::wire::Hello::CKPT_STREAM).keyed());
+  const auto source = save(p.job.name(), p.a.store(), 10);
+  p.a.agent->checkpoints().committed(0, 10);
+  REQUIRE_MESSAGE(eventually([&] { return p.b.replica(0, 10).has_value(); }, 10s), "b never kept the replica");
+  CHECK(eventually([&] { return p.a.agent->checkpoints().counters().pushed == 1; }, 5s));
+  std::vector<std::byte> got;
+  auto info = fetch(p.b, p.job.name(), 0, 10, got);
+  REQUIRE_MESSAGE(info, info.error().message);
+  CHECK(buffers_of(got, *info) == source);
+  // The scattered restore (straight into a trainer's tensors) reads the same sealed stream.
+  std::vector<std::vector<std::byte>> parts;
+  auto scattered = shoal::ckpt_service::fetch_version_scattered(
+      p.b.peer(), p.job.name(), 0, 10,
+      [&](const shoal::ckpt::VersionInfo& v, size_t first,
+          const shoal::ckpt::VersionReceiver&) -> shoal::Result<std::vector<std::span<std::byte>>> {
+        std::vector<std::span<std::byte>> out;
+        for (size_t i = first; i < v.buffers.size(); ++i) {
+          parts.emplace_back(v.buffers[i].size);
+          out.emplace_back(parts.back());
+        }
+        return out;
+      },
+      {});
+  REQUIRE_MESSAGE(scattered, scattered.error().message);
+  std::vector<std::byte> joined;
+  for (const auto& part : parts) joined.insert(joined.end(), part.begin(), part.end());
+  CHECK(joined == source);
+  CHECK(refused(p.b, shoal::wire::RejectCause::bad_auth) == 0);
+}
+
+TEST_CASE("a client with another key, or with none, gets nothing from a keyed agent's checkpoints") {
+  const KeyFile key, other_key;
+  Pair p(0, 100, key.path);
+  (void)save(p.job.name(), p.a.store(), 10);
+  p.a.agent->checkpoints().committed(0, 10);
+  REQUIRE_MESSAGE(eventually([&] { return p.b.replica(0, 10).has_value(); }, 10s), "b never kept the replica");
+
+  auto other_ring = shoal::net::load_cluster_keys(other_key.path);
+  REQUIRE(other_ring);
+  REQUIRE(other_ring->has_value());
+  const auto wrong = stranger(p.b, std::make_shared<shoal::net::ClusterSeal>(std::move(*other_ring)));
+  const auto open = stranger(p.b, nullptr);
+  const auto dest = [](std::vector<std::byte>& into) {
+    return [&into](const shoal::ckpt::VersionInfo& v) -> shoal::Result<std::span<std::byte>> {
+      into.assign(v.total_bytes, std::byte{0});
+      return std::span<std::byte>(into);
+    };
+  };
+  std::vector<std::byte> got;
+  auto with_wrong_key = shoal::ckpt_service::fetch_version(wrong, p.job.name(), 0, 10, dest(got), {});
+  CHECK_FALSE(with_wrong_key);
+  auto without_key = shoal::ckpt_service::fetch_version(open, p.job.name(), 0, 10, dest(got), {});
+  CHECK_FALSE(without_key);
+  CHECK(got.empty());  // not even the version's prefix arrived
+  CHECK(eventually([&] { return refused(p.b, shoal::wire::RejectCause::bad_auth) == 1; }, 5s));
+  CHECK(eventually([&] { return refused(p.b, shoal::wire::RejectCause::no_key) == 1; }, 5s));
+
+  // Nor can it push: a forged replica never reaches the store.
+  auto seg = shoal::ckpt::ShmSegment::open_existing(*p.b.replica(0, 10));
+  REQUIRE(seg);
+  auto info = shoal::ckpt::decode_version(seg->bytes(), shoal::ckpt::DataCheck::skip);
+  REQUIRE(info);
+  const auto version = std::span<const std::byte>(seg->bytes()).first(info->total_bytes);
+  CHECK_FALSE(shoal::ckpt_service::push_version(wrong, version, *info, {}));
+  CHECK_FALSE(shoal::ckpt_service::push_version(open, version, *info, {}));
+  CHECK(eventually([&] { return refused(p.b, shoal::wire::RejectCause::bad_auth) == 2; }, 5s));
+  CHECK(p.b.agent->checkpoints().counters().receive_refused == 0);  // refused before the service saw it
 }

@@ -110,20 +110,43 @@ TEST_CASE("replayed, tampered and stale datagrams under the right key are refuse
   shoal::wire::PacketSealer sealer(*ring);
   const std::vector<std::byte> payload(64, std::byte{0x42});  // sealed right, but no gossip packet inside
 
-  const auto sealed = sealer.seal(payload, unix_ms());
+  const auto sealed = sealer.seal(payload, c["a"].addr, unix_ms());
   send_udp(c["a"].addr, sealed);
   REQUIRE(AgentCluster::eventually([&] { return rejected(c, "a", "bad_magic") == 1; }, 5s));  // opened: the core's turn
   send_udp(c["a"].addr, sealed);
   CHECK(AgentCluster::eventually([&] { return rejected(c, "a", "replayed") == 1; }, 5s));
 
-  auto tampered = sealer.seal(payload, unix_ms());
+  auto tampered = sealer.seal(payload, c["a"].addr, unix_ms());
   tampered[tampered.size() - 20] ^= std::byte{0x01};
   send_udp(c["a"].addr, tampered);
   CHECK(AgentCluster::eventually([&] { return rejected(c, "a", "bad_auth") == 1; }, 5s));
 
-  send_udp(c["a"].addr, sealer.seal(payload, unix_ms() - 10 * 60 * 1000));  // sent "ten minutes ago"
+  send_udp(c["a"].addr, sealer.seal(payload, c["a"].addr, unix_ms() - 10 * 60 * 1000));  // sent "ten minutes ago"
   CHECK(AgentCluster::eventually([&] { return rejected(c, "a", "stale") == 1; }, 5s));
   CHECK(rejected(c, "a", "bad_magic") == 1);  // none of the refused ones reached the core
+}
+
+TEST_CASE("a datagram sealed for another host is refused as wrong_destination, also when it is fresh") {
+  AgentCluster c;
+  const std::string key = new_key();
+  const std::string file = write_key_file(c, "k", {key});
+  c.start("a", {}, {"--key-file", file});
+  c.start("b", {c["a"].addr}, {"--key-file", file});
+  REQUIRE_MESSAGE(AgentCluster::eventually([&] { return c.all_see({"a", "b"}, "b", "alive"); }, 10s), c.log_tail("b"));
+  auto ring = shoal::wire::parse_key_text(key, "test");
+  REQUIRE(ring);
+  shoal::wire::PacketSealer sealer(*ring);
+  const std::vector<std::byte> payload(64, std::byte{0x42});
+  // Sealed for b and sent to a, as a datagram captured on its way to b and replayed to a would be: a
+  // sender and counter a never saw, so only the destination can refuse it.
+  const uint64_t before = rejected(c, "a", "wrong_destination");
+  CHECK(before == 0);  // the cluster's own datagrams and connections always name the right host
+  send_udp(c["a"].addr, sealer.seal(payload, c["b"].addr, unix_ms()));
+  CHECK(AgentCluster::eventually([&] { return rejected(c, "a", "wrong_destination") == before + 1; }, 5s));
+  CHECK(rejected(c, "a", "bad_magic") == 0);  // it never reached the core
+  CHECK(c.log_tail("a", 400).find("wrong_destination") != std::string::npos);
+  // Gossip itself never trips over it: a and b keep seeing each other alive.
+  CHECK(c.view_of("a").at("b").state == "alive");
 }
 
 TEST_CASE("a key rotates in three SIGHUP steps while the committed view stays as it is") {

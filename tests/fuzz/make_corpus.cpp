@@ -28,6 +28,7 @@
 #include "wire/frame.hpp"
 #include "wire/packet.hpp"
 #include "wire/sealed_packet.hpp"
+#include "wire/stream_handshake.hpp"
 
 namespace {
 
@@ -43,6 +44,8 @@ constexpr const char* kKeyText =
     "0f1e2d3c4b5a69788796a5b4c3d2e1f00112233445566778899aabbccddeeff0\n"
     "QEFCQ0RFRkdISUpLTE1OT1BRUlNUVVZXWFlaW1xdXl8=\n";
 constexpr int64_t kNowMs = 1'700'000'000'000;
+// fuzz_sealed.cpp and fuzz_handshake.cpp receive as a host with this address among its own.
+constexpr std::string_view kTo = "10.0.0.2:7946";
 
 fs::path out_dir;
 bool ok = true;
@@ -106,11 +109,12 @@ void sealed() {
   }
   wire::PacketSealer sealer(*ring);
   const Bytes gossip = packet(gossip_envelope(kCluster));
-  save("fuzz_sealed", "sealed-gossip", sealer.seal(gossip, kNowMs));
-  save("fuzz_sealed", "sealed-empty", sealer.seal({}, kNowMs));
-  Bytes v2 = sealer.seal(gossip, kNowMs);
-  v2[4] = std::byte{2};
-  save("fuzz_sealed", "format-2", v2);
+  save("fuzz_sealed", "sealed-gossip", sealer.seal(gossip, kTo, kNowMs));
+  save("fuzz_sealed", "sealed-empty", sealer.seal({}, kTo, kNowMs));
+  save("fuzz_sealed", "sealed-elsewhere", sealer.seal(gossip, "10.0.0.3:7946", kNowMs));
+  Bytes v1 = sealer.seal(gossip, kTo, kNowMs);
+  v1[4] = std::byte{1};
+  save("fuzz_sealed", "format-1", v1);
   save("fuzz_sealed", "magic-only", std::string_view("SHLK"));
   save("fuzz_sealed", "plain-packet", gossip);
   // For the input-chosen clocks: sent at kNowMs, received a second later, then the plaintext.
@@ -121,6 +125,56 @@ void sealed() {
   std::memcpy(clocks.data() + 8, &now, 8);
   clocks.insert(clocks.end(), gossip.begin(), gossip.end());
   save("fuzz_sealed", "clocks", clocks);
+}
+
+// fuzz_handshake: the first byte picks the mode (0 a first message, 1 a reply, 2 a proof, 3 a whole
+// exchange whose hello payload is the rest; bits 2-3 the ciphers offered).
+void handshakes() {
+  auto ring = wire::parse_key_text(kKeyText, "make_corpus");
+  if (!ring) {
+    std::fprintf(stderr, "make_corpus: %s\n", ring.error().message.c_str());
+    ok = false;
+    return;
+  }
+  wire::PacketSealer sealer(*ring);
+  const Bytes hello = shoal::net::encode_hello(gossip_envelope(kCluster), wire::Hello::CKPT_STREAM);
+  const auto with_mode = [](uint8_t mode, std::span<const std::byte> rest) {
+    Bytes out{std::byte{mode}};
+    out.insert(out.end(), rest.begin(), rest.end());
+    return out;
+  };
+  const auto first = wire::ClientHandshake::start(sealer, hello, kTo, kNowMs, 3);
+  save("fuzz_handshake", "first-message", with_mode(0, first.hello_message()));
+  const auto elsewhere = wire::ClientHandshake::start(sealer, hello, "10.0.0.3:7946", kNowMs, 3);
+  save("fuzz_handshake", "first-message-elsewhere", with_mode(0, elsewhere.hello_message()));
+  // A first message sealed right whose plaintext lacks the handshake's fields (what an older build sent).
+  save("fuzz_handshake", "hello-without-handshake", with_mode(0, sealer.seal(hello, kTo, kNowMs)));
+  save("fuzz_handshake", "reply", with_mode(1, Bytes(wire::kHandshakeReplyBytes, std::byte{1})));
+  save("fuzz_handshake", "proof", with_mode(2, Bytes(wire::kHandshakeProofBytes, std::byte{7})));
+  save("fuzz_handshake", "exchange-aes", with_mode(3 | (2 << 2), hello));
+  save("fuzz_handshake", "exchange-xchacha", with_mode(3 | (1 << 2), hello));
+  save("fuzz_handshake", "exchange-empty", with_mode(3, {}));
+}
+
+// fuzz_sealed_stream: [mode: bit 0 a stream sealed right, bit 1 AES][change][where][record size / 8]
+// then the data (its first 8 bytes also choose the reads' room sizes).
+void sealed_streams() {
+  const auto seed = [](uint8_t mode, uint8_t change, uint8_t where, uint8_t record, size_t bytes) {
+    Bytes out{std::byte{mode}, std::byte{change}, std::byte{where}, std::byte{record}};
+    for (size_t i = 0; i < bytes; ++i) out.push_back(std::byte((i * 37 + 5) & 0xFF));
+    return out;
+  };
+  save("fuzz_sealed_stream", "kept-aes", seed(3, 0, 0, 40, 1000));
+  save("fuzz_sealed_stream", "kept-xchacha", seed(1, 0, 0, 255, 3000));
+  save("fuzz_sealed_stream", "small-records", seed(3, 0, 0, 0, 200));
+  save("fuzz_sealed_stream", "flipped", seed(3, 1, 17, 20, 600));
+  save("fuzz_sealed_stream", "cut-short", seed(1, 2, 90, 20, 600));
+  save("fuzz_sealed_stream", "swapped", seed(3, 3, 1, 10, 600));
+  save("fuzz_sealed_stream", "raw-bytes", seed(0, 0, 0, 0, 300));
+  Bytes lying = seed(0, 0, 0, 0, 0);
+  const uint8_t header[] = {0x00, 0x40, 0x00, 0x12, 5};  // a data record announcing 4 MiB + 1 (above the limit)
+  for (const uint8_t b : header) lying.push_back(std::byte{b});
+  save("fuzz_sealed_stream", "lying-length", lying);
 }
 
 void frames() {
@@ -544,6 +598,8 @@ int main(int argc, char** argv) {
   sealed();
   frames();
   hellos();
+  handshakes();
+  sealed_streams();
   views();
   versions();
   control_text();
