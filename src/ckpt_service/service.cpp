@@ -82,7 +82,7 @@ Status CheckpointService::start(net::StreamListener& listener) {
     logger().info("ckpt: persisting local versions to {} ({} held there from earlier runs)", dir->job_dir(),
                   dir->list().size());
     load_persisted(*dir);
-    persister_ = std::make_unique<CheckpointPersister>(std::move(*dir), cfg_.store);
+    persister_ = std::make_unique<CheckpointPersister>(std::move(*dir), cfg_.store, cfg_.owners);
     persister_->start();
   }
   listener.add_takeover_channel(wire::Hello::CKPT_STREAM, kMaxCkptRequestBytes,
@@ -200,7 +200,7 @@ void CheckpointService::replicate(uint32_t rank, uint64_t step) {
   std::optional<MappedVersion> version;
   for (const auto& h : holding(held(), cfg_.job, rank, step)) {
     if (h.replica) continue;
-    if ((version = map_version(h, cfg_.job, rank, step))) break;
+    if ((version = map_version(h, cfg_.job, rank, step, cfg_.owners))) break;
   }
   if (!version) {
     logger().debug("ckpt: rank {} step {} is no longer held here; nothing to replicate", rank, step);
@@ -351,7 +351,7 @@ void CheckpointService::serve_fetch_request(const wire::CkptRequest& request, ne
     }
     for (const auto& h : holding(held(), cfg_.job, request.rank(), request.step())) {
       if (info) break;
-      auto version = map_version(h, cfg_.job, request.rank(), request.step());
+      auto version = map_version(h, cfg_.job, request.rank(), request.step(), cfg_.owners);
       if (!version) continue;
       segment = std::make_shared<const ckpt::ShmSegment>(std::move(version->segment));
       info = std::move(version->info);
@@ -413,7 +413,9 @@ Status CheckpointService::make_room(uint32_t rank, uint64_t incoming) {
   return Ok{};
 }
 
-std::vector<ckpt::HeldSegment> CheckpointService::held() const { return ckpt::scan_held(cfg_.store); }
+std::vector<ckpt::HeldSegment> CheckpointService::held() const {
+  return ckpt::scan_held(cfg_.store, "/dev/shm", cfg_.owners);
+}
 
 CheckpointCounters CheckpointService::counters() const {
   std::lock_guard lock(mu_);
@@ -445,7 +447,7 @@ std::string CheckpointService::ls_json(bool verify) const {
     row.version = control::HeldVersion{h.version->id.job,   h.version->id.rank,     h.version->id.step,
                                        h.version->id.world, h.version->total_bytes, h.version->buffers.size()};
     if (verify) {
-      auto seg = ckpt::ShmSegment::open_existing(h.segment);
+      auto seg = ckpt::ShmSegment::open_existing(h.segment, h.replica ? cfg_.owners.replicas : cfg_.owners.slots);
       auto checked = seg ? ckpt::decode_version(seg->bytes(), ckpt::DataCheck::verify)
                          : Result<ckpt::VersionInfo, ckpt::LayoutError>(
                                Unexpected<ckpt::LayoutError>{ckpt::LayoutError{ckpt::LayoutCause::truncated, "gone"}});
@@ -456,6 +458,11 @@ std::string CheckpointService::ls_json(bool verify) const {
   const auto c = counters();
   reply.counters = {c.pushed,   c.push_skipped,    c.push_failed,    c.push_superseded,
                     c.received, c.receive_refused, c.fetches_served, c.evicted};
+  using ckpt::SegmentRefusal;
+  reply.refused_segments = {ckpt::refused_segments(SegmentRefusal::symlink),
+                            ckpt::refused_segments(SegmentRefusal::not_regular),
+                            ckpt::refused_segments(SegmentRefusal::foreign_owner),
+                            ckpt::refused_segments(SegmentRefusal::loose_mode)};
   if (persister_) {
     const auto& dir = persister_->dir();
     control::PersistSection& p = reply.persist.emplace();

@@ -41,6 +41,9 @@ struct CheckpointConfig {
   // t of CPU time, it rests t * (100 - duty) / duty before the next, which is then the newest version
   // saved (latest wins). Caps the CPU replication takes from trainers that save every step.
   uint32_t replicate_duty_percent = 20;
+  // Who is expected to have written this host's segments: its trainers the slots, this agent the replicas
+  // (ckpt_shm/segment_trust.hpp). Both this process's user unless told otherwise.
+  ckpt::SegmentOwners owners{};
 };
 
 struct CheckpointCounters {
