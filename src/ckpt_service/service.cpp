@@ -75,6 +75,15 @@ Status CheckpointService::start(net::StreamListener& listener) {
     logger().info("ckpt: adopted {} replica(s) kept by an earlier run", kept.size());
   }
   replicas_.emplace(std::move(*store));
+  if (!cfg_.job_named) {
+    inherited_.record(ckpt::scan_held(cfg_.store, "/dev/shm", cfg_.owners));
+    if (const auto aside = ckpt::scan_held(cfg_.store, "/dev/shm", cfg_.owners).size() - held().size(); aside > 0) {
+      logger().info("ckpt: {} version(s) of job {} were here before this agent started: set aside until the first "
+                    "view tells whether this cluster ran before (--job names a job whose checkpoints outlive its "
+                    "cluster)",
+                    aside, cfg_.job);
+    }
+  }
   if (!cfg_.persist_dir.empty()) {
     auto dir = ckpt::PersistDir::open(ckpt::PersistConfig{
         .dir = cfg_.persist_dir + "/" + path_component(self_), .job = cfg_.job, .keep_per_rank = cfg_.persist_keep});
@@ -132,7 +141,33 @@ TransferLimits CheckpointService::limits(const std::atomic<bool>* cancel) const 
   return TransferLimits{.stall_timeout = cfg_.stall_timeout, .cancel = cancel ? cancel : &stopping_};
 }
 
+void CheckpointService::settle_inherited(const membership::View& view) {
+  const auto foreign = inherited_.settle(view);
+  if (foreign.empty()) return;
+  size_t removed = 0;
+  for (const auto& h : foreign) {
+    const auto& id = h.version->id;
+    if (h.replica) {
+      std::lock_guard lock(store_mu_);
+      if (replicas_->drop(id.rank, id.step)) ++removed;
+      continue;
+    }
+    // A slot: only while it still holds what was found (nothing of this run can be in it yet: ranks
+    // come from this very view), and never another user's object (read_segment_prefix checks).
+    const auto now = ckpt::read_segment_prefix(h.segment, "/dev/shm", cfg_.owners.slots);
+    if (now && now->id.job == id.job && now->id.step == id.step && now->id.sequence == id.sequence &&
+        ckpt::ShmSegment::unlink(h.segment).ok()) {
+      ++removed;
+    }
+  }
+  logger().warn("ckpt: this cluster formed anew in epoch {} (no member is older), so the {} version(s) found here "
+                "at start are another run's: removed {} (name a job with --job to keep its checkpoints across "
+                "whole-cluster restarts)",
+                view.epoch(), foreign.size(), removed);
+}
+
 void CheckpointService::on_view(const membership::View& view) {
+  settle_inherited(view);
   // The newest sealed local version of each rank, also those committed before this agent started.
   const auto local = newest_local_steps(held(), cfg_.job);
   std::lock_guard lock(mu_);
@@ -414,7 +449,7 @@ Status CheckpointService::make_room(uint32_t rank, uint64_t incoming) {
 }
 
 std::vector<ckpt::HeldSegment> CheckpointService::held() const {
-  return ckpt::scan_held(cfg_.store, "/dev/shm", cfg_.owners);
+  return inherited_.without(ckpt::scan_held(cfg_.store, "/dev/shm", cfg_.owners));
 }
 
 CheckpointCounters CheckpointService::counters() const {

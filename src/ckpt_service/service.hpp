@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "ckpt_service/inherited_versions.hpp"
 #include "ckpt_service/persister.hpp"
 #include "ckpt_service/transfer.hpp"
 #include "ckpt_shm/held_scan.hpp"
@@ -29,6 +30,10 @@ namespace shoal::ckpt_service {
 
 struct CheckpointConfig {
   std::string job;        // the job's name: the identity every version carries
+  // Whether someone chose `job` for this run (--job, Slurm's job id, a session's job). When not (the
+  // default name, shared by every run of a cluster id), versions found in /dev/shm at start are set
+  // aside until the first view tells whether they can be this run's (inherited_versions.hpp).
+  bool job_named = false;
   std::string store;      // this host's segment names (default: the job; tests give hosts sharing a machine their own)
   uint32_t replicas = 1;  // R: peers that keep a copy of each version
   uint64_t budget_bytes = 0;   // replicas plus local versions on this host; 0: no limit
@@ -131,6 +136,8 @@ class CheckpointService {
   // memory a restore finds it like any other holder's (ckpt_service_disk.cpp).
   void load_persisted(const ckpt::PersistDir& dir);
   TransferLimits limits(const std::atomic<bool>* cancel) const;
+  // At the first view: removes the versions set aside at start when they are another run's.
+  void settle_inherited(const membership::View& view);
 
   CheckpointConfig cfg_;
   std::string self_;
@@ -139,6 +146,7 @@ class CheckpointService {
 
   mutable std::mutex store_mu_;  // the replica store
   std::optional<ckpt::ReplicaStore> replicas_;
+  InheritedVersions inherited_;  // without job_named: what /dev/shm held at start, until the first view
 
   mutable std::mutex mu_;  // everything below
   std::condition_variable wake_;

@@ -295,6 +295,8 @@ Result<daemon::AgentConfig> agent_config(const AgentFlags& f, const ops::SlurmDe
         *f.quorum_policy == "any" ? membership::QuorumPolicy::any : membership::QuorumPolicy::majority;
   }
   cfg.ckpt.job = f.job.value_or(cfg.gossip.cluster_id);
+  // Slurm's job id names this job alone; a default cluster id names every run of it.
+  cfg.ckpt.job_named = f.job.has_value() || slurm.under_slurm;
   if (auto ok = ckpt::check_job_name(cfg.ckpt.job); !ok) {
     return fail(std::string(f.job ? "--job: " : "the cluster id is no job name; set --job: ") + ok.error().message);
   }

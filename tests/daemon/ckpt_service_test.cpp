@@ -238,3 +238,19 @@ TEST_CASE("replication rests between pushes for its duty cycle, then sends the n
   CHECK_FALSE(p.b.replica(0, 11).has_value());
   CHECK_FALSE(p.b.replica(0, 12).has_value());
 }
+
+TEST_CASE("without a named job, a cluster formed anew removes what an earlier run left; a joiner adopts its own") {
+  shoal::ckpt::test::ShmTestJob job{"inherit"};
+  // An earlier, unrelated run of the same (default) job name left a sealed version in a's store.
+  (void)save(job.name(), job.name() + "-a", 7);
+  RunningAgent a("a", job.name(), {});
+  REQUIRE(eventually([&] { return a.view_size == 1; }, 15s));
+  CHECK(eventually([&] { return job.leftovers().empty(); }, 5s));
+  for (const auto& h : a.agent->checkpoints().held()) CHECK_MESSAGE(!h.version, "still counted: " << h.segment);
+
+  // b's agent restarts into a cluster that is running: what its host holds is this job's.
+  (void)save(job.name(), job.name() + "-b", 9);
+  RunningAgent b("b", job.name(), {{"127.0.0.1", a.agent->port()}});
+  REQUIRE(eventually([&] { return a.view_size == 2 && b.view_size == 2; }, 15s));
+  CHECK_MESSAGE(eventually([&] { return a.replica(0, 9).has_value(); }, 10s), "b's own version was not replicated");
+}
