@@ -310,7 +310,9 @@ void CheckpointService::serve(const net::StreamPeer& peer, wire::CkptRequest req
   inbound_.push_back(
       Inbound{std::thread([this, peer, request = std::move(request), conn = std::move(conn), done]() mutable {
                 conn.set_cancel(&stopping_);
-                if (request.kind() == wire::CkptRequest::PUSH) {
+                if (!admit(peer, request, conn)) {
+                  // refused and counted
+                } else if (request.kind() == wire::CkptRequest::PUSH) {
                   lower_this_thread_priority();  // a replica arriving: nobody waits for it
                   serve_push_request(peer, request, conn);
                 } else if (request.kind() == wire::CkptRequest::FETCH) {
@@ -368,6 +370,35 @@ void CheckpointService::serve_push_request(const net::StreamPeer& peer, const wi
     ++counters_.receive_refused;
     logger().warn("ckpt: refused rank {} step {} from {}: {}", rank, step, peer.hello.name, outcome.error().message);
   }
+}
+
+bool CheckpointService::admit(const net::StreamPeer& peer, const wire::CkptRequest& request,
+                              net::BlockingConn& conn) {
+  const bool push = request.kind() == wire::CkptRequest::PUSH;
+  if (!push && request.kind() != wire::CkptRequest::FETCH) return true;  // answered as unknown
+  std::optional<Refusal> refusal;
+  std::string detail;
+  {
+    std::lock_guard lock(mu_);
+    refusal = push ? judge_push(view_, self_, peer.hello.name, cfg_.replicas) : judge_fetch(view_, peer.hello.name);
+    if (!refusal) return true;
+    auto& count = push ? counters_.push_unauthorized : counters_.fetch_unauthorized;
+    ++count[static_cast<size_t>(*refusal)];
+    detail = *refusal == Refusal::no_view      ? "this host has no committed view yet"
+             : *refusal == Refusal::not_member ? std::string(member_of(peer.hello.name)) + " is not a member of epoch " +
+                                                     std::to_string(view_->epoch())
+                                               : "placement in epoch " + std::to_string(view_->epoch()) +
+                                                     " does not send " + peer.hello.name + "'s replicas here";
+    const uint32_t bit = 1u << (static_cast<uint32_t>(*refusal) + (push ? 0 : kRefusals));
+    const bool first = (warned_refusals_ & bit) == 0;
+    warned_refusals_ |= bit;
+    logger().log(first ? spdlog::level::warn : spdlog::level::debug,
+                 "ckpt: refused a {} of rank {} step {} from {} ({}): {}{}", push ? "push" : "fetch", request.rank(),
+                 request.step(), peer.hello.name, peer.remote, detail,
+                 first ? " (further refusals of this cause are counted, logged at debug)" : "");
+  }
+  (void)send_ckpt_response(conn, wire::CkptResponse::REFUSED, detail, limits(nullptr));
+  return false;
 }
 
 void CheckpointService::serve_fetch_request(const wire::CkptRequest& request, net::BlockingConn& conn) {

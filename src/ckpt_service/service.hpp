@@ -4,6 +4,7 @@
 // version this host holds. Bulk bytes move on threads of their own, never on the agent's loop.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "ckpt_service/admission.hpp"
 #include "ckpt_service/inherited_versions.hpp"
 #include "ckpt_service/persister.hpp"
 #include "ckpt_service/transfer.hpp"
@@ -62,6 +64,9 @@ struct CheckpointCounters {
   uint64_t receive_refused = 0;  // bad streams, checksum mismatches, budget
   uint64_t fetches_served = 0;
   uint64_t evicted = 0;  // replicas dropped for the budget
+  // Requests refused before any byte moved, by cause (admission.hpp): pushes, then fetches.
+  std::array<uint64_t, kRefusals> push_unauthorized{};
+  std::array<uint64_t, kRefusals> fetch_unauthorized{};
 };
 
 // How far replication trails a local rank's saves: the newest step committed here and the newest that
@@ -127,6 +132,8 @@ class CheckpointService {
   void serve(const net::StreamPeer& peer, wire::CkptRequest request, net::BlockingConn conn);
   void serve_push_request(const net::StreamPeer& peer, const wire::CkptRequest& request, net::BlockingConn& conn);
   void serve_fetch_request(const wire::CkptRequest& request, net::BlockingConn& conn);
+  // Under mu_: admits a request or answers REFUSED, counting and logging (once per cause and kind).
+  bool admit(const net::StreamPeer& peer, const wire::CkptRequest& request, net::BlockingConn& conn);
   // Under store_mu_: frees replica memory so that `incoming` more bytes of a replica of `rank` fit the
   // budget (spares of other ranks go first; the rank's own spare is the memory the receive reuses).
   Status make_room(uint32_t rank, uint64_t incoming);
@@ -164,6 +171,7 @@ class CheckpointService {
     std::shared_ptr<std::atomic<bool>> done;
   };
   std::list<Inbound> inbound_;
+  uint32_t warned_refusals_ = 0;  // a bit per (kind, cause) already logged at warn
   std::map<std::pair<uint32_t, uint64_t>, std::string> origins_;  // (rank, step) -> member that pushed it here
   std::thread replicator_;
   std::unique_ptr<CheckpointPersister> persister_;  // with persist_dir

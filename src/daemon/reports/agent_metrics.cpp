@@ -74,6 +74,15 @@ std::string Agent::metrics_text() const {
   m.counter("shoal_ckpt_received_total", "replicas kept here for peers", static_cast<double>(c.received));
   m.counter("shoal_ckpt_receive_refused_total", "replicas refused (bad stream, checksum, budget)",
             static_cast<double>(c.receive_refused));
+  for (size_t i = 0; i < ckpt_service::kRefusals; ++i) {
+    const std::string cause(ckpt_service::name(static_cast<ckpt_service::Refusal>(i)));
+    const char* help = "checkpoint pushes and fetches refused before any byte moved: not a member of the view, "
+                       "not the member placement sends here, or no view yet";
+    m.counter("shoal_ckpt_unauthorized_total", help, static_cast<double>(c.push_unauthorized[i]),
+              {{"kind", "push"}, {"cause", cause}});
+    m.counter("shoal_ckpt_unauthorized_total", help, static_cast<double>(c.fetch_unauthorized[i]),
+              {{"kind", "fetch"}, {"cause", cause}});
+  }
   for (size_t i = 0; i < ckpt::kSegmentRefusals; ++i) {
     const auto cause = static_cast<ckpt::SegmentRefusal>(i);
     m.counter("shoal_ckpt_segments_refused_total",
