@@ -450,7 +450,8 @@ Status CheckpointService::make_room(uint32_t rank, uint64_t incoming) {
   // evicted here, and never a rank's newest.
   if (local >= cfg_.budget_bytes) {
     return fail("the checkpoint budget of " + std::to_string(cfg_.budget_bytes) +
-                " bytes is taken by local versions (" + std::to_string(local) + " bytes)");
+                " bytes is taken by local versions (" + std::to_string(local) +
+                " bytes); raise it with --ckpt-budget, or save less per rank");
   }
   const auto held_replicas = replicas_->held_versions();
   const auto plan_for = [&](uint64_t spares) {
