@@ -15,8 +15,8 @@ std::vector<ckpt::HeldSegment> holding(std::vector<ckpt::HeldSegment> held, cons
 }
 
 std::optional<MappedVersion> map_version(const ckpt::HeldSegment& held, const std::string& job, uint32_t rank,
-                                         uint64_t step) {
-  auto seg = ckpt::ShmSegment::open_existing(held.segment);
+                                         uint64_t step, const ckpt::SegmentOwners& owners) {
+  auto seg = ckpt::ShmSegment::open_existing(held.segment, held.replica ? owners.replicas : owners.slots);
   if (!seg) return std::nullopt;
   auto info = ckpt::decode_version(seg->bytes(), ckpt::DataCheck::skip);
   if (!info || info->id.job != job || info->id.rank != rank || info->id.step != step) return std::nullopt;

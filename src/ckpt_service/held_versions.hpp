@@ -25,9 +25,10 @@ struct MappedVersion {
 };
 
 // Maps a held segment and checks that it still holds (job, rank, step): a trainer may have reused the
-// slot since it was listed. Data checksums are not verified here: whoever consumes the bytes does.
+// slot since it was listed. Data checksums are not verified here: whoever consumes the bytes does. The
+// segment must have been written by its kind's owner (segment_trust.hpp).
 std::optional<MappedVersion> map_version(const ckpt::HeldSegment& held, const std::string& job, uint32_t rank,
-                                         uint64_t step);
+                                         uint64_t step, const ckpt::SegmentOwners& owners = {});
 
 // Rank -> the newest sealed step among the local slots (not replicas) of `job` in `held`.
 std::map<uint32_t, uint64_t> newest_local_steps(const std::vector<ckpt::HeldSegment>& held, const std::string& job);

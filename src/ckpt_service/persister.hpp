@@ -16,13 +16,14 @@
 #include <thread>
 
 #include "ckpt_shm/persist_dir.hpp"
+#include "ckpt_shm/segment_trust.hpp"
 
 namespace shoal::ckpt_service {
 
 class CheckpointPersister {
  public:
-  // `store`: this host's segment names, where the local versions are found.
-  CheckpointPersister(ckpt::PersistDir dir, std::string store);
+  // `store`: this host's segment names, where the local versions are found, written by `owners`.
+  CheckpointPersister(ckpt::PersistDir dir, std::string store, ckpt::SegmentOwners owners = {});
   ~CheckpointPersister();
   CheckpointPersister(const CheckpointPersister&) = delete;
   CheckpointPersister& operator=(const CheckpointPersister&) = delete;
@@ -46,6 +47,7 @@ class CheckpointPersister {
 
   ckpt::PersistDir dir_;
   std::string store_;
+  ckpt::SegmentOwners owners_;
   std::atomic<bool> cancel_{false};
 
   mutable std::mutex mu_;  // everything below

@@ -75,6 +75,15 @@ Status CheckpointService::start(net::StreamListener& listener) {
     logger().info("ckpt: adopted {} replica(s) kept by an earlier run", kept.size());
   }
   replicas_.emplace(std::move(*store));
+  if (!cfg_.job_named) {
+    inherited_.record(ckpt::scan_held(cfg_.store, "/dev/shm", cfg_.owners));
+    if (const auto aside = ckpt::scan_held(cfg_.store, "/dev/shm", cfg_.owners).size() - held().size(); aside > 0) {
+      logger().info("ckpt: {} version(s) of job {} were here before this agent started: set aside until the first "
+                    "view tells whether this cluster ran before (--job names a job whose checkpoints outlive its "
+                    "cluster)",
+                    aside, cfg_.job);
+    }
+  }
   if (!cfg_.persist_dir.empty()) {
     auto dir = ckpt::PersistDir::open(ckpt::PersistConfig{
         .dir = cfg_.persist_dir + "/" + path_component(self_), .job = cfg_.job, .keep_per_rank = cfg_.persist_keep});
@@ -82,7 +91,7 @@ Status CheckpointService::start(net::StreamListener& listener) {
     logger().info("ckpt: persisting local versions to {} ({} held there from earlier runs)", dir->job_dir(),
                   dir->list().size());
     load_persisted(*dir);
-    persister_ = std::make_unique<CheckpointPersister>(std::move(*dir), cfg_.store);
+    persister_ = std::make_unique<CheckpointPersister>(std::move(*dir), cfg_.store, cfg_.owners);
     persister_->start();
   }
   listener.add_takeover_channel(wire::Hello::CKPT_STREAM, kMaxCkptRequestBytes,
@@ -132,7 +141,33 @@ TransferLimits CheckpointService::limits(const std::atomic<bool>* cancel) const 
   return TransferLimits{.stall_timeout = cfg_.stall_timeout, .cancel = cancel ? cancel : &stopping_};
 }
 
+void CheckpointService::settle_inherited(const membership::View& view) {
+  const auto foreign = inherited_.settle(view);
+  if (foreign.empty()) return;
+  size_t removed = 0;
+  for (const auto& h : foreign) {
+    const auto& id = h.version->id;
+    if (h.replica) {
+      std::lock_guard lock(store_mu_);
+      if (replicas_->drop(id.rank, id.step)) ++removed;
+      continue;
+    }
+    // A slot: only while it still holds what was found (nothing of this run can be in it yet: ranks
+    // come from this very view), and never another user's object (read_segment_prefix checks).
+    const auto now = ckpt::read_segment_prefix(h.segment, "/dev/shm", cfg_.owners.slots);
+    if (now && now->id.job == id.job && now->id.step == id.step && now->id.sequence == id.sequence &&
+        ckpt::ShmSegment::unlink(h.segment).ok()) {
+      ++removed;
+    }
+  }
+  logger().warn("ckpt: this cluster formed anew in epoch {} (no member is older), so the {} version(s) found here "
+                "at start are another run's: removed {} (name a job with --job to keep its checkpoints across "
+                "whole-cluster restarts)",
+                view.epoch(), foreign.size(), removed);
+}
+
 void CheckpointService::on_view(const membership::View& view) {
+  settle_inherited(view);
   // The newest sealed local version of each rank, also those committed before this agent started.
   const auto local = newest_local_steps(held(), cfg_.job);
   std::lock_guard lock(mu_);
@@ -200,7 +235,7 @@ void CheckpointService::replicate(uint32_t rank, uint64_t step) {
   std::optional<MappedVersion> version;
   for (const auto& h : holding(held(), cfg_.job, rank, step)) {
     if (h.replica) continue;
-    if ((version = map_version(h, cfg_.job, rank, step))) break;
+    if ((version = map_version(h, cfg_.job, rank, step, cfg_.owners))) break;
   }
   if (!version) {
     logger().debug("ckpt: rank {} step {} is no longer held here; nothing to replicate", rank, step);
@@ -275,7 +310,9 @@ void CheckpointService::serve(const net::StreamPeer& peer, wire::CkptRequest req
   inbound_.push_back(
       Inbound{std::thread([this, peer, request = std::move(request), conn = std::move(conn), done]() mutable {
                 conn.set_cancel(&stopping_);
-                if (request.kind() == wire::CkptRequest::PUSH) {
+                if (!admit(peer, request, conn)) {
+                  // refused and counted
+                } else if (request.kind() == wire::CkptRequest::PUSH) {
                   lower_this_thread_priority();  // a replica arriving: nobody waits for it
                   serve_push_request(peer, request, conn);
                 } else if (request.kind() == wire::CkptRequest::FETCH) {
@@ -335,6 +372,35 @@ void CheckpointService::serve_push_request(const net::StreamPeer& peer, const wi
   }
 }
 
+bool CheckpointService::admit(const net::StreamPeer& peer, const wire::CkptRequest& request,
+                              net::BlockingConn& conn) {
+  const bool push = request.kind() == wire::CkptRequest::PUSH;
+  if (!push && request.kind() != wire::CkptRequest::FETCH) return true;  // answered as unknown
+  std::optional<Refusal> refusal;
+  std::string detail;
+  {
+    std::lock_guard lock(mu_);
+    refusal = push ? judge_push(view_, self_, peer.hello.name, cfg_.replicas) : judge_fetch(view_, peer.hello.name);
+    if (!refusal) return true;
+    auto& count = push ? counters_.push_unauthorized : counters_.fetch_unauthorized;
+    ++count[static_cast<size_t>(*refusal)];
+    detail = *refusal == Refusal::no_view      ? "this host has no committed view yet"
+             : *refusal == Refusal::not_member ? std::string(member_of(peer.hello.name)) + " is not a member of epoch " +
+                                                     std::to_string(view_->epoch())
+                                               : "placement in epoch " + std::to_string(view_->epoch()) +
+                                                     " does not send " + peer.hello.name + "'s replicas here";
+    const uint32_t bit = 1u << (static_cast<uint32_t>(*refusal) + (push ? 0 : kRefusals));
+    const bool first = (warned_refusals_ & bit) == 0;
+    warned_refusals_ |= bit;
+    logger().log(first ? spdlog::level::warn : spdlog::level::debug,
+                 "ckpt: refused a {} of rank {} step {} from {} ({}): {}{}", push ? "push" : "fetch", request.rank(),
+                 request.step(), peer.hello.name, peer.remote, detail,
+                 first ? " (further refusals of this cause are counted, logged at debug)" : "");
+  }
+  (void)send_ckpt_response(conn, wire::CkptResponse::REFUSED, detail, limits(nullptr));
+  return false;
+}
+
 void CheckpointService::serve_fetch_request(const wire::CkptRequest& request, net::BlockingConn& conn) {
   // What keeps the bytes mapped while they go out: a replica's own mapping in the store, already in
   // memory (a new mapping of a large segment costs tens of milliseconds per GB before the first byte),
@@ -351,7 +417,7 @@ void CheckpointService::serve_fetch_request(const wire::CkptRequest& request, ne
     }
     for (const auto& h : holding(held(), cfg_.job, request.rank(), request.step())) {
       if (info) break;
-      auto version = map_version(h, cfg_.job, request.rank(), request.step());
+      auto version = map_version(h, cfg_.job, request.rank(), request.step(), cfg_.owners);
       if (!version) continue;
       segment = std::make_shared<const ckpt::ShmSegment>(std::move(version->segment));
       info = std::move(version->info);
@@ -384,7 +450,8 @@ Status CheckpointService::make_room(uint32_t rank, uint64_t incoming) {
   // evicted here, and never a rank's newest.
   if (local >= cfg_.budget_bytes) {
     return fail("the checkpoint budget of " + std::to_string(cfg_.budget_bytes) +
-                " bytes is taken by local versions (" + std::to_string(local) + " bytes)");
+                " bytes is taken by local versions (" + std::to_string(local) +
+                " bytes); raise it with --ckpt-budget, or save less per rank");
   }
   const auto held_replicas = replicas_->held_versions();
   const auto plan_for = [&](uint64_t spares) {
@@ -413,7 +480,9 @@ Status CheckpointService::make_room(uint32_t rank, uint64_t incoming) {
   return Ok{};
 }
 
-std::vector<ckpt::HeldSegment> CheckpointService::held() const { return ckpt::scan_held(cfg_.store); }
+std::vector<ckpt::HeldSegment> CheckpointService::held() const {
+  return inherited_.without(ckpt::scan_held(cfg_.store, "/dev/shm", cfg_.owners));
+}
 
 CheckpointCounters CheckpointService::counters() const {
   std::lock_guard lock(mu_);
@@ -445,7 +514,7 @@ std::string CheckpointService::ls_json(bool verify) const {
     row.version = control::HeldVersion{h.version->id.job,   h.version->id.rank,     h.version->id.step,
                                        h.version->id.world, h.version->total_bytes, h.version->buffers.size()};
     if (verify) {
-      auto seg = ckpt::ShmSegment::open_existing(h.segment);
+      auto seg = ckpt::ShmSegment::open_existing(h.segment, h.replica ? cfg_.owners.replicas : cfg_.owners.slots);
       auto checked = seg ? ckpt::decode_version(seg->bytes(), ckpt::DataCheck::verify)
                          : Result<ckpt::VersionInfo, ckpt::LayoutError>(
                                Unexpected<ckpt::LayoutError>{ckpt::LayoutError{ckpt::LayoutCause::truncated, "gone"}});
@@ -456,6 +525,11 @@ std::string CheckpointService::ls_json(bool verify) const {
   const auto c = counters();
   reply.counters = {c.pushed,   c.push_skipped,    c.push_failed,    c.push_superseded,
                     c.received, c.receive_refused, c.fetches_served, c.evicted};
+  using ckpt::SegmentRefusal;
+  reply.refused_segments = {ckpt::refused_segments(SegmentRefusal::symlink),
+                            ckpt::refused_segments(SegmentRefusal::not_regular),
+                            ckpt::refused_segments(SegmentRefusal::foreign_owner),
+                            ckpt::refused_segments(SegmentRefusal::loose_mode)};
   if (persister_) {
     const auto& dir = persister_->dir();
     control::PersistSection& p = reply.persist.emplace();

@@ -4,6 +4,7 @@
 // version this host holds. Bulk bytes move on threads of their own, never on the agent's loop.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -17,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "ckpt_service/admission.hpp"
+#include "ckpt_service/inherited_versions.hpp"
 #include "ckpt_service/persister.hpp"
 #include "ckpt_service/transfer.hpp"
 #include "ckpt_shm/held_scan.hpp"
@@ -29,6 +32,10 @@ namespace shoal::ckpt_service {
 
 struct CheckpointConfig {
   std::string job;        // the job's name: the identity every version carries
+  // Whether someone chose `job` for this run (--job, Slurm's job id, a session's job). When not (the
+  // default name, shared by every run of a cluster id), versions found in /dev/shm at start are set
+  // aside until the first view tells whether they can be this run's (inherited_versions.hpp).
+  bool job_named = false;
   std::string store;      // this host's segment names (default: the job; tests give hosts sharing a machine their own)
   uint32_t replicas = 1;  // R: peers that keep a copy of each version
   uint64_t budget_bytes = 0;   // replicas plus local versions on this host; 0: no limit
@@ -41,6 +48,9 @@ struct CheckpointConfig {
   // t of CPU time, it rests t * (100 - duty) / duty before the next, which is then the newest version
   // saved (latest wins). Caps the CPU replication takes from trainers that save every step.
   uint32_t replicate_duty_percent = 20;
+  // Who is expected to have written this host's segments: its trainers the slots, this agent the replicas
+  // (ckpt_shm/segment_trust.hpp). Both this process's user unless told otherwise.
+  ckpt::SegmentOwners owners{};
 };
 
 struct CheckpointCounters {
@@ -54,6 +64,9 @@ struct CheckpointCounters {
   uint64_t receive_refused = 0;  // bad streams, checksum mismatches, budget
   uint64_t fetches_served = 0;
   uint64_t evicted = 0;  // replicas dropped for the budget
+  // Requests refused before any byte moved, by cause (admission.hpp): pushes, then fetches.
+  std::array<uint64_t, kRefusals> push_unauthorized{};
+  std::array<uint64_t, kRefusals> fetch_unauthorized{};
 };
 
 // How far replication trails a local rank's saves: the newest step committed here and the newest that
@@ -119,6 +132,8 @@ class CheckpointService {
   void serve(const net::StreamPeer& peer, wire::CkptRequest request, net::BlockingConn conn);
   void serve_push_request(const net::StreamPeer& peer, const wire::CkptRequest& request, net::BlockingConn& conn);
   void serve_fetch_request(const wire::CkptRequest& request, net::BlockingConn& conn);
+  // Under mu_: admits a request or answers REFUSED, counting and logging (once per cause and kind).
+  bool admit(const net::StreamPeer& peer, const wire::CkptRequest& request, net::BlockingConn& conn);
   // Under store_mu_: frees replica memory so that `incoming` more bytes of a replica of `rank` fit the
   // budget (spares of other ranks go first; the rank's own spare is the memory the receive reuses).
   Status make_room(uint32_t rank, uint64_t incoming);
@@ -128,6 +143,8 @@ class CheckpointService {
   // memory a restore finds it like any other holder's (ckpt_service_disk.cpp).
   void load_persisted(const ckpt::PersistDir& dir);
   TransferLimits limits(const std::atomic<bool>* cancel) const;
+  // At the first view: removes the versions set aside at start when they are another run's.
+  void settle_inherited(const membership::View& view);
 
   CheckpointConfig cfg_;
   std::string self_;
@@ -136,6 +153,7 @@ class CheckpointService {
 
   mutable std::mutex store_mu_;  // the replica store
   std::optional<ckpt::ReplicaStore> replicas_;
+  InheritedVersions inherited_;  // without job_named: what /dev/shm held at start, until the first view
 
   mutable std::mutex mu_;  // everything below
   std::condition_variable wake_;
@@ -153,6 +171,7 @@ class CheckpointService {
     std::shared_ptr<std::atomic<bool>> done;
   };
   std::list<Inbound> inbound_;
+  uint32_t warned_refusals_ = 0;  // a bit per (kind, cause) already logged at warn
   std::map<std::pair<uint32_t, uint64_t>, std::string> origins_;  // (rank, step) -> member that pushed it here
   std::thread replicator_;
   std::unique_ptr<CheckpointPersister> persister_;  // with persist_dir

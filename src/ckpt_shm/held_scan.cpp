@@ -45,17 +45,15 @@ bool read_fully(int fd, std::byte* out, size_t bytes, uint64_t offset) {
 
 }  // namespace
 
-Result<VersionInfo, LayoutError> read_segment_prefix(const std::string& segment, const std::string& dir) {
-  const std::string path = dir + (segment.starts_with('/') ? "" : "/") + segment;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return refuse(LayoutCause::truncated, path + ": " + std::strerror(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st{};
-  if (::fstat(fd, &st) != 0) return refuse(LayoutCause::truncated, path + ": " + std::strerror(errno));
-  const uint64_t size = static_cast<uint64_t>(st.st_size);
+namespace {
+
+struct Descriptor {
+  int fd;
+  ~Descriptor() { ::close(fd); }
+};
+
+// The prefix of the version in `fd` (an object of `size` bytes), decoded.
+Result<VersionInfo, LayoutError> read_prefix(int fd, uint64_t size) {
   if (size < kHeaderBytes) return refuse(LayoutCause::truncated, "shorter than a version header");
   std::vector<std::byte> head(kHeaderBytes);
   if (!read_fully(fd, head.data(), head.size(), 0)) return refuse(LayoutCause::truncated, "unreadable header");
@@ -72,7 +70,22 @@ Result<VersionInfo, LayoutError> read_segment_prefix(const std::string& segment,
   return info;
 }
 
-std::vector<HeldSegment> scan_held(std::string_view store, const std::string& dir) {
+std::string path_of(const std::string& dir, const std::string& segment) {
+  return dir + (segment.starts_with('/') ? "" : "/") + segment;
+}
+
+}  // namespace
+
+Result<VersionInfo, LayoutError> read_segment_prefix(const std::string& segment, const std::string& dir,
+                                                     const SegmentOwner& owner) {
+  struct stat st {};
+  auto fd = open_trusted_file(path_of(dir, segment), O_RDONLY, owner, &st);
+  if (!fd) return refuse(LayoutCause::truncated, fd.error().message);
+  const Descriptor closer{*fd};
+  return read_prefix(*fd, static_cast<uint64_t>(st.st_size));
+}
+
+std::vector<HeldSegment> scan_held(std::string_view store, const std::string& dir, const SegmentOwners& owners) {
   std::vector<HeldSegment> out;
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) return out;
@@ -86,9 +99,19 @@ std::vector<HeldSegment> scan_held(std::string_view store, const std::string& di
       continue;
     }
     held.segment = "/" + std::string(entry);
-    struct stat st{};
-    if (::stat((dir + held.segment).c_str(), &st) == 0) held.segment_bytes = static_cast<uint64_t>(st.st_size);
-    auto info = read_segment_prefix(held.segment, dir);
+    // One open, never following a link nor blocking on a FIFO; size and owner from its fstat.
+    struct stat st {};
+    auto fd = open_trusted_file(path_of(dir, held.segment), O_RDONLY, held.replica ? owners.replicas : owners.slots,
+                                &st);
+    if (!fd) {
+      held.refused = fd.error().refusal;
+      held.problem = fd.error().message;
+      out.push_back(std::move(held));
+      continue;
+    }
+    const Descriptor closer{*fd};
+    held.segment_bytes = static_cast<uint64_t>(st.st_size);
+    auto info = read_prefix(*fd, held.segment_bytes);
     if (info) {
       held.version = std::move(*info);
     } else {

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ckpt_shm/segment_trust.hpp"
 #include "ckpt_shm/version_layout.hpp"
 
 namespace shoal::ckpt {
@@ -22,12 +23,19 @@ struct HeldSegment {
   // checksums are not verified here (a reader verifies them when it loads).
   std::optional<VersionInfo> version;
   std::string problem;  // why `version` is empty: unsealed (a save in progress or abandoned), malformed...
+  // Set when the object is not trusted (segment_trust.hpp: a link, a FIFO, another user's file): it is
+  // listed, so that an operator sees it, but never read.
+  std::optional<SegmentRefusal> refused;
 };
 
-// Every segment of `store` in `dir` (default /dev/shm), local slots and replicas, sorted by name.
-std::vector<HeldSegment> scan_held(std::string_view store, const std::string& dir = "/dev/shm");
+// Every segment of `store` in `dir` (default /dev/shm), local slots and replicas, sorted by name. Each is
+// opened without following links or blocking and read only when `owners` wrote it.
+std::vector<HeldSegment> scan_held(std::string_view store, const std::string& dir = "/dev/shm",
+                                   const SegmentOwners& owners = {});
 
-// Reads the prefix of one segment (by object name) and decodes it; the problem when it is not a sealed version.
-Result<VersionInfo, LayoutError> read_segment_prefix(const std::string& segment, const std::string& dir = "/dev/shm");
+// Reads the prefix of one segment (by object name) and decodes it; the problem when it is not a sealed
+// version, or not one `owner` wrote (refused as truncated, its detail naming the refusal).
+Result<VersionInfo, LayoutError> read_segment_prefix(const std::string& segment, const std::string& dir = "/dev/shm",
+                                                     const SegmentOwner& owner = this_process_owner());
 
 }  // namespace shoal::ckpt

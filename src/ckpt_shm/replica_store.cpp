@@ -14,7 +14,7 @@
 namespace shoal::ckpt {
 namespace {
 
-static_assert(static_cast<size_t>(ReplicaCause::no_memory) + 1 == kReplicaCauses);
+static_assert(static_cast<size_t>(ReplicaCause::untrusted) + 1 == kReplicaCauses);
 
 // Where glibc's shm_open keeps its objects: a name "/x" is the file /dev/shm/x.
 constexpr const char* kShmDir = "/dev/shm";
@@ -72,6 +72,8 @@ std::string_view name(ReplicaCause c) {
       return "wrong_identity";
     case ReplicaCause::no_memory:
       return "no_memory";
+    case ReplicaCause::untrusted:
+      return "untrusted";
   }
   return "unknown";
 }
@@ -125,7 +127,12 @@ Result<ReplicaStore> ReplicaStore::open(ReplicaStoreConfig config) {
   auto& log = log::get(log::Component::ckpt);
   std::vector<uint32_t> ranks;
   for (auto& [object, parsed] : *found) {
-    auto segment = ShmSegment::open_existing(object);
+    auto segment = ShmSegment::open_trusted(object);
+    if (!segment && segment.error().refusal) {
+      // Not ours to adopt, nor to remove (segment_trust counted and logged it).
+      ++store.untrusted_at_open_;
+      continue;
+    }
     // An object that cannot be mapped is most often empty: a receive that died before sizing it.
     auto kept =
         segment ? store.validate(*segment, parsed.rank, parsed.step)
@@ -219,7 +226,11 @@ Result<Incoming, ReplicaError> ReplicaStore::begin(uint32_t rank, uint64_t step,
   if (!object) return refuse(ReplicaCause::bad_request, object.error().message);
   // A segment of that name that this store does not know about: the leftover of a receive that
   // died, or a replica that appeared since open (adopted, so the sender can skip it).
-  if (auto existing = ShmSegment::open_existing(*object)) {
+  auto existing = ShmSegment::open_trusted(*object);
+  if (!existing && existing.error().refusal) {
+    return refuse(ReplicaCause::untrusted, "cannot receive " + what + ": " + existing.error().message);
+  }
+  if (existing) {
     if (auto kept = validate(*existing, rank, step)) {
       kept->segment = std::make_shared<ShmSegment>(std::move(*existing));
       kept_.emplace(key, std::move(*kept));

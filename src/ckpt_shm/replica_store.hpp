@@ -39,8 +39,9 @@ enum class ReplicaCause : uint8_t {
   bad_version,     // complete(): the span does not hold a sealed, well-formed version
   wrong_identity,  // complete(): a sealed version, but of another (job, rank, step)
   no_memory,       // shared memory could not be created or mapped (often: /dev/shm is full)
+  untrusted,       // an object of the replica's name exists that this user did not write (segment_trust.hpp)
 };
-inline constexpr size_t kReplicaCauses = 7;
+inline constexpr size_t kReplicaCauses = 8;
 std::string_view name(ReplicaCause c);
 
 struct ReplicaError {
@@ -110,7 +111,9 @@ class ReplicaStore {
  public:
   // Adopts the replica segments of the store already in /dev/shm. Segments that are unsealed or
   // invalid, or whose identity disagrees with their name, are left by receives that crashed: they
-  // are unlinked and counted (discarded_at_open). Then keep_per_rank is applied to every rank.
+  // are unlinked and counted (discarded_at_open). Objects this user did not write (a link, a FIFO,
+  // another user's file: segment_trust.hpp) are neither adopted nor touched (untrusted_at_open).
+  // Then keep_per_rank is applied to every rank.
   static Result<ReplicaStore> open(ReplicaStoreConfig config);
   // Unlinks every replica segment of `store` (a config's store name) in /dev/shm, but no local slot
   // segment; Ok when there are none.
@@ -162,6 +165,8 @@ class ReplicaStore {
   const ReplicaStoreConfig& config() const { return config_; }
   // Segments unlinked by open() because they were not a valid sealed replica of their name.
   uint64_t discarded_at_open() const { return discarded_at_open_; }
+  // Objects named like replicas that open() left alone because this user did not write them.
+  uint64_t untrusted_at_open() const { return untrusted_at_open_; }
   // Refusals of begin() and complete(), by cause.
   uint64_t refused_count(ReplicaCause cause) const { return refused_[static_cast<size_t>(cause)]; }
 
@@ -195,6 +200,7 @@ class ReplicaStore {
   std::map<uint32_t, ShmSegment> spares_;  // by rank, named spare_segment_name(store, rank)
   std::shared_ptr<detail::Receiving> receiving_ = std::make_shared<detail::Receiving>();
   uint64_t discarded_at_open_ = 0;
+  uint64_t untrusted_at_open_ = 0;
   std::array<uint64_t, kReplicaCauses> refused_{};
   uint32_t warned_causes_ = 0;  // a bit per ReplicaCause already logged at warn
 };

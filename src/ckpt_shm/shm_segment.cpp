@@ -17,6 +17,9 @@
 namespace shoal::ckpt {
 namespace {
 
+// Where glibc's shm_open keeps its objects: a name "/x" is the file /dev/shm/x.
+const std::string kShmDir = "/dev/shm";
+
 std::string errno_text(const char* call, const std::string& name, int err) {
   return std::string(call) + "(" + name + "): " + std::strerror(err);
 }
@@ -117,9 +120,16 @@ Status ShmSegment::map(size_t bytes) {
 }
 
 Result<ShmSegment> ShmSegment::create(const std::string& name, size_t bytes) {
-  const int fd = ::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  const int fd = ::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return fail(errno_text("shm_open", name, errno));
   ShmSegment seg(name, fd);
+  // Exactly 0600 whatever the umask: a stricter one (0400) would make the segment fail its own owner's
+  // checks when it is opened again (segment_trust.hpp).
+  if (::fchmod(fd, 0600) != 0) {
+    const int err = errno;
+    ::shm_unlink(name.c_str());
+    return fail(errno_text("fchmod", name, err));
+  }
   if (auto r = reserve(fd, name, bytes); !r) {
     ::shm_unlink(name.c_str());
     return fail(r.error().message);
@@ -131,14 +141,24 @@ Result<ShmSegment> ShmSegment::create(const std::string& name, size_t bytes) {
   return seg;
 }
 
-Result<ShmSegment> ShmSegment::open_existing(const std::string& name) {
-  const int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
-  if (fd < 0) return fail(errno_text("shm_open", name, errno));
-  ShmSegment seg(name, fd);
-  auto size = object_size(fd, name);
-  if (!size) return fail(size.error().message);
-  if (auto m = seg.map(*size); !m) return fail(m.error().message);
+Result<ShmSegment, SegmentError> ShmSegment::open_trusted(const std::string& name, const SegmentOwner& owner) {
+  if (name.size() < 2 || name[0] != '/' || name.find('/', 1) != std::string::npos) {
+    return fail(SegmentError{std::nullopt, "'" + name + "' is not a shared memory object name"});
+  }
+  // shm_open(name) is open("/dev/shm" + name) on Linux; opening the file directly takes O_NONBLOCK and
+  // gives the fstat that judges it in one place (segment_trust.hpp).
+  struct stat st {};
+  auto fd = open_trusted_file(kShmDir + name, O_RDWR, owner, &st);
+  if (!fd) return fail(fd.error());
+  ShmSegment seg(name, *fd);
+  if (auto m = seg.map(static_cast<size_t>(st.st_size)); !m) return fail(SegmentError{std::nullopt, m.error().message});
   return seg;
+}
+
+Result<ShmSegment> ShmSegment::open_existing(const std::string& name, const SegmentOwner& owner) {
+  auto seg = open_trusted(name, owner);
+  if (!seg) return fail(seg.error().message);
+  return std::move(*seg);
 }
 
 Result<ShmSegment> ShmSegment::open_or_create(const std::string& name, size_t bytes) {
@@ -160,8 +180,8 @@ Status ShmSegment::rename_to(const std::string& new_name) {
   if (new_name.size() < 2 || new_name[0] != '/' || new_name.find('/', 1) != std::string::npos) {
     return fail("'" + new_name + "' is not a shared memory object name");
   }
-  const std::string from = "/dev/shm" + name_;
-  const std::string to = "/dev/shm" + new_name;
+  const std::string from = kShmDir + name_;
+  const std::string to = kShmDir + new_name;
   if (::rename(from.c_str(), to.c_str()) != 0) return fail(errno_text("rename", name_ + " to " + new_name, errno));
   name_ = new_name;
   return Ok{};

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "base/result.hpp"
+#include "ckpt_shm/segment_trust.hpp"
 
 namespace shoal::ckpt {
 
@@ -32,9 +33,14 @@ class ShmSegment {
  public:
   // Creates a new object of `bytes` bytes (zero-filled by the kernel). Fails if it already exists.
   static Result<ShmSegment> create(const std::string& name, size_t bytes);
-  // Opens an existing object at its current size.
-  static Result<ShmSegment> open_existing(const std::string& name);
-  // Opens the object, creating it with `bytes` bytes when absent; an existing smaller one is grown.
+  // Opens an existing object at its current size, when it is a regular file that `owner` wrote with a
+  // mode no other user can read (segment_trust.hpp); a link is never followed, a FIFO never blocks.
+  static Result<ShmSegment> open_existing(const std::string& name, const SegmentOwner& owner = this_process_owner());
+  // The same, telling a refused object (it exists, but is not trusted) from other errors.
+  static Result<ShmSegment, SegmentError> open_trusted(const std::string& name,
+                                                       const SegmentOwner& owner = this_process_owner());
+  // Opens the object, creating it with `bytes` bytes when absent; an existing smaller one is grown. An
+  // existing object must pass open_existing's checks for this process's user.
   static Result<ShmSegment> open_or_create(const std::string& name, size_t bytes);
   // Removes the name; mappings stay valid until unmapped. Ok when the name is already gone.
   static Status unlink(const std::string& name);

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "base/member_name.hpp"
+#include "ckpt_shm/shm_capacity.hpp"
 #include "ckpt_shm/shm_segment.hpp"
 #include "cli/command_line.hpp"
 #include "cli/flag_values.hpp"
@@ -101,7 +102,7 @@ void add_checkpoint_flags(CLI::App& app, AgentFlags& f) {
          f.ckpt_replicate_duty, 1, 100);
   app.add_option("--ckpt-budget", f.ckpt_budget_bytes,
                  "shared memory this host may hold in checkpoints, its ranks' own and peers' replicas; replicas beyond "
-                 "it are dropped oldest first, never a rank's newest (suffixes K, M, G, T; default: no limit)")
+                 "it are dropped oldest first, never a rank's newest (suffixes K, M, G, T; default: half of /dev/shm's size)")
       ->type_name("BYTES")
       ->transform(byte_size());
   text(app, "ckpt-dir", "DIR",
@@ -309,6 +310,8 @@ Result<daemon::AgentConfig> agent_config(const AgentFlags& f, const ops::SlurmDe
         *f.quorum_policy == "any" ? membership::QuorumPolicy::any : membership::QuorumPolicy::majority;
   }
   cfg.ckpt.job = f.job.value_or(cfg.gossip.cluster_id);
+  // Slurm's job id names this job alone; a default cluster id names every run of it.
+  cfg.ckpt.job_named = f.job.has_value() || slurm.under_slurm;
   if (auto ok = ckpt::check_job_name(cfg.ckpt.job); !ok) {
     return fail(std::string(f.job ? "--job: " : "the cluster id is no job name; set --job: ") + ok.error().message);
   }
@@ -317,7 +320,8 @@ Result<daemon::AgentConfig> agent_config(const AgentFlags& f, const ops::SlurmDe
   if (auto ok = ckpt::check_job_name(cfg.ckpt.store); !ok) return fail("--ckpt-store: " + ok.error().message);
   cfg.ckpt.replicas = static_cast<uint32_t>(f.ckpt_replicas.value_or(1));
   cfg.ckpt.replicate_duty_percent = static_cast<uint32_t>(f.ckpt_replicate_duty.value_or(20));
-  if (f.ckpt_budget_bytes) cfg.ckpt.budget_bytes = *f.ckpt_budget_bytes;
+  // Unbounded by default, replicas kept for peers could fill /dev/shm and starve the trainers here.
+  cfg.ckpt.budget_bytes = f.ckpt_budget_bytes ? *f.ckpt_budget_bytes : ckpt::default_budget_bytes();
   if (f.ckpt_dir) {
     cfg.ckpt.persist_dir = *f.ckpt_dir;
   } else if (f.ckpt_dir_keep || f.ckpt_exit_wait_s) {

@@ -31,6 +31,12 @@ int print_table(const control::CkptLsReply& doc, bool verify) {
                 verify && !verified ? ("  (" + h.problem.value_or("") + ")").c_str() : "");
   }
   if (doc.held.empty()) std::printf("(nothing held)\n");
+  const auto& r = doc.refused_segments;
+  if (r.symlink + r.not_regular + r.foreign_owner + r.loose_mode > 0) {
+    std::printf("refused objects named like segments (not opened): %" PRIu64 " link(s), %" PRIu64
+                " FIFO(s) or other non-files, %" PRIu64 " of another user, %" PRIu64 " with a mode others can read\n",
+                r.symlink, r.not_regular, r.foreign_owner, r.loose_mode);
+  }
   if (const auto& persist = doc.persist) {
     std::printf("\npersisted in %s: %zu version(s)%s\n", persist->dir.c_str(), persist->files.size(),
                 persist->counters.busy ? ", writing" : "");

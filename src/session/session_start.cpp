@@ -77,6 +77,7 @@ std::unique_ptr<Session> Session::start(const SessionOptions& options) {
   }
   // Checkpoints: the job defaults to the cluster id when that is a valid job name.
   cfg.ckpt.job = options.job;
+  cfg.ckpt.job_named = !options.job.empty();
   if (cfg.ckpt.job.empty())
     cfg.ckpt.job = ckpt::check_job_name(cfg.gossip.cluster_id) ? cfg.gossip.cluster_id : "shoal";
   if (auto ok = ckpt::check_job_name(cfg.ckpt.job); !ok) throw bad("job: " + ok.error().message);

@@ -176,6 +176,7 @@ TEST_CASE("the ckpt-ls document keeps its text: sealed, unsealed and the persist
       R"({"segment":"/shoal.j.h1.r1.b","kind":"replica","segment_bytes":8192,"sealed":false,"problem":"not sealed"}],)"
       R"("counters":{"pushed":1,"push_skipped":2,"push_failed":3,"push_superseded":4,"received":5,)"
       R"("receive_refused":6,"fetches_served":7,"evicted":8},)"
+      R"("refused_segments":{"symlink":0,"not_regular":0,"foreign_owner":0,"loose_mode":0},)"
       R"("persist_dir":"/var/ckpt/j","persisted":[{"rank":0,"step":12,"world":2,"bytes":3000,)"
       R"("path":"/var/ckpt/j/r0.s12.shoalckpt"}],)"
       R"("persist_counters":{"persisted":1,"bytes":3000,"refused":0,"cancelled":0,"failed":0,"removed":0,)"

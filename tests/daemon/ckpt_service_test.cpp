@@ -346,3 +346,64 @@ TEST_CASE("a client with another key, or with none, gets nothing from a keyed ag
   CHECK(eventually([&] { return refused(p.b, shoal::wire::RejectCause::bad_auth) == 2; }, 5s));
   CHECK(p.b.agent->checkpoints().counters().receive_refused == 0);  // refused before the service saw it
 }
+
+TEST_CASE("without a named job, a cluster formed anew removes what an earlier run left; a joiner adopts its own") {
+  shoal::ckpt::test::ShmTestJob job{"inherit"};
+  // An earlier, unrelated run of the same (default) job name left a sealed version in a's store.
+  (void)save(job.name(), job.name() + "-a", 7);
+  RunningAgent a("a", job.name(), {});
+  REQUIRE(eventually([&] { return a.view_size == 1; }, 15s));
+  CHECK(eventually([&] { return job.leftovers().empty(); }, 5s));
+  for (const auto& h : a.agent->checkpoints().held()) CHECK_MESSAGE(!h.version, "still counted: " << h.segment);
+
+  // b's agent restarts into a cluster that is running: what its host holds is this job's.
+  (void)save(job.name(), job.name() + "-b", 9);
+  RunningAgent b("b", job.name(), {{"127.0.0.1", a.agent->port()}});
+  REQUIRE(eventually([&] { return a.view_size == 2 && b.view_size == 2; }, 15s));
+  CHECK_MESSAGE(eventually([&] { return a.replica(0, 9).has_value(); }, 10s), "b's own version was not replicated");
+}
+
+TEST_CASE("a forged huge-step replica from outside the view is refused and leaves the real replicas in place") {
+  Pair p;
+  (void)save(p.job.name(), p.a.store(), 10);
+  p.a.agent->checkpoints().committed(0, 10);
+  REQUIRE_MESSAGE(eventually([&] { return p.b.replica(0, 10).has_value(); }, 10s), "b never kept step 10");
+
+  // "rank 0 of world 1, step 10^9", well formed and sealed, offered by a name the view does not hold.
+  shoal::ckpt::test::ShmTestJob forger{"forged"};
+  constexpr uint64_t kHuge = 1'000'000'000;
+  auto rs = shoal::ckpt::RankStore::open({.job = p.job.name(), .rank = 0, .world = 1, .store = forger.name()});
+  REQUIRE(rs);
+  const std::vector<shoal::ckpt::BufferSpec> specs = {{"params", 4096}};
+  REQUIRE(rs->begin_save(kHuge, specs));
+  REQUIRE(rs->commit());
+  const auto segment = shoal::ckpt::ShmSegment::open_existing(*shoal::ckpt::slot_segment_name(forger.name(), 0, 0));
+  REQUIRE(segment);
+  const auto info = shoal::ckpt::decode_version(segment->bytes(), shoal::ckpt::DataCheck::verify);
+  REQUIRE(info);
+  REQUIRE(info->id.step == kHuge);
+  const auto bytes = std::span<const std::byte>(segment->bytes()).first(info->total_bytes);
+  const shoal::net::OutgoingHello mallory(shoal::net::encode_hello(
+      shoal::wire::make_envelope("ckpt-test", "mallory", 1, "127.0.0.1:1"), shoal::wire::Hello::CKPT_STREAM));
+  for (int i = 0; i < 3; ++i) {  // enough to push two real replicas out, were it kept
+    auto pushed = shoal::ckpt_service::push_version({p.b.agent->addr(), mallory}, bytes, *info, {});
+    CHECK_FALSE(pushed);
+  }
+  CHECK_FALSE(p.b.replica(0, kHuge).has_value());
+  CHECK(p.b.replica(0, 10).has_value());
+  const auto c = p.b.agent->checkpoints().counters();
+  CHECK(c.push_unauthorized[static_cast<size_t>(shoal::ckpt_service::Refusal::not_member)] == 3);
+  CHECK(c.received == 1);
+
+  // Nor may an outsider read what b holds; a member may.
+  std::vector<std::byte> out;
+  auto stolen = shoal::ckpt_service::fetch_version(
+      {p.b.agent->addr(), mallory}, p.job.name(), 0, 10,
+      [&](const shoal::ckpt::VersionInfo& v) -> shoal::Result<std::span<std::byte>> {
+        out.assign(v.total_bytes, std::byte{0});
+        return std::span<std::byte>(out);
+      },
+      {});
+  CHECK_FALSE(stolen);
+  CHECK(fetch(p.a, p.job.name(), 0, 10, out).ok());
+}

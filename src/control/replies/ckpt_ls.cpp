@@ -6,6 +6,7 @@ namespace shoal::control {
 
 SHOAL_JSON_MEMBERS(CkptCounters, pushed, push_skipped, push_failed, push_superseded, received, receive_refused,
                    fetches_served, evicted)
+SHOAL_JSON_MEMBERS(RefusedSegments, symlink, not_regular, foreign_owner, loose_mode)
 SHOAL_JSON_MEMBERS(PersistedRow, rank, step, world, bytes, path)
 SHOAL_JSON_MEMBERS(PersistCountersRow, persisted, bytes, refused, cancelled, failed, removed, busy)
 
@@ -56,6 +57,7 @@ void to_json(Json& j, const CkptLsReply& r) {
   j["budget_bytes"] = r.budget_bytes;
   j["held"] = r.held;
   j["counters"] = r.counters;
+  j["refused_segments"] = r.refused_segments;
   if (r.persist) {
     j["persist_dir"] = r.persist->dir;
     j["persisted"] = r.persist->files;
@@ -72,6 +74,7 @@ void from_json(const Json& j, CkptLsReply& r) {
   read_member(j, "budget_bytes", r.budget_bytes);
   read_member(j, "held", r.held);
   read_member(j, "counters", r.counters);
+  read_member(j, "refused_segments", r.refused_segments);
   if (j.contains("persist_dir")) {
     PersistSection& p = r.persist.emplace();
     read_member(j, "persist_dir", p.dir);

@@ -3,7 +3,7 @@
 //   {"job", "store", "replicas", "budget_bytes",
 //    "held": [{"segment", "kind", "segment_bytes", "from"?, "sealed", "job"?, "rank"?, "step"?, "world"?,
 //              "bytes"?, "buffers"?, "verified"?, "problem"?}...],
-//    "counters": {...},
+//    "counters": {...}, "refused_segments": {"symlink", "not_regular", "foreign_owner", "loose_mode"},
 //    with a persist directory: "persist_dir", "persisted": [{"rank", "step", "world", "bytes", "path"}...],
 //    "persist_counters": {...}}
 #pragma once
@@ -47,6 +47,13 @@ struct CkptCounters {
   bool operator==(const CkptCounters&) const = default;
 };
 
+// Objects named like this host's segments that the agent refused to open since it started: links, FIFOs,
+// other users' files, modes others can read (ckpt_shm/segment_trust.hpp).
+struct RefusedSegments {
+  uint64_t symlink = 0, not_regular = 0, foreign_owner = 0, loose_mode = 0;
+  bool operator==(const RefusedSegments&) const = default;
+};
+
 struct PersistedRow {
   uint32_t rank = 0;
   uint64_t step = 0;
@@ -79,6 +86,7 @@ struct CkptLsReply {
   uint64_t budget_bytes = 0;
   std::vector<HeldRow> held;
   CkptCounters counters;
+  RefusedSegments refused_segments;
   std::optional<PersistSection> persist;  // with --ckpt-dir
   bool operator==(const CkptLsReply&) const = default;
 };
@@ -87,6 +95,8 @@ void to_json(Json& j, const HeldRow& r);
 void from_json(const Json& j, HeldRow& r);
 void to_json(Json& j, const CkptCounters& r);
 void from_json(const Json& j, CkptCounters& r);
+void to_json(Json& j, const RefusedSegments& r);
+void from_json(const Json& j, RefusedSegments& r);
 void to_json(Json& j, const PersistedRow& r);
 void from_json(const Json& j, PersistedRow& r);
 void to_json(Json& j, const PersistCountersRow& r);

@@ -1,6 +1,7 @@
 // The agent's Prometheus metrics: what an operator graphs and alerts on.
 #include <map>
 
+#include "ckpt_shm/segment_trust.hpp"
 #include "daemon/agent.hpp"
 #include "daemon/gossip_runtime.hpp"
 #include "daemon/membership_runtime.hpp"
@@ -78,6 +79,22 @@ std::string Agent::metrics_text() const {
   m.counter("shoal_ckpt_received_total", "replicas kept here for peers", static_cast<double>(c.received));
   m.counter("shoal_ckpt_receive_refused_total", "replicas refused (bad stream, checksum, budget)",
             static_cast<double>(c.receive_refused));
+  for (size_t i = 0; i < ckpt_service::kRefusals; ++i) {
+    const std::string cause(ckpt_service::name(static_cast<ckpt_service::Refusal>(i)));
+    const char* help = "checkpoint pushes and fetches refused before any byte moved: not a member of the view, "
+                       "not the member placement sends here, or no view yet";
+    m.counter("shoal_ckpt_unauthorized_total", help, static_cast<double>(c.push_unauthorized[i]),
+              {{"kind", "push"}, {"cause", cause}});
+    m.counter("shoal_ckpt_unauthorized_total", help, static_cast<double>(c.fetch_unauthorized[i]),
+              {{"kind", "fetch"}, {"cause", cause}});
+  }
+  for (size_t i = 0; i < ckpt::kSegmentRefusals; ++i) {
+    const auto cause = static_cast<ckpt::SegmentRefusal>(i);
+    m.counter("shoal_ckpt_segments_refused_total",
+              "objects named like this host's checkpoint segments that were not opened (a link, a FIFO, another "
+              "user's file, a mode others can read), by cause",
+              static_cast<double>(ckpt::refused_segments(cause)), {{"cause", std::string(ckpt::name(cause))}});
+  }
   uint64_t local_bytes = 0, replica_bytes = 0;
   for (const auto& h : checkpoints_->held()) {
     if (h.version) (h.replica ? replica_bytes : local_bytes) += h.version->total_bytes;

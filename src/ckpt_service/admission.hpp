@@ -1,0 +1,32 @@
+// Who may push a replica to this host or fetch a version from it: decided from the committed view, not
+// from what a request claims. A replica is taken only from a member that the view's placement names this
+// host a holder for (a forged "rank 0 of world 1, step 10^9" from anyone else never lands, so it can
+// neither be restored nor push real replicas out as superseded); a fetch is served only to members.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "membership/view.hpp"
+
+namespace shoal::ckpt_service {
+
+enum class Refusal : uint8_t {
+  no_view,     // this agent has not committed a view yet
+  not_member,  // the requester is not in the view
+  not_placed,  // a member, but placement does not send its replicas here
+};
+inline constexpr size_t kRefusals = 3;
+std::string_view name(Refusal r);
+
+// The member a hello names: a trainer's sessions say "member/slot".
+std::string_view member_of(std::string_view hello_name);
+
+// nullopt when `sender` may push replicas to `self` under `view` with `replicas` per version.
+std::optional<Refusal> judge_push(const std::optional<membership::View>& view, std::string_view self,
+                                  std::string_view sender, uint32_t replicas);
+// nullopt when `requester` (a hello name) may fetch from this host under `view`.
+std::optional<Refusal> judge_fetch(const std::optional<membership::View>& view, std::string_view requester);
+
+}  // namespace shoal::ckpt_service
