@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <utility>
 
@@ -20,14 +21,22 @@ struct Holding {
 using ByRank = std::map<uint32_t, std::map<size_t, bool>>;  // rank -> report -> local
 using ByWorld = std::map<uint32_t, ByRank>;
 
-// The world most (report, rank) pairs of the step agree on; the larger on a tie.
-uint32_t majority_world(const ByWorld& worlds) {
-  uint32_t best = 0;
+// The world that the step's local copies agree on: most (report, rank) pairs held locally, the larger
+// on a tie. Only local copies vote: a report's local copies are what its own host's ranks saved, so they
+// are what this view's ranks vouch for; a replica says only what its pusher claimed, and a forged "rank 0
+// of world 1, step 10^9" must neither pick the world nor make a step exist. nullopt when no copy of the
+// step is local anywhere: then no rank of this view saved it. With `replicas_vote` (no report holds any
+// local copy at all) every entry votes, as the only evidence there is.
+std::optional<uint32_t> vouched_world(const ByWorld& worlds, bool replicas_vote) {
+  std::optional<uint32_t> best;
   size_t best_count = 0;
   for (const auto& [world, ranks] : worlds) {
     size_t count = 0;
-    for (const auto& [rank, reports] : ranks) count += reports.size();
-    if (count >= best_count) {  // ascending worlds: >= lets the larger win a tie
+    for (const auto& [rank, reports] : ranks) {
+      count += static_cast<size_t>(
+          std::count_if(reports.begin(), reports.end(), [&](const auto& e) { return e.second || replicas_vote; }));
+    }
+    if (count > 0 && count >= best_count) {  // ascending worlds: >= lets the larger win a tie
       best = world;
       best_count = count;
     }
@@ -51,6 +60,15 @@ ByStep group_by_step(std::span<const HolderReport> reports, uint64_t at_most_ste
   return steps;
 }
 
+// Whether no report holds a local copy of anything: every host's memory was lost (a whole-cluster restart
+// that brought persisted versions back from disk, which come back as replicas), so replicas are all the
+// evidence there is. One real local copy anywhere is enough to take replicas' votes away.
+bool nothing_local(std::span<const HolderReport> reports) {
+  return std::none_of(reports.begin(), reports.end(), [](const HolderReport& r) {
+    return std::any_of(r.held.begin(), r.held.end(), [](const HeldCheckpoint& h) { return h.local; });
+  });
+}
+
 // The reports holding one rank, best first: local copies, then by holder name, address and index.
 std::vector<size_t> ordered_holders(std::span<const HolderReport> reports, const std::map<size_t, bool>& holding) {
   std::vector<Holding> list;
@@ -70,8 +88,11 @@ std::vector<size_t> ordered_holders(std::span<const HolderReport> reports, const
 }  // namespace
 
 std::optional<RestoreChoice> choose_restore(std::span<const HolderReport> reports, uint64_t at_most_step) {
+  const bool replicas_vote = nothing_local(reports);
   for (const auto& [step, worlds] : group_by_step(reports, at_most_step)) {
-    const uint32_t world = majority_world(worlds);
+    const auto vouched = vouched_world(worlds, replicas_vote);
+    if (!vouched) continue;
+    const uint32_t world = *vouched;
     const ByRank& ranks = worlds.at(world);
     // Ranks are below the world, so the step is complete exactly when all of them are present; this
     // also keeps a report claiming a huge world from making us allocate for it.
@@ -87,8 +108,11 @@ std::optional<RestoreChoice> choose_restore(std::span<const HolderReport> report
 std::optional<WorldRestoreChoice> choose_restore_for_world(std::span<const HolderReport> reports,
                                                            uint64_t at_most_step) {
   const auto new_world = static_cast<uint32_t>(reports.size());
+  const bool replicas_vote = nothing_local(reports);
   for (const auto& [step, worlds] : group_by_step(reports, at_most_step)) {
-    const uint32_t world = majority_world(worlds);
+    const auto vouched = vouched_world(worlds, replicas_vote);
+    if (!vouched) continue;
+    const uint32_t world = *vouched;
     const ByRank& ranks = worlds.at(world);
     // Each new rank's source: its host's own saved ranks of this step, handed out in order to the
     // host's new ranks (a host is its address), else the modulo rule.

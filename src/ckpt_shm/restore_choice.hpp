@@ -38,8 +38,15 @@ struct RestoreChoice {
 };
 
 // The newest step S <= at_most_step that can be restored in full: for every rank r in [0, W) some
-// report holds (r, S) saved with world W. W is the world most of step S's entries agree on (each
-// (report, rank) counted once; a tie goes to the larger world); entries of S that disagree with W
+// report holds (r, S) saved with world W. The reports are the committed view's ranks, and only what
+// they saved themselves (local copies) vouches for a step: W is the world most of step S's local
+// entries agree on (each (report, rank) counted once; a tie goes to the larger world), and a step no
+// report holds locally is never chosen, whatever its replicas claim. Replicas only supply the ranks of
+// a vouched (S, W) whose own host is gone. So a forged replica ("rank 0 of world 1, step 10^9") is
+// ignored, and cannot make the real, older steps look superseded. One exception: when no report holds
+// any local copy at all (every host lost its memory and its agent reloaded persisted versions from
+// disk, which are kept as replicas), replicas vote too; the agents' push admission (a member pushes
+// only its own ranks) is then what bounds a forger. Entries of S that disagree with W
 // are ignored, as are entries whose rank is not below their world and entries with world 0.
 //
 // A rank's holders: reports holding it locally first (the origin host's own copy, read from its
@@ -48,7 +55,7 @@ struct RestoreChoice {
 // nullopt when no step is complete.
 std::optional<RestoreChoice> choose_restore(std::span<const HolderReport> reports, uint64_t at_most_step = UINT64_MAX);
 
-// choose_restore for a known new world, preferring for each new rank the version its own host saved:
+// choose_restore for a known new world (the same vouching rule), preferring for each new rank the version its own host saved:
 // reports[r] is new rank r's report (so there are as many reports as new ranks). For a candidate step S
 // of saved world W, new rank r restores the saved rank its host holds locally (its own slot; a host with
 // several new ranks hands its local saved ranks out in order), else source_rank_for(r, new world, W). S

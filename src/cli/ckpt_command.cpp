@@ -1,10 +1,11 @@
 // `shoal ckpt ls`: what a running agent's host holds in shared memory: its ranks' own checkpoint
-// versions and the replicas it keeps for peers.
+// versions and the replicas it keeps for peers. `shoal ckpt gc` lives in ckpt_gc.cpp.
 #include <cinttypes>
 #include <cstdio>
 #include <iostream>
 
 #include "cli/byte_size.hpp"
+#include "cli/ckpt_gc.hpp"
 #include "cli/cli.hpp"
 #include "cli/command_line.hpp"
 #include "cli/control_ask.hpp"
@@ -65,7 +66,9 @@ int ls_command(const std::optional<std::string>& control, const std::optional<st
 int ckpt_command(std::span<const std::string> args) {
   std::optional<std::string> control, name;
   bool json = false, verify = false;
-  auto app = command_app("shoal ckpt", "shoal ckpt ls [--control PATH | --name NAME] [--json] [--verify]",
+  auto app = command_app("shoal ckpt",
+                         "shoal ckpt ls [--control PATH | --name NAME] [--json] [--verify]\n"
+                         "shoal ckpt gc [--yes] [--json] [--min-age SECONDS] [--control PATH]... [--dir DIR]",
                          "In-memory checkpoints of a running agent's host.");
   app->require_subcommand(1);
   CLI::App* ls =
@@ -79,7 +82,24 @@ int ckpt_command(std::span<const std::string> args) {
   add_agent_socket_flags(*ls, control, name);
   ls->add_flag("--json", json, "print the agent's JSON document");
   ls->add_flag("--verify", verify, "verify the data checksums of every sealed version");
+  GcOptions gc_opt;
+  CLI::App* gc = add_command(
+      *app, "gc", "shoal ckpt gc [--yes] [--json] [--min-age SECONDS] [--control PATH]... [--dir DIR]",
+      "List (and with --yes remove) what a crashed job left in /dev/shm: objects named like shoal's segments\n"
+      "(shoal.JOB.rN.vN slots, shoal.JOB.pN.sN replicas and spares) of a job that no live agent on this host\n"
+      "uses. An agent is live when it answers ckpt-ls on its control socket (the default socket directories,\n"
+      "and every --control given). Never removed: another user's object or anything that is not a regular\n"
+      "file (refused), a live agent's store (in_use), an object modified in the last --min-age seconds\n"
+      "(too_young: a trainer may be starting before its agent). Prints each object with its verdict.\n"
+      "Exit status: 0 on success, 1 when an object could not be removed, 2 on a usage error.");
+  gc->add_flag("--yes", gc_opt.yes, "remove what is marked \"would remove\" (default: only list)");
+  gc->add_flag("--json", gc_opt.json, "print one JSON document");
+  gc->add_option("--min-age", gc_opt.min_age_s, "keep objects modified less than this many seconds ago (default 60)")
+      ->check(CLI::NonNegativeNumber);
+  gc->add_option("--control", gc_opt.controls, "also ask the agent at this control socket (repeatable)");
+  gc->add_option("--dir", gc_opt.dir, "where the segments are (default /dev/shm)");
   if (auto done = parse_command(*app, args)) return *done;
+  if (gc->parsed()) return gc_command(gc_opt);
   return ls_command(control, name, json, verify);
 }
 

@@ -240,3 +240,92 @@ TEST_CASE("a host with several new ranks hands its local saved ranks out in orde
   CHECK(w->sources == std::vector<uint32_t>{2, 3});
   CHECK_FALSE(choose_restore_for_world(std::vector<HolderReport>{}).has_value());
 }
+
+// Forged replicas: a member that placement sends to can push any version header it likes. Only what the
+// view's own ranks saved (local copies) vouches for a step and its world; replicas only fill in ranks.
+TEST_CASE("a forged world size in replicas neither picks the world nor makes a step complete") {
+  // Step 100 was saved by a world of 2 (a: rank 0, b: rank 1). Three hosts hold a forged "rank 0 of
+  // world 1, step 100": by count it would outvote the real world, and it is complete on its own.
+  const std::vector<HolderReport> reports = {
+      report("a", {local(0, 100, 2), replica(0, 100, 1)}),
+      report("b", {local(1, 100, 2), replica(0, 100, 1)}),
+      report("c", {replica(0, 100, 1)}),
+  };
+  auto c = choose_restore(reports);
+  REQUIRE(c.has_value());
+  CHECK(c->step == 100);
+  CHECK(c->world == 2);
+  CHECK(by_name(*c, reports) == Names{{"a"}, {"b"}});
+  auto w = choose_restore_for_world(reports);
+  REQUIRE(w.has_value());
+  CHECK(w->choice.world == 2);
+  CHECK(w->sources == std::vector<uint32_t>{0, 1, 0});
+}
+
+TEST_CASE("forged ranks outside the world the view saved are ignored") {
+  // The view's ranks saved step 50 in a world of 2; c holds a whole forged world of 6 for step 50 and
+  // of 8 for step 60, every rank of it as a replica.
+  std::vector<HeldCheckpoint> forged;
+  for (uint32_t r = 0; r < 6; ++r) forged.push_back(replica(r, 50, 6));
+  for (uint32_t r = 0; r < 8; ++r) forged.push_back(replica(r, 60, 8));
+  const std::vector<HolderReport> reports = {report("a", {local(0, 50, 2)}), report("b", {local(1, 50, 2)}),
+                                             report("c", forged)};
+  auto c = choose_restore(reports);
+  REQUIRE(c.has_value());
+  CHECK(c->step == 50);
+  CHECK(c->world == 2);
+  CHECK(c->holders.size() == 2);
+  auto w = choose_restore_for_world(reports);
+  REQUIRE(w.has_value());
+  CHECK(w->choice.step == 50);
+  CHECK(w->choice.world == 2);
+  CHECK(w->sources == std::vector<uint32_t>{0, 1, 0});
+}
+
+TEST_CASE("a forged huge step held by one host while no rank saved it leaves the real steps chosen") {
+  constexpr uint64_t kHuge = 1'000'000'000;
+  SUBCASE("the forger's world is complete in replicas") {
+    const std::vector<HolderReport> reports = {
+        report("a", {local(0, 10, 3), local(0, 20, 3)}),
+        report("b", {local(1, 10, 3), local(1, 20, 3)}),
+        report("c", {local(2, 10, 3), local(2, 20, 3), replica(0, kHuge, 1), replica(0, kHuge + 1, 3),
+                     replica(1, kHuge + 1, 3), replica(2, kHuge + 1, 3)}),
+    };
+    auto c = choose_restore(reports);
+    REQUIRE(c.has_value());
+    CHECK(c->step == 20);
+    CHECK(by_name(*c, reports) == Names{{"a"}, {"b"}, {"c"}});
+    auto w = choose_restore_for_world(reports);
+    REQUIRE(w.has_value());
+    CHECK(w->choice.step == 20);
+    CHECK(w->sources == std::vector<uint32_t>{0, 1, 2});
+  }
+  SUBCASE("a dead host's real replica is still used, however many newer forged steps sit beside it") {
+    // b died after step 20; a holds its own rank 0 and b's rank 1 as a replica, and two forged newer
+    // steps of rank 1 that would have counted as superseding it.
+    const std::vector<HolderReport> reports = {
+        report("a", {local(0, 20, 2), replica(1, 20, 2), replica(1, kHuge, 2), replica(1, kHuge + 1, 2),
+                     replica(0, kHuge, 2), replica(0, kHuge + 1, 2)}),
+        report("n", {}),
+    };
+    auto c = choose_restore(reports);
+    REQUIRE(c.has_value());
+    CHECK(c->step == 20);
+    CHECK(by_name(*c, reports) == Names{{"a"}, {"a"}});
+    auto w = choose_restore_for_world(reports);
+    REQUIRE(w.has_value());
+    CHECK(w->choice.step == 20);
+    CHECK(w->sources == std::vector<uint32_t>{0, 1});
+  }
+  SUBCASE("a step held only as replicas is not restored while any report holds a local copy") {
+    const std::vector<HolderReport> reports = {report("a", {replica(0, 7, 1), local(0, 3, 2)}),
+                                               report("b", {replica(0, 7, 1), replica(1, 3, 2)})};
+    CHECK(choose_restore(reports)->step == 3);
+    CHECK(choose_restore_for_world(reports)->choice.step == 3);
+  }
+  SUBCASE("with no local copy anywhere (every host's memory lost, versions reloaded from disk) replicas vote") {
+    const std::vector<HolderReport> reports = {report("a", {replica(0, 7, 2)}), report("b", {replica(1, 7, 2)})};
+    CHECK(choose_restore(reports)->step == 7);
+    CHECK(choose_restore_for_world(reports)->choice.step == 7);
+  }
+}

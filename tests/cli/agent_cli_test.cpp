@@ -2,6 +2,7 @@
 // failures (exit 1: port in use, control socket taken, join timeout), the control socket's
 // handling of stale files and garbage requests, and both output formats of `shoal members`.
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -372,4 +373,53 @@ TEST_CASE("keygen --output writes a new key file with mode 0600 and never overwr
   const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
   CHECK(contains(text, "cluster key from SHOAL_KEY_FILE"));
   CHECK_FALSE(contains(text, "the cluster is open"));
+}
+
+TEST_CASE("shoal ckpt gc removes a dead job's segments, keeps a live agent's, and lists before --yes") {
+  AgentCluster c;
+  auto& a = c.start("a");
+  const auto ls = run_shoal({"ckpt", "ls", "--control", a.control, "--json"});
+  REQUIRE(ls.exit_code == 0);
+  const auto key = ls.out.find("\"store\":\"");
+  REQUIRE(key != std::string::npos);
+  const auto start = key + std::strlen("\"store\":\"");
+  const std::string live = ls.out.substr(start, ls.out.find('"', start) - start);
+  REQUIRE_FALSE(live.empty());
+
+  // A scratch directory stands in for /dev/shm, so that no other test's segments are at stake.
+  TempDir shm;
+  TempDir sockets;
+  make_stale_socket(sockets.path() + "/gone.sock");  // a crashed agent's socket: not live
+  const auto old_file = [&](const std::string& name) {
+    std::ofstream(shm.path() + "/" + name) << "bytes";
+    const timespec times[2] = {{0, UTIME_OMIT}, {::time(nullptr) - 3600, 0}};
+    REQUIRE(::utimensat(AT_FDCWD, (shm.path() + "/" + name).c_str(), times, 0) == 0);
+  };
+  old_file("shoal." + live + ".r0.v0");
+  old_file("shoal.crashedjob.r0.v1");
+  old_file("shoal.crashedjob.p2.s40");
+  old_file("not-shoals");
+  REQUIRE(::symlink("/etc/hostname", (shm.path() + "/shoal.crashedjob.r1.v0").c_str()) == 0);
+  const std::vector<std::string> base = {"ckpt", "gc", "--dir", shm.path(), "--control", a.control,
+                                         "--control", sockets.path() + "/gone.sock"};
+
+  auto args = base;
+  const auto listed = run_shoal(args);
+  INFO(listed.out << listed.err);
+  CHECK(listed.exit_code == 0);
+  CHECK(contains(listed.out, "would remove"));
+  CHECK(contains(listed.out, "in_use"));
+  CHECK(exists(shm.path() + "/shoal.crashedjob.r0.v1"));  // nothing removed without --yes
+
+  args.insert(args.end(), {"--yes", "--json"});
+  const auto removed = run_shoal(args);
+  INFO(removed.out << removed.err);
+  CHECK(removed.exit_code == 0);
+  CHECK(contains(removed.out, "\"live_stores\":[\"" + live + "\"]"));
+  CHECK(contains(removed.out, "\"verdict\":\"refused\""));
+  CHECK_FALSE(exists(shm.path() + "/shoal.crashedjob.r0.v1"));
+  CHECK_FALSE(exists(shm.path() + "/shoal.crashedjob.p2.s40"));
+  CHECK(exists(shm.path() + "/shoal." + live + ".r0.v0"));     // the live agent's
+  CHECK(exists(shm.path() + "/shoal.crashedjob.r1.v0"));        // a link is never shoal's to remove
+  CHECK(exists(shm.path() + "/not-shoals"));
 }
