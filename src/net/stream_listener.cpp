@@ -17,6 +17,9 @@
 #include "wire/sealed_packet.hpp"
 
 namespace shoal::net {
+namespace {
+class StreamSession;
+}
 
 struct StreamListener::Shared {
   struct Channel {
@@ -33,7 +36,9 @@ struct StreamListener::Shared {
   std::string own_addr;               // the advertised address, a destination hellos may name
   wire::RejectCounters rejected;
   log::WarnLimiter warn{std::chrono::seconds(10)};
-  size_t active = 0;
+  ConnectionBudget budget{ConnectionCaps{}};
+  // The live sessions by ticket, so that an admission can close the one it evicts.
+  std::map<ConnectionBudget::Ticket, std::weak_ptr<StreamSession>> sessions;
 
   void reject(wire::RejectCause cause, const std::string& remote, const std::string& detail) {
     rejected.add(cause);
@@ -56,21 +61,62 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
     boost::system::error_code ec;
     const auto ep = socket_.remote_endpoint(ec);
     remote_ = ec ? std::string("?") : ip_port_text(ep.address(), ep.port());
-    ++shared_->active;
+    source_ = ec ? std::string("?") : ep.address().to_string();
   }
 
+  // Admitted into the unauthenticated budget (perhaps closing an older unauthenticated connection), with
+  // the hello deadline running.
   void start() {
     auto self = shared_from_this();
-    timer_.expires_after(shared_->limits.connection_timeout);
-    timer_.async_wait([self](boost::system::error_code ec) {
-      if (ec || self->done_) return;
-      self->fail(wire::RejectCause::truncated, "no complete exchange within the time limit");
-    });
+    const auto admission = shared_->budget.admit(source_);
+    ticket_ = admission.ticket;
+    shared_->sessions[ticket_] = self;
+    if (admission.evict) {
+      if (const auto it = shared_->sessions.find(*admission.evict); it != shared_->sessions.end()) {
+        if (auto older = it->second.lock()) {
+          older->fail(wire::RejectCause::overloaded,
+                      "unauthenticated connection closed for a newer one (caps: " +
+                          std::to_string(shared_->budget.caps().unauthenticated_per_source) + " per address, " +
+                          std::to_string(shared_->budget.caps().unauthenticated_total) + " in all)");
+        }
+      }
+    }
+    arm_deadline(shared_->limits.hello_timeout, "no finished hello within the time limit");
     async_read_frame(socket_, kMaxHelloBytes + wire::kSealOverheadBytes + wire::kHandshakeHelloPrefixBytes,
                      [self](Result<wire::Frame, FrameReadError> r) { self->on_hello(std::move(r)); });
   }
 
+  // Closes the connection for a budget (counted and logged as `cause`).
+  void fail(wire::RejectCause cause, const std::string& detail) {
+    if (done_) return;
+    shared_->reject(cause, remote_, detail);
+    finish();
+  }
+
  private:
+  // (Re)arms the connection's one deadline; a stale expiry (cancelled by a re-arm) does nothing.
+  void arm_deadline(std::chrono::milliseconds after, const char* what) {
+    auto self = shared_from_this();
+    const uint64_t token = ++deadline_token_;
+    timer_.expires_after(after);
+    timer_.async_wait([self, token, what](boost::system::error_code ec) {
+      if (ec || self->done_ || token != self->deadline_token_) return;
+      self->fail(wire::RejectCause::truncated, what);
+    });
+  }
+
+  // The hello (open cluster) or the handshake's proof (keyed) checked out: the connection moves from the
+  // unauthenticated budget to the authenticated one, with the exchange's own deadline.
+  bool authenticated() {
+    if (!shared_->budget.authenticate(ticket_)) {
+      fail(wire::RejectCause::overloaded, "authenticated connection cap (" +
+                                              std::to_string(shared_->budget.caps().authenticated) + ") reached");
+      return false;
+    }
+    arm_deadline(shared_->limits.connection_timeout, "no complete exchange within the time limit");
+    return true;
+  }
+
   bool keyed() const { return shared_->seal && shared_->seal->keyed(); }
 
   void on_hello(Result<wire::Frame, FrameReadError> r) {
@@ -104,6 +150,8 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
     peer_.hello = std::move(*hello);
     peer_.remote = remote_;
     if (handshake_) return send_handshake_reply();
+    // An open cluster has nothing to prove: a well-formed hello of this cluster is all there is.
+    if (!authenticated()) return;
     read_request();
   }
 
@@ -128,6 +176,7 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
     if (!keys) return fail(keys.error().cause, "handshake: " + keys.error().detail);
     frames_ = std::make_unique<wire::SealedFrames>(*keys);
     handshake_.reset();
+    if (!authenticated()) return;
     read_request();
   }
 
@@ -173,11 +222,17 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
 
   // The answer comes later: the deadline becomes the channel's max_wait, and a one-byte read notices a
   // peer that closes while waiting (a client that gave up), so the handler can forget the request.
+  // The wait is held in the waiting budget, outside the authenticated one.
   void start_async(const StreamListener::Shared::Channel& channel, std::span<const std::byte> request) {
     auto self = shared_from_this();
+    if (!shared_->budget.park(ticket_)) {
+      return fail(wire::RejectCause::overloaded,
+                  "waiting request cap (" + std::to_string(shared_->budget.caps().waiting) + ") reached");
+    }
+    const uint64_t token = ++deadline_token_;
     timer_.expires_after(channel.max_wait);
-    timer_.async_wait([self](boost::system::error_code ec) {
-      if (ec || self->done_) return;
+    timer_.async_wait([self, token](boost::system::error_code ec) {
+      if (ec || self->done_ || token != self->deadline_token_) return;
       self->finish();
     });
     socket_.async_read_some(asio::buffer(probe_byte_), [self](boost::system::error_code, size_t) {
@@ -195,7 +250,7 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
     if (fd < 0) return finish();
     replied_ = true;
     done_ = true;
-    --shared_->active;
+    leave_budget();
     boost::system::error_code ignored;
     timer_.cancel();
     socket_.close(ignored);
@@ -222,16 +277,15 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
     }
   }
 
-  void fail(wire::RejectCause cause, const std::string& detail) {
-    if (done_) return;
-    shared_->reject(cause, remote_, detail);
-    finish();
+  void leave_budget() {
+    shared_->budget.release(ticket_);
+    shared_->sessions.erase(ticket_);
   }
 
   void finish() {
     if (done_) return;
     done_ = true;
-    --shared_->active;
+    leave_budget();
     if (!replied_ && on_abandon_) {
       auto abandon = std::move(on_abandon_);
       abandon();
@@ -247,6 +301,9 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
   std::shared_ptr<StreamListener::Shared> shared_;
   asio::steady_timer timer_;
   std::string remote_;
+  std::string source_;  // the remote address without its port: what the per-address cap counts
+  ConnectionBudget::Ticket ticket_ = 0;
+  uint64_t deadline_token_ = 0;  // the deadline armed last; an expiry of an earlier one is stale
   StreamPeer peer_;
   std::vector<std::byte> out_;
   std::array<char, 1> probe_byte_{};
@@ -263,6 +320,7 @@ StreamListener::StreamListener(tcp::acceptor acceptor, std::string cluster_id, L
     : acceptor_(std::move(acceptor)), retry_timer_(acceptor_.get_executor()), shared_(std::make_shared<Shared>()) {
   shared_->cluster_id = std::move(cluster_id);
   shared_->limits = limits;
+  shared_->budget = ConnectionBudget(limits.caps);
 }
 
 StreamListener::~StreamListener() { close(); }
@@ -283,6 +341,8 @@ void StreamListener::add_takeover_channel(wire::Hello::Channel channel, size_t m
 }
 
 const wire::RejectCounters& StreamListener::rejected() const { return shared_->rejected; }
+
+const ConnectionBudget& StreamListener::budget() const { return shared_->budget; }
 
 void StreamListener::set_seal(std::shared_ptr<ClusterSeal> seal, std::string own_addr) {
   shared_->seal = std::move(seal);
@@ -315,16 +375,10 @@ void StreamListener::accept_next() {
       });
       return;
     }
-    if (shared->active >= shared->limits.max_connections) {
-      boost::system::error_code ignored;
-      socket.close(ignored);
-      if (shared->warn.admit("connection limit", log::WarnLimiter::Clock::now())) {
-        log::get(log::Component::agent).warn("tcp: {} connections open; refusing new ones", shared->active);
-      }
-    } else {
-      net::cap_retransmission_backoff(socket.native_handle());
-      std::make_shared<StreamSession>(std::move(socket), shared)->start();
-    }
+    // Every connection is admitted: the budget closes an older unauthenticated one when it must
+    // (net/connection_budget.hpp), never an authenticated one.
+    net::cap_retransmission_backoff(socket.native_handle());
+    std::make_shared<StreamSession>(std::move(socket), shared)->start();
     accept_next();
   });
 }

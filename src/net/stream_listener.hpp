@@ -17,6 +17,7 @@
 
 #include "base/warn_limiter.hpp"
 #include "net/blocking_conn.hpp"
+#include "net/connection_budget.hpp"
 #include "net/stream_hello.hpp"
 #include "wire/reject.hpp"
 
@@ -46,8 +47,12 @@ class StreamListener {
   using TakeoverHandler = std::function<void(const StreamPeer&, std::span<const std::byte> request, BlockingConn conn)>;
 
   struct Limits {
-    std::chrono::milliseconds connection_timeout{5000};  // hello, request and reply together
-    size_t max_connections = 128;                        // beyond this, new connections are closed at once
+    // From accept to a finished hello (keyed: the handshake's proof). Short, because an unauthenticated
+    // connection holds a slot of the unauthenticated budget; a member needs one or two round trips.
+    std::chrono::milliseconds hello_timeout{1000};
+    // From authentication to the reply of a request/response exchange (request and reply together).
+    std::chrono::milliseconds connection_timeout{5000};
+    ConnectionCaps caps;  // net/connection_budget.hpp: unauthenticated, authenticated and waiting apart
   };
 
   StreamListener(asio::ip::tcp::acceptor acceptor, std::string cluster_id, Limits limits);
@@ -76,6 +81,8 @@ class StreamListener {
   // Refusals found by the agent's shell, not the gossip core: bad hellos, oversized or truncated frames,
   // unknown channels, timeouts, and datagrams the cluster key refused (counted through count_rejected).
   const wire::RejectCounters& rejected() const;
+  // The connections held now, by budget (unauthenticated, authenticated, waiting).
+  const ConnectionBudget& budget() const;
   // Counts and logs (rate limited per cause) one refused input from `remote`.
   void count_rejected(wire::RejectCause cause, const std::string& remote, const std::string& detail);
 

@@ -16,6 +16,7 @@ std::string_view name(RejectCause c) {
     case RejectCause::replayed: return "replayed";
     case RejectCause::stale: return "stale";
     case RejectCause::wrong_destination: return "wrong_destination";
+    case RejectCause::overloaded: return "overloaded";
     case RejectCause::count_: break;
   }
   return "unknown";

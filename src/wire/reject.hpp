@@ -20,6 +20,7 @@ enum class RejectCause : uint8_t {
   replayed,           // a sealed input delivered before (anti-replay window)
   stale,              // a sealed input sent too long ago or too far in the future (clocks, or a replay)
   wrong_destination,  // a sealed input that names another host as its destination (captured and resent)
+  overloaded,         // over a cap: a connection budget, or a message with more members/labels than allowed
   count_
 };
 inline constexpr size_t kRejectCauses = static_cast<size_t>(RejectCause::count_);
