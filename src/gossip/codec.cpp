@@ -222,6 +222,13 @@ bool valid(const pb::Update& u) {
   if (u.name().size() > MemberTable::kMaxNameBytes || u.addr().size() > MemberTable::kMaxNameBytes) return false;
   if (!pb::MemberState_IsValid(u.state())) return false;
   if (u.state() == pb::ALIVE && u.addr().empty()) return false;
+  if (u.host().size() > MemberTable::kMaxHostBytes) return false;
+  if (static_cast<size_t>(u.labels_size()) > MemberTable::kMaxLabels) return false;
+  for (const auto& l : u.labels()) {
+    if (l.key().size() > MemberTable::kMaxLabelKeyBytes || l.value().size() > MemberTable::kMaxLabelValueBytes) {
+      return false;
+    }
+  }
   return true;
 }
 

@@ -100,6 +100,14 @@ class MemberTable {
  public:
   // Longest name or address a record holds; valid() refuses updates with longer ones.
   static constexpr size_t kMaxNameBytes = 1024;
+  // Caps on a record's metadata and on a push-pull state, so that a peer cannot make every member hold
+  // (and re-gossip) arbitrary amounts of it; valid() and merge_state() refuse what exceeds them. A state
+  // of more members than this is refused whole (the largest cluster shoal is tested at is 10,000).
+  static constexpr size_t kMaxHostBytes = 255;  // a DNS name's limit
+  static constexpr size_t kMaxLabels = 64;
+  static constexpr size_t kMaxLabelKeyBytes = 128;
+  static constexpr size_t kMaxLabelValueBytes = 1024;
+  static constexpr size_t kMaxStateMembers = 65536;
 
   struct Outcome {
     Verdict verdict = Verdict::stale;

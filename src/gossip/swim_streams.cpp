@@ -104,6 +104,13 @@ SwimCore::ReconnectScan SwimCore::scan_for_reconnect() const {
 }
 
 void SwimCore::merge_state(const pb::FullState& state, const std::string& peer) {
+  if (static_cast<size_t>(state.members_size()) > MemberTable::kMaxStateMembers) {
+    log_reject(wire::DecodeError{wire::RejectCause::overloaded,
+                                 std::to_string(state.members_size()) + " members > " +
+                                     std::to_string(MemberTable::kMaxStateMembers)},
+               "a state");
+    return;
+  }
   bool logged = false;
   for (const pb::Update& u : state.members()) {
     if (!valid(u)) {

@@ -1,6 +1,7 @@
 // The gossip codec: updates and probe messages survive the round trip, packets assembled from
 // pre-encoded pieces equal wire::encode_packet's, and bad bodies are refused as malformed.
 #include "gossip/codec.hpp"
+#include "gossip/member_table.hpp"
 
 #include <doctest/doctest.h>
 
@@ -115,6 +116,36 @@ TEST_CASE("gossip bodies that do not parse or carry invalid updates are malforme
     u.set_addr("x:1");
     env.set_gossip(encode_update_entry(u));
   }
+  SUBCASE("an update with more labels than a record may hold") {
+    pb::Update u;
+    u.set_name("x");
+    u.set_generation(1);
+    u.set_addr("x:1");
+    for (size_t i = 0; i <= MemberTable::kMaxLabels; ++i) {
+      auto* l = u.add_labels();
+      l->set_key("k" + std::to_string(i));
+      l->set_value("v");
+    }
+    env.set_gossip(encode_update_entry(u));
+  }
+  SUBCASE("an update with a label value over its cap") {
+    pb::Update u;
+    u.set_name("x");
+    u.set_generation(1);
+    u.set_addr("x:1");
+    auto* l = u.add_labels();
+    l->set_key("k");
+    l->set_value(std::string(MemberTable::kMaxLabelValueBytes + 1, 'v'));
+    env.set_gossip(encode_update_entry(u));
+  }
+  SUBCASE("an update with a host name over its cap") {
+    pb::Update u;
+    u.set_name("x");
+    u.set_generation(1);
+    u.set_addr("x:1");
+    u.set_host(std::string(MemberTable::kMaxHostBytes + 1, 'h'));
+    env.set_gossip(encode_update_entry(u));
+  }
   SUBCASE("a ping-req without a target") {
     pb::Packet p;
     p.mutable_ping_req()->set_seq(1);
@@ -123,6 +154,22 @@ TEST_CASE("gossip bodies that do not parse or carry invalid updates are malforme
   auto r = decode_gossip(env);
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().cause == wire::RejectCause::malformed);
+}
+
+TEST_CASE("an update at every metadata cap is accepted") {
+  wire::Envelope env = wire::make_envelope("job", "n", 1, "");
+  pb::Update u;
+  u.set_name(std::string(MemberTable::kMaxNameBytes, 'n'));
+  u.set_generation(1);
+  u.set_addr("x:1");
+  u.set_host(std::string(MemberTable::kMaxHostBytes, 'h'));
+  for (size_t i = 0; i < MemberTable::kMaxLabels; ++i) {
+    auto* l = u.add_labels();
+    l->set_key(std::string(MemberTable::kMaxLabelKeyBytes - 4, 'k') + std::to_string(1000 + i));
+    l->set_value("v");
+  }
+  env.set_gossip(encode_update_entry(u));
+  CHECK(decode_gossip(env).ok());
 }
 
 TEST_CASE("an envelope without a gossip body is malformed for the gossip core") {
