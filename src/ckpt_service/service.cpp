@@ -138,7 +138,10 @@ void CheckpointService::flush_persisted() {
 bool CheckpointService::persisting() const { return persister_ && persister_->busy(); }
 
 TransferLimits CheckpointService::limits(const std::atomic<bool>* cancel) const {
-  return TransferLimits{.stall_timeout = cfg_.stall_timeout, .cancel = cancel ? cancel : &stopping_};
+  return TransferLimits{.stall_timeout = cfg_.stall_timeout,
+                        .floor_bytes_per_s = cfg_.transfer_floor_bytes_per_s,
+                        .whole_allowance = cfg_.transfer_allowance,
+                        .cancel = cancel ? cancel : &stopping_};
 }
 
 void CheckpointService::settle_inherited(const membership::View& view) {

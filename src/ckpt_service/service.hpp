@@ -42,6 +42,9 @@ struct CheckpointConfig {
   uint32_t max_transfers = 8;  // concurrent inbound transfers; more are refused (the sender retries later)
   uint32_t keep_per_rank = 2;  // replicas kept of each peer rank, newest steps
   std::chrono::milliseconds stall_timeout{10'000};
+  // A whole transfer's deadline: this allowance plus its announced bytes at this floor rate (transfer.hpp).
+  uint64_t transfer_floor_bytes_per_s = kTransferFloorBytesPerS;
+  std::chrono::milliseconds transfer_allowance{30'000};
   std::string persist_dir;    // also persist each local rank's newest version here; empty: not at all
   uint32_t persist_keep = 2;  // steps kept per rank in persist_dir
   // The share of the time the replicator may spend streaming (1..100 percent): after a push that took

@@ -2,6 +2,9 @@
 // for the version itself (sealed data frames in a keyed cluster, opened in place where they land).
 #include "ckpt_service/transfer.hpp"
 
+#include <algorithm>
+#include <string>
+
 #include "ckpt_shm/version_stream.hpp"
 #include "net/blocking_open.hpp"
 #include "net/stream_hello.hpp"
@@ -12,6 +15,29 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 Clock::time_point stall_deadline(const TransferLimits& limits) { return Clock::now() + limits.stall_timeout; }
+
+// When a whole transfer of `bytes` that began at `start` must have ended (transfer.hpp: TransferLimits).
+struct WholeDeadline {
+  Clock::time_point at;
+  uint64_t bytes = 0;
+
+  WholeDeadline(const TransferLimits& limits, uint64_t stream_bytes, Clock::time_point start) : bytes(stream_bytes) {
+    const uint64_t floor = std::max<uint64_t>(limits.floor_bytes_per_s, 1);
+    // Milliseconds, saturating well before the clock's range ends: an absurd announced size is refused
+    // elsewhere, and must not overflow here.
+    const uint64_t ms = std::min<uint64_t>(stream_bytes / floor * 1000 + stream_bytes % floor * 1000 / floor,
+                                           uint64_t{1} << 40);
+    at = start + limits.whole_allowance + std::chrono::milliseconds(ms);
+  }
+  // The deadline of one read or write: no progress for stall_timeout, or the whole transfer's end.
+  Clock::time_point step(const TransferLimits& limits) const { return std::min(stall_deadline(limits), at); }
+  bool passed() const { return Clock::now() >= at; }
+  std::string why(const TransferLimits& limits) const {
+    return "the whole transfer of " + std::to_string(bytes) + " bytes did not finish within its deadline (" +
+           std::to_string(limits.whole_allowance.count()) + " ms + the bytes at " +
+           std::to_string(limits.floor_bytes_per_s) + " B/s)";
+  }
+};
 
 void mark(const TransferLimits& limits, Clock::time_point TransferPhases::*phase) {
   if (limits.phases != nullptr) limits.phases->*phase = Clock::now();
@@ -43,14 +69,16 @@ Result<wire::CkptResponse> read_response(net::BlockingConn& conn, const Transfer
 // slow one. And the data passing through user space in slices is what sealing the stream needs: each
 // slice can be encrypted on its way out at the cipher's own cost, which sendfile could never offer.
 Status send_stream(net::BlockingConn& conn, std::span<const std::byte> segment, const ckpt::VersionInfo& info,
-                   const TransferLimits& limits) {
+                   const TransferLimits& limits, const WholeDeadline& whole) {
   // Writes of at most this much each, so the stall deadline means "no progress", not "slow". 4 MiB is
   // also what the raw TCP baseline writes (shoal-bench-ckpt); larger writes measured no faster.
   constexpr size_t kSlice = 4u << 20;
   for (const auto piece : ckpt::stream_pieces(segment, info)) {
     for (size_t off = 0; off < piece.size(); off += kSlice) {
       const auto part = piece.subspan(off, std::min(kSlice, piece.size() - off));
-      if (auto r = conn.write_data(part, stall_deadline(limits)); !r) return r;
+      if (auto r = conn.write_data(part, whole.step(limits)); !r) {
+        return whole.passed() ? fail(whole.why(limits)) : r;
+      }
     }
   }
   return Ok{};
@@ -60,7 +88,8 @@ Status send_stream(net::BlockingConn& conn, std::span<const std::byte> segment, 
 // destination(s) whenever it asks (once for a segment, more often for a scattered receive).
 Result<ckpt::VersionInfo> receive_stream(net::BlockingConn& conn, uint64_t stream_bytes,
                                          const std::function<Status(ckpt::VersionReceiver&)>& place,
-                                         const TransferLimits& limits) {
+                                         const TransferLimits& limits, Clock::time_point start) {
+  const WholeDeadline whole(limits, stream_bytes, start);
   ckpt::VersionReceiver receiver;
   while (true) {
     if (receiver.complete()) {  // a version without data bytes completes at attach
@@ -69,8 +98,8 @@ Result<ckpt::VersionInfo> receive_stream(net::BlockingConn& conn, uint64_t strea
     }
     const auto into = receiver.next();
     if (into.empty()) return fail("the receiver expects no more bytes before it is complete");
-    auto n = conn.read_data(into, stall_deadline(limits));
-    if (!n) return fail(n.error().message);
+    auto n = conn.read_data(into, whole.step(limits));
+    if (!n) return fail(whole.passed() ? whole.why(limits) : n.error().message);
     auto progress = receiver.advance(*n);
     if (!progress) {
       return fail(std::string("refused: ") + std::string(ckpt::name(progress.error().cause)) + ": " +
@@ -130,6 +159,7 @@ Result<PushOutcome> push_version(const TransferPeer& peer, std::span<const std::
   request.set_rank(info.id.rank);
   request.set_step(info.id.step);
   request.set_stream_bytes(ckpt::stream_bytes(info));
+  const auto start = Clock::now();
   auto conn = open(peer, request, limits);
   if (!conn) return fail(conn.error().message);
   auto first = read_response(*conn, limits, "to the push");
@@ -137,7 +167,9 @@ Result<PushOutcome> push_version(const TransferPeer& peer, std::span<const std::
   if (first->status() == wire::CkptResponse::ALREADY_HELD) return PushOutcome::already_held;
   if (first->status() != wire::CkptResponse::ACCEPT) return fail("refused: " + first->message());
   mark(limits, &TransferPhases::answered);
-  if (auto r = send_stream(*conn, segment, info, limits); !r) return fail(r.error().message);
+  if (auto r = send_stream(*conn, segment, info, limits, WholeDeadline(limits, request.stream_bytes(), start)); !r) {
+    return fail(r.error().message);
+  }
   mark(limits, &TransferPhases::streamed);
   auto last = read_response(*conn, limits, "after the stream");
   if (!last) return fail(last.error().message);
@@ -157,6 +189,7 @@ Result<ckpt::VersionInfo> fetch_with(const TransferPeer& peer, std::string_view 
   request.set_job(std::string(job));
   request.set_rank(rank);
   request.set_step(step);
+  const auto start = Clock::now();
   auto conn = open(peer, request, limits);
   if (!conn) return fail(conn.error().message);
   auto answer = read_response(*conn, limits, "to the fetch");
@@ -174,7 +207,7 @@ Result<ckpt::VersionInfo> fetch_with(const TransferPeer& peer, std::string_view 
     }
     return place(receiver);
   };
-  auto info = receive_stream(*conn, answer->stream_bytes(), checked, limits);
+  auto info = receive_stream(*conn, answer->stream_bytes(), checked, limits, start);
   if (!info) return info;
   if (limits.phases != nullptr) limits.phases->done = limits.phases->streamed;
   return info;
@@ -204,6 +237,7 @@ Result<ckpt::VersionInfo> serve_push(net::BlockingConn& conn, const wire::CkptRe
                                      const std::function<Result<bool>()>& accept, const ReceiveDestination& destination,
                                      const std::function<Status(const ckpt::VersionInfo&)>& kept,
                                      const TransferLimits& limits) {
+  const auto start = Clock::now();
   auto take = accept();
   if (!take) {
     (void)send_ckpt_response(conn, wire::CkptResponse::REFUSED, take.error().message, limits);
@@ -222,7 +256,7 @@ Result<ckpt::VersionInfo> serve_push(net::BlockingConn& conn, const wire::CkptRe
     }
     return destination(info);
   };
-  auto info = receive_stream(conn, request.stream_bytes(), into_one(checked), limits);
+  auto info = receive_stream(conn, request.stream_bytes(), into_one(checked), limits, start);
   if (!info) {
     (void)send_ckpt_response(conn, wire::CkptResponse::REFUSED, info.error().message, limits);
     return info;
@@ -240,8 +274,10 @@ Status serve_fetch(net::BlockingConn& conn, std::span<const std::byte> segment, 
   if (info == nullptr || segment.empty()) {
     return send_ckpt_response(conn, wire::CkptResponse::NOT_HELD, "", limits);
   }
-  if (auto r = send_ckpt_response(conn, wire::CkptResponse::OK, "", limits, ckpt::stream_bytes(*info)); !r) return r;
-  return send_stream(conn, segment, *info, limits);
+  const auto start = Clock::now();
+  const uint64_t bytes = ckpt::stream_bytes(*info);
+  if (auto r = send_ckpt_response(conn, wire::CkptResponse::OK, "", limits, bytes); !r) return r;
+  return send_stream(conn, segment, *info, limits, WholeDeadline(limits, bytes, start));
 }
 
 }  // namespace shoal::ckpt_service

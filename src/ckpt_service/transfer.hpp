@@ -43,9 +43,20 @@ struct TransferPhases {
   Clock::time_point done;      // push: the peer said it stored the version; fetch: as streamed
 };
 
+// The floor rate of a whole transfer's deadline: 16 MiB/s (134 Mbit/s), far below any network a
+// training cluster runs on and below a sealed stream on one busy core, so only a peer that holds a
+// transfer open on purpose (or a link that is all but dead) meets it.
+inline constexpr uint64_t kTransferFloorBytesPerS = 16u << 20;
+
 struct TransferLimits {
   // A transfer fails when no byte moves for this long (a dead or wedged peer).
   std::chrono::milliseconds stall_timeout{10'000};
+  // And the whole transfer must end within whole_allowance + announced bytes / floor_bytes_per_s of its
+  // start, however steadily its bytes trickle: a peer sending one byte just inside each stall_timeout
+  // would otherwise hold a transfer thread and the destination's /dev/shm reservation forever. The
+  // allowance covers connecting, the answers and a slow start. (Tests shorten both.)
+  uint64_t floor_bytes_per_s = kTransferFloorBytesPerS;
+  std::chrono::milliseconds whole_allowance{30'000};
   const std::atomic<bool>* cancel = nullptr;  // polled between chunks; may be null
   TransferPhases* phases = nullptr;           // filled in when not null
 };

@@ -39,6 +39,10 @@ Result<Endpoint> parse_endpoint(std::string_view addr);
 
 // Limits that catch corrupt views early rather than deriving absurd rank tables from them.
 inline constexpr uint32_t kMaxSlotsPerMember = 1024;
+// A view of more members, or with a longer name, host or address, is refused as a whole (from_msg):
+// the same bounds gossip puts on its records (gossip/member_table.hpp).
+inline constexpr size_t kMaxViewMembers = 65536;
+inline constexpr size_t kMaxViewTextBytes = 1024;
 
 class View {
  public:

@@ -19,9 +19,18 @@ void to_msg(const View& v, wire::ViewMsg* out) {
 }
 
 Result<View> from_msg(const wire::ViewMsg& msg) {
+  if (static_cast<size_t>(msg.members_size()) > kMaxViewMembers) {
+    return fail("a view of " + std::to_string(msg.members_size()) + " members (at most " +
+                std::to_string(kMaxViewMembers) + ")");
+  }
   std::vector<ViewMember> members;
   members.reserve(static_cast<size_t>(msg.members_size()));
   for (const auto& mm : msg.members()) {
+    if (mm.name().size() > kMaxViewTextBytes || mm.host().size() > kMaxViewTextBytes ||
+        mm.addr().size() > kMaxViewTextBytes) {
+      return fail("a view member's name, host or address is longer than " + std::to_string(kMaxViewTextBytes) +
+                  " bytes");
+    }
     members.push_back(ViewMember{mm.name(), mm.host(), mm.addr(), mm.slots(), mm.join_epoch(), mm.generation()});
   }
   auto v = View::make(msg.epoch(), std::move(members));
