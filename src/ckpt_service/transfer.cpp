@@ -25,8 +25,8 @@ struct WholeDeadline {
     const uint64_t floor = std::max<uint64_t>(limits.floor_bytes_per_s, 1);
     // Milliseconds, saturating well before the clock's range ends: an absurd announced size is refused
     // elsewhere, and must not overflow here.
-    const uint64_t ms = std::min<uint64_t>(stream_bytes / floor * 1000 + stream_bytes % floor * 1000 / floor,
-                                           uint64_t{1} << 40);
+    const uint64_t ms =
+        std::min<uint64_t>(stream_bytes / floor * 1000 + stream_bytes % floor * 1000 / floor, uint64_t{1} << 40);
     at = start + limits.whole_allowance + std::chrono::milliseconds(ms);
   }
   // The deadline of one read or write: no progress for stall_timeout, or the whole transfer's end.

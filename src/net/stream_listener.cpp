@@ -109,8 +109,8 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
   // unauthenticated budget to the authenticated one, with the exchange's own deadline.
   bool authenticated() {
     if (!shared_->budget.authenticate(ticket_)) {
-      fail(wire::RejectCause::overloaded, "authenticated connection cap (" +
-                                              std::to_string(shared_->budget.caps().authenticated) + ") reached");
+      fail(wire::RejectCause::overloaded,
+           "authenticated connection cap (" + std::to_string(shared_->budget.caps().authenticated) + ") reached");
       return false;
     }
     arm_deadline(shared_->limits.connection_timeout, "no complete exchange within the time limit");

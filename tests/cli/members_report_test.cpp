@@ -38,7 +38,7 @@ TEST_CASE("the members document lists members by name with state, incarnation an
       R"({"self":"b","members":[{"name":"a","addr":"10.0.0.1:7946","state":"suspect","incarnation":5,"generation":10},)"
       R"({"name":"b","addr":"10.0.0.1:7946","state":"alive","incarnation":0,"generation":20},)"));
   CHECK(json.ends_with(R"(],"rejected":{"truncated":0,"bad_magic":1,"oversized":1,"malformed":0,"bad_version":0,)"
-                       R"("wrong_cluster":2,"bad_auth":0,"no_key":0,"replayed":0,"stale":0,"wrong_destination":0}})"));
+                       R"("wrong_cluster":2,"bad_auth":0,"no_key":0,"replayed":0,"stale":0,"wrong_destination":0,"overloaded":0}})"));
   auto doc = shoal::control::parse_reply<shoal::control::MembersReply>(json);
   REQUIRE(doc.ok());
   CHECK(doc->self == "b");

@@ -90,9 +90,9 @@ PushReceipt serve_one(int fd, ckpt::ReplicaStore& store, const std::string& job,
 
 ckpt_service::TransferLimits short_whole_deadline() {
   ckpt_service::TransferLimits l;
-  l.stall_timeout = 5s;                 // never reached by the trickle below
-  l.whole_allowance = 600ms;            // ...but this is
-  l.floor_bytes_per_s = 64ull << 20;    // 256 KiB in 4 ms
+  l.stall_timeout = 5s;               // never reached by the trickle below
+  l.whole_allowance = 600ms;          // ...but this is
+  l.floor_bytes_per_s = 64ull << 20;  // 256 KiB in 4 ms
   return l;
 }
 

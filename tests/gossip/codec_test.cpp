@@ -1,11 +1,12 @@
 // The gossip codec: updates and probe messages survive the round trip, packets assembled from
 // pre-encoded pieces equal wire::encode_packet's, and bad bodies are refused as malformed.
 #include "gossip/codec.hpp"
-#include "gossip/member_table.hpp"
 
 #include <doctest/doctest.h>
 
 #include <random>
+
+#include "gossip/member_table.hpp"
 
 using namespace shoal;
 using namespace shoal::gossip;
@@ -181,8 +182,8 @@ TEST_CASE("an envelope without a gossip body is malformed for the gossip core") 
 }
 
 TEST_CASE("hand-written probe bodies are byte for byte what protobuf serializes") {
-  for (const uint32_t seq : {0u, 1u, 127u, 128u, 16383u, 16384u, 2097151u, 2097152u, 268435455u, 268435456u,
-                             UINT32_MAX}) {
+  for (const uint32_t seq :
+       {0u, 1u, 127u, 128u, 16383u, 16384u, 2097151u, 2097152u, 268435455u, 268435456u, UINT32_MAX}) {
     CAPTURE(seq);
     pb::Packet ping, ack, nack;
     ping.mutable_ping()->set_seq(seq);

@@ -69,6 +69,15 @@ std::string Agent::metrics_text() const {
               static_cast<double>(s.rejected.get(cause) + shell.get(cause)),
               {{"cause", std::string(wire::name(cause))}});
   }
+  // How full each connection budget of the TCP port is (net/connection_budget.hpp); a flood shows as
+  // "unauthenticated" at its cap and rejected{cause="overloaded"} rising.
+  const auto& budget = listener_->budget();
+  const char* connections = "TCP connections held now, by budget: in their hello/handshake, authenticated, waiting";
+  m.gauge("shoal_tcp_connections", connections, static_cast<double>(budget.unauthenticated()),
+          {{"budget", "unauthenticated"}});
+  m.gauge("shoal_tcp_connections", connections, static_cast<double>(budget.authenticated()),
+          {{"budget", "authenticated"}});
+  m.gauge("shoal_tcp_connections", connections, static_cast<double>(budget.waiting()), {{"budget", "waiting"}});
 
   const auto c = checkpoints_->counters();
   m.counter("shoal_ckpt_saved_total", "checkpoint versions local ranks committed", static_cast<double>(c.committed));
@@ -81,8 +90,9 @@ std::string Agent::metrics_text() const {
             static_cast<double>(c.receive_refused));
   for (size_t i = 0; i < ckpt_service::kRefusals; ++i) {
     const std::string cause(ckpt_service::name(static_cast<ckpt_service::Refusal>(i)));
-    const char* help = "checkpoint pushes and fetches refused before any byte moved: not a member of the view, "
-                       "not the member placement sends here, or no view yet";
+    const char* help =
+        "checkpoint pushes and fetches refused before any byte moved: not a member of the view, "
+        "not the member placement sends here, or no view yet";
     m.counter("shoal_ckpt_unauthorized_total", help, static_cast<double>(c.push_unauthorized[i]),
               {{"kind", "push"}, {"cause", cause}});
     m.counter("shoal_ckpt_unauthorized_total", help, static_cast<double>(c.fetch_unauthorized[i]),
