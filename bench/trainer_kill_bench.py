@@ -9,11 +9,40 @@ step in the regrown world of N. The baseline, measured in the same run, is the m
 no failure. One JSON line per result.
 
 With --ckpt-every K the trainers also save their state into shoal's in-memory checkpoints every K steps
-and restore after every rebuild, so kill-to-step includes the restore (and the checks of restored state).
+and restore after a rebuild that lost a rank, so kill-to-step includes the restore (and the checks of
+restored state); a join costs no restore (the live state is handed over).
+
+Victims alternate between rank 0's host (also the view's proposer) and another host. Besides the totals,
+one line per phase of the recovery from a kill, each measured from the kill, from the trainers' own logs
+(earliest survivor for the first three, last survivor for the rest): collective_failed (a communicator
+aborted), suspect, dead_first, dead_all, view_committed, rebuilt (communicator ready), next_step. And
+steps_redone_after_join: steps the survivors ran twice because of a join (0: nobody rolled back).
 
 usage: bench/trainer_kill_bench.py BUILD_DIR [--hosts 4] [--kills 10] [--step-ms 20] [--ckpt-every 0]
 """
-import argparse, glob, json, os, select, signal, statistics, subprocess, sys, tempfile, time
+import argparse, datetime, glob, json, os, re, select, signal, statistics, subprocess, sys, tempfile, time
+
+# The agents' log lines start with a local time stamp: 2026-11-26T04:25:07.309
+STAMP = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}) ")
+
+
+def log_times(path, pattern, since):
+    """Times (epoch seconds) of the lines of a log that contain `pattern`, at or after `since`."""
+    out = []
+    try:
+        with open(path, errors="replace") as f:
+            for line in f:
+                if pattern not in line:
+                    continue
+                m = STAMP.match(line)
+                if not m:
+                    continue
+                t = datetime.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%f").timestamp()
+                if t >= since - 0.0005:
+                    out.append(t)
+    except OSError:
+        pass
+    return out
 
 
 def pct(values, p):
@@ -34,7 +63,8 @@ class Host:
             # Each trainer its own host: its own segments and replica placement on this one machine.
             argv += ["--ckpt-every", str(ckpt_every), "--job", job, "--host", name]
         self.name = name
-        self.err = open(os.path.join(logdir, name + ".log"), "w")
+        self.log = os.path.join(logdir, name + ".log")
+        self.err = open(self.log, "w")
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.err, bufsize=0)
         self.buf = b""
         self.steps = []  # (t, step, epoch, world, ok)
@@ -128,10 +158,12 @@ def run(a, job):
     # Baseline: step time with no failure, measured now.
     ts = [s[0] for s in hosts[0].steps[-20:]]
     step_s = statistics.median([b - a for a, b in zip(ts, ts[1:])])
-    kill_s, join_s, bad = [], [], 0
+    kill_s, join_s, bad, redone = [], [], 0, 0
+    phases = {p: [] for p in ("collective_failed", "suspect", "dead_first", "dead_all", "view_committed", "rebuilt",
+                              "next_step")}
     for k in range(a.kills):
-        # Rotate the victim through rank positions: rank order is join order, so index k % n.
-        victim = hosts[k % len(hosts)]
+        # Alternate rank 0's host (rank order is join order: hosts[0]) and another, rotating through them.
+        victim = hosts[0] if k % 2 == 0 else hosts[1 + (k // 2) % (len(hosts) - 1)]
         survivors = [h for h in hosts if h is not victim]
         t_kill = time.time()
         victim.kill()
@@ -139,7 +171,25 @@ def run(a, job):
         if not ok:
             sys.exit("survivors did not resume after kill %d (logs in %s)" % (k, logdir))
         kill_s.append(max(first_step_after(h, t_kill, n - 1) for h in survivors) - t_kill)
+        pump(survivors, 0.2)  # let the last log lines land
+        seen = {
+            "collective_failed": [min(log_times(h.log, "aborted (", t_kill) or [None]) for h in survivors],
+            "suspect": [min(log_times(h.log, "member %s suspect" % victim.name, t_kill) or [None]) for h in survivors],
+            "dead": [min(log_times(h.log, "member %s dead" % victim.name, t_kill) or [None]) for h in survivors],
+            "view_committed": [min(log_times(h.log, "committed: %d members" % (n - 1), t_kill) or [None])
+                               for h in survivors],
+            "rebuilt": [min(log_times(h.log, "ready: rank", t_kill) or [None]) for h in survivors],
+        }
+        first = lambda xs: min([x for x in xs if x is not None], default=None)
+        last = lambda xs: None if any(x is None for x in xs) else max(xs)
+        for name, value in (("collective_failed", first(seen["collective_failed"])), ("suspect", first(seen["suspect"])),
+                            ("dead_first", first(seen["dead"])), ("dead_all", last(seen["dead"])),
+                            ("view_committed", last(seen["view_committed"])), ("rebuilt", last(seen["rebuilt"])),
+                            ("next_step", t_kill + kill_s[-1])):
+            if value is not None:
+                phases[name].append(value - t_kill)
         hosts = survivors
+        before_join = {h.name: max((s[1] for s in h.steps), default=-1) for h in hosts}
         joiner = Host(binary, "h%03d" % next_id, hosts[0].addr, a.step_ms, logdir, a.ckpt_every, job)
         next_id += 1
         hosts.append(joiner)
@@ -149,6 +199,11 @@ def run(a, job):
             sys.exit("the world did not regrow after join %d (logs in %s)" % (k, logdir))
         join_s.append(max(first_step_after(h, joiner.started, n) for h in hosts) - joiner.started)
         pump(hosts, 0.5)
+        # A survivor that ran a step number again after the join rolled back.
+        for h in hosts:
+            if h.name in before_join:
+                again = {s[1] for s in h.steps if s[0] > joiner.started and s[1] <= before_join[h.name]}
+                redone += len(again)
     bad = sum(1 for h in hosts for s in h.steps if not s[4])
     restores = [r for h in everyone for r in h.restores]
     bad += sum(1 for r in restores if not r[1])
@@ -160,6 +215,11 @@ def run(a, job):
                           p99_ms=round(pct(kill_s, 99) * 1000), max_ms=round(max(kill_s) * 1000))))
     print(json.dumps(dict(base, result="join_to_first_allreduce", p50_ms=round(pct(join_s, 50) * 1000),
                           p99_ms=round(pct(join_s, 99) * 1000), max_ms=round(max(join_s) * 1000))))
+    for name, values in phases.items():
+        if values:
+            print(json.dumps(dict(base, result="kill_phase", phase=name, samples=len(values),
+                                  p50_ms=round(pct(values, 50) * 1000), p99_ms=round(pct(values, 99) * 1000))))
+    print(json.dumps(dict(base, result="steps_redone_after_join", joins=a.kills, steps=redone)))
 
 
 if __name__ == "__main__":

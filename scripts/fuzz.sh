@@ -65,7 +65,7 @@ declare -A sources=(
     src/ckpt_shm/checksum.cpp src/ckpt_shm/shm_segment.cpp src/ckpt_shm/device/absent_copy.cpp src/base/log.cpp"
   [fuzz_rendezvous_request]="src/comm_wrap/stores/rendezvous_table.cpp $proto/rendezvous.pb.cc"
   [fuzz_config_file]="src/ops/config_file.cpp"
-  [make_corpus]="src/wire/packet.cpp src/wire/reject.cpp src/wire/frame.cpp src/wire/sealed_packet.cpp
+  [make_corpus]="tests/fuzz/corpus_stream_seeds.cpp src/wire/packet.cpp src/wire/reject.cpp src/wire/frame.cpp src/wire/sealed_packet.cpp
     src/wire/stream_handshake.cpp src/wire/cluster_key.cpp src/wire/replay_guard.cpp src/net/stream_hello.cpp src/membership/view_codec.cpp
     src/membership/view.cpp src/ckpt_shm/version_layout.cpp src/ckpt_shm/checksum.cpp src/ckpt_shm/shm_segment.cpp
     src/ckpt_shm/device/absent_copy.cpp src/ckpt_shm/persist_files.cpp src/ckpt_shm/persist_io.cpp

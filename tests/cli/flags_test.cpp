@@ -234,12 +234,12 @@ TEST_CASE("the agent's flags make its configuration; checks of several flags nam
   CHECK(cfg->membership.policy == shoal::membership::QuorumPolicy::any);
   CHECK(cfg->control_path == "/tmp/x.sock");
   // Without --ckpt-budget: half of /dev/shm, never unlimited; without --job the job is not named.
-  auto plain = config_of({"--name", "a", "--bind", "127.0.0.1:0"});
+  auto plain = config_of({"--name", "a", "--bind", "127.0.0.1:0", "--insecure"});
   REQUIRE(plain.ok());
   CHECK(plain->ckpt.budget_bytes == shoal::ckpt::default_budget_bytes());
   CHECK(plain->ckpt.budget_bytes > 0);
   CHECK_FALSE(plain->ckpt.job_named);
-  CHECK(config_of({"--name", "a", "--bind", "127.0.0.1:0", "--job", "j"})->ckpt.job_named);
+  CHECK(config_of({"--name", "a", "--bind", "127.0.0.1:0", "--insecure", "--job", "j"})->ckpt.job_named);
   CHECK(config_of({"--bind", "127.0.0.1:0"}).error().message == "--name is required");
   CHECK(config_of({"--name", "a"}).error().message == "--bind is required");
   CHECK(config_of({"--name", "a", "--bind", "127.0.0.1:0", "--min-hosts", "3", "--max-hosts", "2"}).error().message ==

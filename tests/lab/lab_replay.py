@@ -68,6 +68,36 @@ def replay(path, port):
         one_connection(c["dst"], port, bytes.fromhex(c["payload"]))
 
 
+def replay_elsewhere(path, port, hosts):
+    """Runs inside an outsider's namespace: sends every captured datagram and connection opening to every
+    host of `hosts` other than the one it was meant for (sealed inputs name their destination)."""
+    with open(path) as f:
+        got = json.load(f)
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    for d in got["udp"]:
+        for host in hosts:
+            if host != d["dst"]:
+                u.sendto(bytes.fromhex(d["payload"]), (host, port))
+                time.sleep(0.002)
+    for c in got["tcp"]:
+        for host in hosts:
+            if host != c["dst"]:
+                one_connection(host, port, bytes.fromhex(c["payload"]))
+
+
+def expected_elsewhere(path, hosts):
+    """How many inputs replay_elsewhere sends each host: (datagrams, connections)."""
+    with open(path) as f:
+        got = json.load(f)
+    want = {h: [0, 0] for h in hosts}
+    for kind, i in (("udp", 0), ("tcp", 1)):
+        for d in got[kind]:
+            for h in hosts:
+                if h != d["dst"]:
+                    want[h][i] += 1
+    return want
+
+
 def one_connection(host, port, payload):
     """Opens a connection, sends payload, and reads until the listener hangs up (a reset, or no
     listener at all, is a refusal too)."""

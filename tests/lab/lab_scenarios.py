@@ -338,6 +338,28 @@ def replayed_traffic(lab, r, members, before):
               f"{a.name} counted {d} for {n_udp_tcp[0]} replayed datagrams and {n_udp_tcp[1]} replayed hellos")
     r["replayed"] = {"datagrams": sum(w[0] for w in want.values()), "hellos": sum(w[1] for w in want.values()),
                      "refused": {c: sum(d[c] for d in deltas.values()) for c in ("replayed", "stale")}}
+
+    # The same inputs sent to every other member: each names its destination inside the seal, so each is
+    # refused as wrong_destination (a hello captured on its way to host A is useless at host B).
+    before = now
+    hosts = sorted(by_addr)
+    code = lab.net_exec(8, lab_replay.replay_elsewhere, path, PORT, hosts)
+    check(code == 0, f"the replay-elsewhere sender failed (exit {code})")
+    want = lab_replay.expected_elsewhere(path, hosts)
+    deadline = time.monotonic() + 5
+    while True:
+        now, deltas = counted()
+        if all(sum(deltas[a.name].values()) >= sum(want[addr]) for addr, a in by_addr.items()):
+            break
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    for addr, a in by_addr.items():
+        d = deltas[a.name]
+        check(d["wrong_destination"] == sum(want[addr]) and sum(d.values()) == sum(want[addr]),
+              f"{a.name} counted {d} for {want[addr][0]} datagrams and {want[addr][1]} hellos meant for others")
+    r["replayed_elsewhere"] = {"sent": sum(sum(w) for w in want.values()),
+                               "wrong_destination": sum(d["wrong_destination"] for d in deltas.values())}
     return now
 
 
