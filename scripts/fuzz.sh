@@ -57,24 +57,25 @@ declare -A sources=(
     src/wire/replay_guard.cpp src/wire/frame.cpp"
   [fuzz_view_codec]="src/membership/view_codec.cpp src/membership/view.cpp src/wire/reject.cpp $proto/membership.pb.cc"
   [fuzz_ckpt_header]="src/ckpt_shm/version_layout.cpp src/ckpt_shm/version_stream.cpp src/ckpt_shm/checksum.cpp
-    src/ckpt_shm/shm_segment.cpp src/ckpt_shm/device/absent_copy.cpp"
-  [fuzz_json]="$replies src/control/handlers.cpp"
+    src/ckpt_shm/shm_segment.cpp src/ckpt_shm/segment_trust.cpp src/ckpt_shm/device/absent_copy.cpp src/base/log.cpp"
+  [fuzz_json]="$replies src/control/handlers.cpp src/base/log.cpp"
   [fuzz_key_text]="src/wire/cluster_key.cpp"
   [fuzz_swim]="$gossip src/wire/packet.cpp src/wire/reject.cpp $proto/envelope.pb.cc"
   [fuzz_manifest]="src/ckpt_shm/persist_files.cpp src/ckpt_shm/persist_io.cpp src/ckpt_shm/version_layout.cpp
-    src/ckpt_shm/checksum.cpp src/ckpt_shm/shm_segment.cpp src/ckpt_shm/device/absent_copy.cpp src/base/log.cpp"
+    src/ckpt_shm/checksum.cpp src/ckpt_shm/shm_segment.cpp src/ckpt_shm/segment_trust.cpp src/ckpt_shm/device/absent_copy.cpp
+    src/base/log.cpp"
   [fuzz_rendezvous_request]="src/comm_wrap/stores/rendezvous_table.cpp $proto/rendezvous.pb.cc"
   [fuzz_config_file]="src/ops/config_file.cpp"
   [make_corpus]="tests/fuzz/corpus_stream_seeds.cpp src/wire/packet.cpp src/wire/reject.cpp src/wire/frame.cpp src/wire/sealed_packet.cpp
     src/wire/stream_handshake.cpp src/wire/cluster_key.cpp src/wire/replay_guard.cpp src/net/stream_hello.cpp src/membership/view_codec.cpp
-    src/membership/view.cpp src/ckpt_shm/version_layout.cpp src/ckpt_shm/checksum.cpp src/ckpt_shm/shm_segment.cpp
+    src/membership/view.cpp src/ckpt_shm/version_layout.cpp src/ckpt_shm/checksum.cpp src/ckpt_shm/shm_segment.cpp src/ckpt_shm/segment_trust.cpp
     src/ckpt_shm/device/absent_copy.cpp src/ckpt_shm/persist_files.cpp src/ckpt_shm/persist_io.cpp
     $proto/envelope.pb.cc $proto/membership.pb.cc $proto/rendezvous.pb.cc $gossip $replies"
 )
 declare -A libs=(
   [fuzz_packet]="-lprotobuf" [fuzz_sealed]="-lsodium" [fuzz_frame]="" [fuzz_hello]="-lprotobuf"
   [fuzz_handshake]="-lsodium" [fuzz_sealed_stream]="-lsodium -lfmt"
-  [fuzz_view_codec]="-lprotobuf" [fuzz_ckpt_header]="" [fuzz_json]="" [fuzz_key_text]="-lsodium"
+  [fuzz_view_codec]="-lprotobuf" [fuzz_ckpt_header]="-lfmt" [fuzz_json]="-lfmt" [fuzz_key_text]="-lsodium"
   [fuzz_swim]="-lprotobuf -lfmt" [fuzz_manifest]="-lfmt" [fuzz_rendezvous_request]="-lprotobuf" [fuzz_config_file]=""
   [make_corpus]="-lprotobuf -lsodium -lfmt"
 )

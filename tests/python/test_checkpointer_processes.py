@@ -89,6 +89,7 @@ for step in [int(x) for x in steps.split(",")]:
 comm.barrier()
 got = ck.load()
 print(json.dumps({"rank": comm.rank, "step": got[0], "w0": float(got[1]["w"][0])}), flush=True)
+comm.barrier()  # neither leaves while the other still loads (a leave ends the view the load runs in)
 s.leave()
 '''
 
