@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "ranks/rank_table.hpp"
 #include "ranks/replica_placement.hpp"
 
 namespace shoal::ckpt_service {
@@ -15,14 +16,27 @@ std::string_view name(Refusal r) {
       return "not_member";
     case Refusal::not_placed:
       return "not_placed";
+    case Refusal::not_its_rank:
+      return "not_its_rank";
   }
   return "unknown";
 }
 
 std::string_view member_of(std::string_view hello_name) { return hello_name.substr(0, hello_name.find('/')); }
 
+namespace {
+
+bool holds_rank(const membership::View& view, std::string_view member, uint32_t rank) {
+  const ranks::RankTable table(view);
+  const auto* entry = table.at(rank);
+  return entry != nullptr && entry->member == member;
+}
+
+}  // namespace
+
 std::optional<Refusal> judge_push(const std::optional<membership::View>& view, std::string_view self,
-                                  std::string_view sender, uint32_t replicas) {
+                                  std::string_view sender, uint32_t replicas, uint32_t rank,
+                                  const std::optional<membership::View>& previous) {
   if (!view) return Refusal::no_view;
   // Only an agent pushes (a session's "member/slot" never does), so the name is taken whole.
   if (view->find(sender) == nullptr) return Refusal::not_member;
@@ -31,6 +45,9 @@ std::optional<Refusal> judge_push(const std::optional<membership::View>& view, s
   if (assigned == nullptr || std::find(assigned->holders.begin(), assigned->holders.end(), self) ==
                                  assigned->holders.end()) {
     return Refusal::not_placed;
+  }
+  if (!holds_rank(*view, sender, rank) && !(previous && holds_rank(*previous, sender, rank))) {
+    return Refusal::not_its_rank;
   }
   return std::nullopt;
 }

@@ -174,6 +174,7 @@ void CheckpointService::on_view(const membership::View& view) {
   // The newest sealed local version of each rank, also those committed before this agent started.
   const auto local = newest_local_steps(held(), cfg_.job);
   std::lock_guard lock(mu_);
+  if (view_ && view_->epoch() != view.epoch()) previous_view_ = view_;
   view_ = view;
   for (const auto& [rank, step] : local) {
     newest_[rank] = std::max(newest_[rank], step);
@@ -383,15 +384,19 @@ bool CheckpointService::admit(const net::StreamPeer& peer, const wire::CkptReque
   std::string detail;
   {
     std::lock_guard lock(mu_);
-    refusal = push ? judge_push(view_, self_, peer.hello.name, cfg_.replicas) : judge_fetch(view_, peer.hello.name);
+    refusal = push ? judge_push(view_, self_, peer.hello.name, cfg_.replicas, request.rank(), previous_view_)
+                   : judge_fetch(view_, peer.hello.name);
     if (!refusal) return true;
     auto& count = push ? counters_.push_unauthorized : counters_.fetch_unauthorized;
     ++count[static_cast<size_t>(*refusal)];
     detail = *refusal == Refusal::no_view      ? "this host has no committed view yet"
              : *refusal == Refusal::not_member ? std::string(member_of(peer.hello.name)) + " is not a member of epoch " +
                                                      std::to_string(view_->epoch())
-                                               : "placement in epoch " + std::to_string(view_->epoch()) +
-                                                     " does not send " + peer.hello.name + "'s replicas here";
+             : *refusal == Refusal::not_placed ? "placement in epoch " + std::to_string(view_->epoch()) +
+                                                     " does not send " + peer.hello.name + "'s replicas here"
+                                               : "rank " + std::to_string(request.rank()) + " is not " +
+                                                     peer.hello.name + "'s in epoch " + std::to_string(view_->epoch()) +
+                                                     " or the one before";
     const uint32_t bit = 1u << (static_cast<uint32_t>(*refusal) + (push ? 0 : kRefusals));
     const bool first = (warned_refusals_ & bit) == 0;
     warned_refusals_ |= bit;

@@ -161,6 +161,7 @@ class CheckpointService {
   mutable std::mutex mu_;  // everything below
   std::condition_variable wake_;
   std::optional<membership::View> view_;
+  std::optional<membership::View> previous_view_;  // the view before view_: its ranks may still push (admission)
   std::map<uint32_t, uint64_t> pending_;     // rank -> newest committed step not yet replicated
   std::map<uint32_t, uint64_t> newest_;      // rank -> newest committed step seen
   std::map<uint32_t, uint64_t> replicated_;  // rank -> newest step every chosen peer holds

@@ -3,6 +3,8 @@
 
 #include <doctest/doctest.h>
 
+#include <map>
+
 using namespace shoal::ckpt_service;
 using shoal::membership::View;
 using shoal::membership::ViewMember;
@@ -14,22 +16,42 @@ TEST_CASE("a push is admitted only from the member whose replicas placement send
   REQUIRE(view);
   const std::optional<View> v = *view;
   int admitted = 0;
+  const std::map<std::string_view, uint32_t> rank_of = {{"a", 0}, {"b", 1}, {"c", 2}};  // one slot each
   for (const char* sender : {"a", "b", "c"}) {
     for (const char* self : {"a", "b", "c"}) {
       if (std::string_view(sender) == self) {
-        CHECK(judge_push(v, self, sender, 1) == Refusal::not_placed);  // never to itself
+        CHECK(judge_push(v, self, sender, 1, rank_of.at(sender)) == Refusal::not_placed);  // never to itself
         continue;
       }
-      if (!judge_push(v, self, sender, 1)) ++admitted;
+      if (!judge_push(v, self, sender, 1, rank_of.at(sender))) ++admitted;
     }
   }
   CHECK(admitted == 3);  // one holder per owner
-  CHECK(judge_push(v, "a", "mallory", 1) == Refusal::not_member);
-  CHECK(judge_push(std::nullopt, "a", "b", 1) == Refusal::no_view);
-  CHECK(judge_push(v, "a", "b/0", 1) == Refusal::not_member);  // sessions never push
+  CHECK(judge_push(v, "a", "mallory", 1, 0) == Refusal::not_member);
+  CHECK(judge_push(std::nullopt, "a", "b", 1, 1) == Refusal::no_view);
+  CHECK(judge_push(v, "a", "b/0", 1, 1) == Refusal::not_member);  // sessions never push
 
   CHECK(judge_fetch(v, "b") == std::nullopt);
   CHECK(judge_fetch(v, "b/3") == std::nullopt);  // a trainer of member b
   CHECK(judge_fetch(v, "mallory/0") == Refusal::not_member);
   CHECK(judge_fetch(std::nullopt, "b") == Refusal::no_view);
+}
+
+TEST_CASE("a placed member pushes only its own ranks, of this view or the one before") {
+  // a (2 slots: ranks 0, 1), b (rank 2), c (rank 3); then b leaves and c's rank becomes 2.
+  auto before = View::make(3, {ViewMember{"a", "ha", "10.0.0.1:7946", 2, 1, 1}, ViewMember{"b", "hb", "10.0.0.2:7946", 1, 1, 1},
+                               ViewMember{"c", "hc", "10.0.0.3:7946", 1, 2, 1}});
+  auto after = View::make(4, {ViewMember{"a", "ha", "10.0.0.1:7946", 2, 1, 1}, ViewMember{"c", "hc", "10.0.0.3:7946", 1, 2, 1}});
+  REQUIRE(before);
+  REQUIRE(after);
+  const std::optional<View> now = *after;
+  const std::optional<View> prev = *before;
+  // With two hosts left, each holds the other's replicas.
+  CHECK(judge_push(now, "a", "c", 1, 2, prev) == std::nullopt);  // c's rank now
+  CHECK(judge_push(now, "a", "c", 1, 3, prev) == std::nullopt);  // c's rank before the leave
+  CHECK(judge_push(now, "a", "c", 1, 3) == Refusal::not_its_rank);
+  CHECK(judge_push(now, "a", "c", 1, 0, prev) == Refusal::not_its_rank);  // a's own rank, forged by c
+  CHECK(judge_push(now, "a", "c", 1, 1000000, prev) == Refusal::not_its_rank);
+  CHECK(judge_push(now, "c", "a", 1, 1, prev) == std::nullopt);
+  CHECK(judge_push(now, "c", "a", 1, 2, prev) == Refusal::not_its_rank);  // b's rank before, c's now
 }

@@ -85,9 +85,9 @@ bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds tim
 
 std::byte pattern(uint64_t step, size_t i) { return std::byte((step * 131 + i * 7 + (i >> 12)) & 0xFF); }
 
-// Saves rank 0's version of `step` (two buffers, ~3 MiB) into `store`, as a trainer would.
-std::vector<std::byte> save(const std::string& job, const std::string& store, uint64_t step) {
-  auto rs = shoal::ckpt::RankStore::open({.job = job, .rank = 0, .world = 2, .store = store});
+// Saves `rank`'s version of `step` (two buffers, ~3 MiB) into `store`, as a trainer would.
+std::vector<std::byte> save(const std::string& job, const std::string& store, uint64_t step, uint32_t rank = 0) {
+  auto rs = shoal::ckpt::RankStore::open({.job = job, .rank = rank, .world = 2, .store = store});
   REQUIRE(rs);
   const std::vector<shoal::ckpt::BufferSpec> specs = {{"params", (3u << 20) + 5}, {"opt", 4096}};
   auto spans = rs->begin_save(step, specs);
@@ -224,7 +224,7 @@ TEST_CASE("a garbage stream pushed on the checkpoint channel is refused and leav
   shoal::wire::CkptRequest req;
   req.set_kind(shoal::wire::CkptRequest::PUSH);
   req.set_job(p.job.name());
-  req.set_rank(3);
+  req.set_rank(0);  // a's own rank: admitted, so the bytes themselves are judged
   req.set_step(5);
   req.set_stream_bytes(8192);
   const auto bytes = req.SerializeAsString();
@@ -241,7 +241,7 @@ TEST_CASE("a garbage stream pushed on the checkpoint channel is refused and leav
   REQUIRE(r.ParseFromArray(answer->payload.data(), static_cast<int>(answer->payload.size())));
   CHECK(r.status() == shoal::wire::CkptResponse::REFUSED);
   CHECK_FALSE(r.message().empty());
-  CHECK_FALSE(p.b.replica(3, 5).has_value());
+  CHECK_FALSE(p.b.replica(0, 5).has_value());
   for (const auto& h : p.b.agent->checkpoints().held()) CHECK_MESSAGE(!h.replica, "left behind: " << h.segment);
   CHECK(eventually([&] { return p.b.agent->checkpoints().counters().receive_refused == 1; }, 5s));
 }
@@ -356,11 +356,12 @@ TEST_CASE("without a named job, a cluster formed anew removes what an earlier ru
   CHECK(eventually([&] { return job.leftovers().empty(); }, 5s));
   for (const auto& h : a.agent->checkpoints().held()) CHECK_MESSAGE(!h.version, "still counted: " << h.segment);
 
-  // b's agent restarts into a cluster that is running: what its host holds is this job's.
-  (void)save(job.name(), job.name() + "-b", 9);
+  // b's agent restarts into a cluster that is running: what its host holds is this job's (rank 1: the
+  // rank the view gives b again, so b may replicate it).
+  (void)save(job.name(), job.name() + "-b", 9, 1);
   RunningAgent b("b", job.name(), {{"127.0.0.1", a.agent->port()}});
   REQUIRE(eventually([&] { return a.view_size == 2 && b.view_size == 2; }, 15s));
-  CHECK_MESSAGE(eventually([&] { return a.replica(0, 9).has_value(); }, 10s), "b's own version was not replicated");
+  CHECK_MESSAGE(eventually([&] { return a.replica(1, 9).has_value(); }, 10s), "b's own version was not replicated");
 }
 
 TEST_CASE("a forged huge-step replica from outside the view is refused and leaves the real replicas in place") {
@@ -406,4 +407,32 @@ TEST_CASE("a forged huge-step replica from outside the view is refused and leave
       {});
   CHECK_FALSE(stolen);
   CHECK(fetch(p.a, p.job.name(), 0, 10, out).ok());
+}
+
+TEST_CASE("a member pushing a replica of a rank the view does not give it is refused") {
+  Pair p;
+  // a holds rank 0 and placement sends its replicas to b; a forged "rank 1, step 10^9" from a is refused.
+  shoal::ckpt::test::ShmTestJob forger{"forged-rank"};
+  constexpr uint64_t kHuge = 1'000'000'000;
+  auto rs = shoal::ckpt::RankStore::open({.job = p.job.name(), .rank = 1, .world = 2, .store = forger.name()});
+  REQUIRE(rs);
+  const std::vector<shoal::ckpt::BufferSpec> specs = {{"params", 4096}};
+  REQUIRE(rs->begin_save(kHuge, specs));
+  REQUIRE(rs->commit());
+  const auto segment = shoal::ckpt::ShmSegment::open_existing(*shoal::ckpt::slot_segment_name(forger.name(), 1, 0));
+  REQUIRE(segment);
+  const auto info = shoal::ckpt::decode_version(segment->bytes(), shoal::ckpt::DataCheck::verify);
+  REQUIRE(info);
+  const auto bytes = std::span<const std::byte>(segment->bytes()).first(info->total_bytes);
+  const shoal::ckpt_service::TransferPeer to_b{p.b.agent->addr(), p.a.agent->hello(shoal::wire::Hello::CKPT_STREAM)};
+  for (int i = 0; i < 2; ++i) CHECK_FALSE(shoal::ckpt_service::push_version(to_b, bytes, *info, {}));
+  CHECK_FALSE(p.b.replica(1, kHuge).has_value());
+  const auto c = p.b.agent->checkpoints().counters();
+  CHECK(c.push_unauthorized[static_cast<size_t>(shoal::ckpt_service::Refusal::not_its_rank)] == 2);
+  CHECK(c.received == 0);
+
+  // The rank a does hold still replicates.
+  (void)save(p.job.name(), p.a.store(), 10);
+  p.a.agent->checkpoints().committed(0, 10);
+  CHECK_MESSAGE(eventually([&] { return p.b.replica(0, 10).has_value(); }, 10s), "a's own rank was refused too");
 }

@@ -92,7 +92,7 @@ std::string Agent::metrics_text() const {
     const std::string cause(ckpt_service::name(static_cast<ckpt_service::Refusal>(i)));
     const char* help =
         "checkpoint pushes and fetches refused before any byte moved: not a member of the view, "
-        "not the member placement sends here, or no view yet";
+        "not the member placement sends here, a rank that is not the sender's, or no view yet";
     m.counter("shoal_ckpt_unauthorized_total", help, static_cast<double>(c.push_unauthorized[i]),
               {{"kind", "push"}, {"cause", cause}});
     m.counter("shoal_ckpt_unauthorized_total", help, static_cast<double>(c.fetch_unauthorized[i]),
