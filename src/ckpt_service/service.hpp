@@ -54,6 +54,15 @@ struct CheckpointConfig {
   // Who is expected to have written this host's segments: its trainers the slots, this agent the replicas
   // (ckpt_shm/segment_trust.hpp). Both this process's user unless told otherwise.
   ckpt::SegmentOwners owners{};
+  // Leave /dev/shm as it is when the agent leaves on purpose (default: its segments are removed then).
+  bool keep_on_exit = false;
+};
+
+// What remove_segments_at_exit did.
+struct ExitCleanup {
+  size_t removed = 0;  // segments unlinked
+  uint64_t bytes = 0;  // their sizes
+  size_t left = 0;     // refused objects named like this store's, never touched, or ones unlink failed on
 };
 
 struct CheckpointCounters {
@@ -112,6 +121,10 @@ class CheckpointService {
   // one). persisting() tells when that is done.
   void flush_persisted();
   bool persisting() const;
+  // The agent left the cluster on purpose: removes this store's segments from /dev/shm (its ranks' slots
+  // and the replicas it kept for peers; never an object it does not trust). Call once nothing saves or
+  // transfers any more (service_exit.cpp).
+  ExitCleanup remove_segments_at_exit();
 
   // A committed view: its placement decides where local versions go. Re-offers the newest version of
   // each local rank, so a holder that replaced a failed one gets a copy. Any thread.

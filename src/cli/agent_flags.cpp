@@ -117,6 +117,12 @@ void add_checkpoint_flags(CLI::App& app, AgentFlags& f) {
          "on SIGTERM, the longest wait for --ckpt-dir to receive the newest versions before exiting (default: 60; "
          "keep it below systemd's TimeoutStopSec and Slurm's KillWait)",
          f.ckpt_exit_wait_s, 0, 3600);
+  app.add_flag("--ckpt-keep-on-exit", f.ckpt_keep_on_exit,
+               "keep this host's checkpoint segments in /dev/shm when the agent leaves on purpose (SIGTERM, scancel, "
+               "systemctl stop), for an agent that restarts into the same job. Default: a graceful leave removes "
+               "them, its ranks' slots and the replicas it kept for peers; after a crash they stay until a "
+               "restarted agent adopts them or `shoal ckpt gc` removes them")
+      ->group("Checkpoints");
   text(app, "host", "NAME",
        "the machine this member runs on, as replica placement sees it: copies of a checkpoint never go to the same "
        "host (default: the host name). Agents that share one machine but should act as separate hosts (tests, "
@@ -328,6 +334,7 @@ Result<daemon::AgentConfig> agent_config(const AgentFlags& f, const ops::SlurmDe
     return fail("--ckpt-dir-keep and --ckpt-exit-wait need --ckpt-dir");
   }
   cfg.ckpt.persist_keep = static_cast<uint32_t>(f.ckpt_dir_keep.value_or(2));
+  cfg.ckpt.keep_on_exit = f.ckpt_keep_on_exit;
   cfg.persist_exit_wait = std::chrono::seconds(f.ckpt_exit_wait_s.value_or(60));
   if (f.key_file) {
     cfg.key_file = *f.key_file;

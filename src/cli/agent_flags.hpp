@@ -32,6 +32,7 @@ struct AgentFlags {
   // Operation.
   std::optional<std::string> control, control_group, key_file, metrics;
   bool no_slurm = false;
+  bool ckpt_keep_on_exit = false;  // leave /dev/shm as it is after a graceful leave
   bool insecure = false;  // run with no cluster key: every host that reaches the port may join
   // The workers of `-- COMMAND`.
   std::optional<std::string> workers, run_id, role, devices;

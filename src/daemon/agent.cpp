@@ -431,6 +431,7 @@ void Agent::linger(std::chrono::steady_clock::time_point since) {
       logger().warn("left while still in the committed view of epoch {}: the others commit without us on their own",
                     view.epoch());
     }
+    left_on_purpose_ = true;
     finish(Ok{});
   });
 }
@@ -459,7 +460,12 @@ void Agent::finish(Status outcome) {
   if (listener_) listener_->close();
   if (membership_) membership_->close();
   if (runtime_) runtime_->close();
-  if (checkpoints_) checkpoints_->stop();
+  if (checkpoints_) {
+    checkpoints_->stop();
+    // A leave the operator asked for ends this host's part in the job: give /dev/shm back. A crash or
+    // stop_now keeps the segments for a restarted agent (and `shoal ckpt gc`).
+    if (left_on_purpose_ && !checkpoints_->config().keep_on_exit) (void)checkpoints_->remove_segments_at_exit();
+  }
   io_.stop();
 }
 

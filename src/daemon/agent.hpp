@@ -162,6 +162,7 @@ class Agent {
   bool joined_ = false;           // another member is alive now (until the first committed view)
   bool heard_of_others_ = false;  // some member answered since start
   bool leaving_ = false;
+  bool left_on_purpose_ = false;  // the graceful leave ran to its end (finish removes the job's segments)
   Status outcome_ = Ok{};
 };
 

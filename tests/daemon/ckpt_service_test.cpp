@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/post.hpp>
 #include <cstring>
@@ -14,6 +15,7 @@
 
 #include "../ckpt_shm/shm_test_job.hpp"
 #include "ckpt_service/transfer.hpp"
+#include "ckpt_shm/held_scan.hpp"
 #include "ckpt_shm/rank_store.hpp"
 #include "ckpt_shm/replica_store.hpp"
 #include "ckpt_shm/shm_segment.hpp"
@@ -57,7 +59,7 @@ struct RunningAgent {
   }
   ~RunningAgent() {
     agent->stop_now();
-    thread.join();
+    if (thread.joinable()) thread.join();
     (void)shoal::ckpt::ReplicaStore::remove_all(agent->checkpoints().config().store);
     (void)shoal::ckpt::RankStore::remove_segments(agent->checkpoints().config().store, 0);
   }
@@ -435,4 +437,33 @@ TEST_CASE("a member pushing a replica of a rank the view does not give it is ref
   (void)save(p.job.name(), p.a.store(), 10);
   p.a.agent->checkpoints().committed(0, 10);
   CHECK_MESSAGE(eventually([&] { return p.b.replica(0, 10).has_value(); }, 10s), "a's own rank was refused too");
+}
+
+TEST_CASE("an agent that leaves on purpose removes its store's segments; one that stops abruptly keeps them") {
+  Pair p;
+  (void)save(p.job.name(), p.a.store(), 10);
+  p.a.agent->checkpoints().committed(0, 10);
+  REQUIRE_MESSAGE(eventually([&] { return p.b.replica(0, 10).has_value(); }, 10s), "b never kept step 10");
+  (void)save(p.job.name(), p.b.store(), 11, 1);  // b's own rank's slots
+  const auto before = shoal::ckpt::scan_held(p.b.store());
+  REQUIRE(before.size() == 3);  // the replica of rank 0, rank 1's two slots
+
+  // A stranger's object named like b's slot is refused at the scan and never removed (another user's
+  // file in production; here a symbolic link, which the trust check refuses the same way).
+  const auto squat = "/dev/shm/shoal." + p.b.store() + ".r7.v0";
+  REQUIRE(::symlink("/dev/null", squat.c_str()) == 0);
+
+  p.b.agent->stop();  // graceful: leave, linger, then give /dev/shm back
+  p.b.thread.join();
+  const auto left = shoal::ckpt::scan_held(p.b.store());
+  REQUIRE(left.size() == 1);
+  CHECK(left.front().refused.has_value());
+  ::unlink(squat.c_str());
+
+  // a stops as a crash would: its slot stays for a restarted agent to adopt.
+  p.a.agent->stop_now();
+  p.a.thread.join();
+  const auto kept = shoal::ckpt::scan_held(p.a.store());
+  CHECK(kept.size() == 2);  // rank 0's two slots
+  CHECK(std::any_of(kept.begin(), kept.end(), [](const auto& h) { return h.version && h.version->id.step == 10; }));
 }
