@@ -13,8 +13,9 @@ spdlog::logger& logger() { return log::get(log::Component::ckpt); }
 
 }  // namespace
 
-CheckpointPersister::CheckpointPersister(ckpt::PersistDir dir, std::string store, ckpt::SegmentOwners owners)
-    : dir_(std::move(dir)), store_(std::move(store)), owners_(owners) {}
+CheckpointPersister::CheckpointPersister(ckpt::PersistDir dir, std::string store,
+                                         std::function<ckpt::SegmentOwners()> owners)
+    : dir_(std::move(dir)), store_(std::move(store)), owners_(std::move(owners)) {}
 
 CheckpointPersister::~CheckpointPersister() { stop(); }
 
@@ -48,7 +49,7 @@ void CheckpointPersister::committed(uint32_t rank, uint64_t step) {
 }
 
 void CheckpointPersister::flush() {
-  const auto newest = newest_local_steps(ckpt::scan_held(store_, "/dev/shm", owners_), dir_.config().job);
+  const auto newest = newest_local_steps(ckpt::scan_held(store_, "/dev/shm", owners_()), dir_.config().job);
   std::lock_guard lock(mu_);
   size_t queued = 0;
   for (const auto& [rank, step] : newest) {
@@ -87,9 +88,9 @@ void CheckpointPersister::loop() {
 void CheckpointPersister::persist(uint32_t rank, uint64_t step) {
   const auto& job = dir_.config().job;
   if (const auto on_disk = dir_.newest(rank); on_disk && on_disk->step >= step) return;
-  for (const auto& held : holding(ckpt::scan_held(store_, "/dev/shm", owners_), job, rank, step)) {
+  for (const auto& held : holding(ckpt::scan_held(store_, "/dev/shm", owners_()), job, rank, step)) {
     if (held.replica) continue;
-    auto mapped = map_version(held, job, rank, step, owners_);
+    auto mapped = map_version(held, job, rank, step, owners_());
     if (!mapped) continue;
     auto written =
         dir_.persist(std::span<const std::byte>(mapped->segment.bytes()).first(mapped->info.total_bytes), &cancel_);

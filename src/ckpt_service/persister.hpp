@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -22,8 +23,9 @@ namespace shoal::ckpt_service {
 
 class CheckpointPersister {
  public:
-  // `store`: this host's segment names, where the local versions are found, written by `owners`.
-  CheckpointPersister(ckpt::PersistDir dir, std::string store, ckpt::SegmentOwners owners = {});
+  // `store`: this host's segment names, where the local versions are found, written by whom `owners`
+  // says at the time (it may change: CheckpointService::trust_slot_writer).
+  CheckpointPersister(ckpt::PersistDir dir, std::string store, std::function<ckpt::SegmentOwners()> owners);
   ~CheckpointPersister();
   CheckpointPersister(const CheckpointPersister&) = delete;
   CheckpointPersister& operator=(const CheckpointPersister&) = delete;
@@ -47,7 +49,7 @@ class CheckpointPersister {
 
   ckpt::PersistDir dir_;
   std::string store_;
-  ckpt::SegmentOwners owners_;
+  std::function<ckpt::SegmentOwners()> owners_;
   std::atomic<bool> cancel_{false};
 
   mutable std::mutex mu_;  // everything below

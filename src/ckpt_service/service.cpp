@@ -55,6 +55,7 @@ CheckpointService::CheckpointService(CheckpointConfig config, std::string self_n
                                      std::function<net::OutgoingHello()> hello)
     : cfg_(std::move(config)), self_(std::move(self_name)), hello_(std::move(hello)) {
   if (cfg_.store.empty()) cfg_.store = cfg_.job;
+  slot_owner_ = pack(cfg_.owners.slots);
 }
 
 CheckpointService::~CheckpointService() { stop(); }
@@ -76,8 +77,8 @@ Status CheckpointService::start(net::StreamListener& listener) {
   }
   replicas_.emplace(std::move(*store));
   if (!cfg_.job_named) {
-    inherited_.record(ckpt::scan_held(cfg_.store, "/dev/shm", cfg_.owners));
-    if (const auto aside = ckpt::scan_held(cfg_.store, "/dev/shm", cfg_.owners).size() - held().size(); aside > 0) {
+    inherited_.record(ckpt::scan_held(cfg_.store, "/dev/shm", owners()));
+    if (const auto aside = ckpt::scan_held(cfg_.store, "/dev/shm", owners()).size() - held().size(); aside > 0) {
       logger().info("ckpt: {} version(s) of job {} were here before this agent started: set aside until the first "
                     "view tells whether this cluster ran before (--job names a job whose checkpoints outlive its "
                     "cluster)",
@@ -91,7 +92,7 @@ Status CheckpointService::start(net::StreamListener& listener) {
     logger().info("ckpt: persisting local versions to {} ({} held there from earlier runs)", dir->job_dir(),
                   dir->list().size());
     load_persisted(*dir);
-    persister_ = std::make_unique<CheckpointPersister>(std::move(*dir), cfg_.store, cfg_.owners);
+    persister_ = std::make_unique<CheckpointPersister>(std::move(*dir), cfg_.store, [this] { return owners(); });
     persister_->start();
   }
   listener.add_takeover_channel(wire::Hello::CKPT_STREAM, kMaxCkptRequestBytes,
@@ -157,7 +158,7 @@ void CheckpointService::settle_inherited(const membership::View& view) {
     }
     // A slot: only while it still holds what was found (nothing of this run can be in it yet: ranks
     // come from this very view), and never another user's object (read_segment_prefix checks).
-    const auto now = ckpt::read_segment_prefix(h.segment, "/dev/shm", cfg_.owners.slots);
+    const auto now = ckpt::read_segment_prefix(h.segment, "/dev/shm", owners().slots);
     if (now && now->id.job == id.job && now->id.step == id.step && now->id.sequence == id.sequence &&
         ckpt::ShmSegment::unlink(h.segment).ok()) {
       ++removed;
@@ -239,7 +240,7 @@ void CheckpointService::replicate(uint32_t rank, uint64_t step) {
   std::optional<MappedVersion> version;
   for (const auto& h : holding(held(), cfg_.job, rank, step)) {
     if (h.replica) continue;
-    if ((version = map_version(h, cfg_.job, rank, step, cfg_.owners))) break;
+    if ((version = map_version(h, cfg_.job, rank, step, owners()))) break;
   }
   if (!version) {
     logger().debug("ckpt: rank {} step {} is no longer held here; nothing to replicate", rank, step);
@@ -425,7 +426,7 @@ void CheckpointService::serve_fetch_request(const wire::CkptRequest& request, ne
     }
     for (const auto& h : holding(held(), cfg_.job, request.rank(), request.step())) {
       if (info) break;
-      auto version = map_version(h, cfg_.job, request.rank(), request.step(), cfg_.owners);
+      auto version = map_version(h, cfg_.job, request.rank(), request.step(), owners());
       if (!version) continue;
       segment = std::make_shared<const ckpt::ShmSegment>(std::move(version->segment));
       info = std::move(version->info);
@@ -489,7 +490,7 @@ Status CheckpointService::make_room(uint32_t rank, uint64_t incoming) {
 }
 
 std::vector<ckpt::HeldSegment> CheckpointService::held() const {
-  return inherited_.without(ckpt::scan_held(cfg_.store, "/dev/shm", cfg_.owners));
+  return inherited_.without(ckpt::scan_held(cfg_.store, "/dev/shm", owners()));
 }
 
 CheckpointCounters CheckpointService::counters() const {
@@ -522,7 +523,7 @@ std::string CheckpointService::ls_json(bool verify) const {
     row.version = control::HeldVersion{h.version->id.job,   h.version->id.rank,     h.version->id.step,
                                        h.version->id.world, h.version->total_bytes, h.version->buffers.size()};
     if (verify) {
-      auto seg = ckpt::ShmSegment::open_existing(h.segment, h.replica ? cfg_.owners.replicas : cfg_.owners.slots);
+      auto seg = ckpt::ShmSegment::open_existing(h.segment, h.replica ? owners().replicas : owners().slots);
       auto checked = seg ? ckpt::decode_version(seg->bytes(), ckpt::DataCheck::verify)
                          : Result<ckpt::VersionInfo, ckpt::LayoutError>(
                                Unexpected<ckpt::LayoutError>{ckpt::LayoutError{ckpt::LayoutCause::truncated, "gone"}});

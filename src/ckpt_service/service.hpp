@@ -133,6 +133,14 @@ class CheckpointService {
   void committed(uint32_t rank, uint64_t step);
 
   const CheckpointConfig& config() const { return cfg_; }
+  // Who is expected to have written this host's segments now: cfg.owners, the slots' owner as the last
+  // trust_slot_writer set it. Any thread.
+  ckpt::SegmentOwners owners() const;
+  // A local trainer said it sealed a version, and the kernel named its user (the control socket's
+  // SO_PEERCRED): the slots are that user's from now on. Under the systemd unit the agent runs as root
+  // and trainers as their own users; without this every slot of theirs would be refused as foreign.
+  // Only the control socket's file mode and group decide who may say so. Any thread.
+  void trust_slot_writer(const ckpt::SegmentOwner& writer);
   // What this host holds, read from /dev/shm.
   std::vector<ckpt::HeldSegment> held() const;
   CheckpointCounters counters() const;
@@ -142,6 +150,7 @@ class CheckpointService {
   std::string ls_json(bool verify = false) const;
 
  private:
+  static uint64_t pack(const ckpt::SegmentOwner& o) { return (uint64_t{o.uid} << 32) | o.gid; }
   struct Outbound;
   void replicate_loop();
   void replicate(uint32_t rank, uint64_t step);
@@ -191,6 +200,7 @@ class CheckpointService {
   uint32_t warned_refusals_ = 0;  // a bit per (kind, cause) already logged at warn
   std::map<std::pair<uint32_t, uint64_t>, std::string> origins_;  // (rank, step) -> member that pushed it here
   std::thread replicator_;
+  std::atomic<uint64_t> slot_owner_{0};  // pack(): the slots' expected owner
   std::unique_ptr<CheckpointPersister> persister_;  // with persist_dir
 };
 

@@ -16,7 +16,7 @@ spdlog::logger& logger() { return log::get(log::Component::ckpt); }
 ExitCleanup CheckpointService::remove_segments_at_exit() {
   ExitCleanup out;
   // Only what this store's owners wrote: a refused object (another user's, a link, a FIFO) is never touched.
-  for (const auto& h : ckpt::scan_held(cfg_.store, "/dev/shm", cfg_.owners)) {
+  for (const auto& h : ckpt::scan_held(cfg_.store, "/dev/shm", owners())) {
     if (h.refused) {
       ++out.left;
       continue;

@@ -16,6 +16,12 @@ Caller Caller::itself() {
 }
 
 void ControlHandlers::add(std::string name, std::string summary, Handler handler, Access access) {
+  add_with_caller(
+      std::move(name), std::move(summary),
+      [h = std::move(handler)](std::span<const std::string> args, const Caller&) { return h(args); }, access);
+}
+
+void ControlHandlers::add_with_caller(std::string name, std::string summary, CallerHandler handler, Access access) {
   for (auto& e : entries_) {
     if (e.name == name) {
       e.summary = std::move(summary);
@@ -125,7 +131,7 @@ std::string ControlHandlers::dispatch(std::string_view line, const Caller& calle
       if (!e.handler) return error_reply("request '" + e.name + "' is not served here");
       if (auto refused = refuse(e, caller)) return std::move(*refused);
       try {
-        return e.handler(std::span<const std::string>(*words).subspan(1));
+        return e.handler(std::span<const std::string>(*words).subspan(1), caller);
       } catch (const std::exception& ex) {
         return error_reply("request '" + e.name + "' failed: " + ex.what());
       }

@@ -41,6 +41,8 @@ class ControlHandlers {
  public:
   // Returns a complete JSON document. `args` are the words after the request's name.
   using Handler = std::function<std::string(std::span<const std::string> args)>;
+  // A handler that also learns who asked (the kernel's word for it, Caller::known false when it could not say).
+  using CallerHandler = std::function<std::string(std::span<const std::string> args, const Caller& caller)>;
 
   // For requests answered later (a long poll): the handler keeps `reply` and calls it once, on the
   // agent's loop, with a complete JSON document.
@@ -49,6 +51,7 @@ class ControlHandlers {
 
   // Registers (or replaces) the handler of one request name.
   void add(std::string name, std::string summary, Handler handler, Access access = Access::query);
+  void add_with_caller(std::string name, std::string summary, CallerHandler handler, Access access = Access::query);
   // Registers a request whose answer may take up to `max_wait`.
   void add_async(std::string name, std::string summary, std::chrono::milliseconds max_wait, AsyncHandler handler);
 
@@ -72,7 +75,7 @@ class ControlHandlers {
   struct Entry {
     std::string name;
     std::string summary;
-    Handler handler;
+    CallerHandler handler;
     AsyncHandler async_handler;
     std::chrono::milliseconds max_wait{0};
     Access access = Access::query;

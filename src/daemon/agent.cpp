@@ -112,8 +112,16 @@ Agent::Agent(AgentConfig cfg) : cfg_(std::move(cfg)), leave_timer_(io_), join_ti
                           if (!checkpoints_) return control_handlers_.error_reply("the agent has not started");
                           return checkpoints_->ls_json(verify);
                         });
-  control_handlers_.add("ckpt-committed", "a local trainer sealed a version: ckpt-committed RANK STEP",
-                        [this](std::span<const std::string> args) { return committed_reply(args); });
+  control_handlers_.add_with_caller(
+      "ckpt-committed", "a local trainer sealed a version: ckpt-committed RANK STEP",
+      [this](std::span<const std::string> args, const control::Caller& caller) {
+        // The kernel names the trainer's user: its slots are expected to be that user's (a trainer in
+        // this process, or a caller the kernel could not name, changes nothing).
+        if (caller.known && checkpoints_ && caller.pid != ::getpid()) {
+          checkpoints_->trust_slot_writer(ckpt::SegmentOwner{caller.uid, caller.gid});
+        }
+        return committed_reply(args);
+      });
   control_handlers_.add("ckpt-safe", "how safe a local rank's newest checkpoint is: ckpt-safe RANK",
                         [this](std::span<const std::string> args) { return safety_reply(args); });
   control_handlers_.add("status",
