@@ -25,13 +25,14 @@ import os
 import random
 import socket
 import struct
+import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from lab_hosts import (PORT, CheckFailed, Lab, check, common_view, epochs_stay, loss_everywhere, member_names, ms,  # noqa: E402
                        progress, victim_dead_ms, wait_removed)
-from lab_net import LabError, in_netns, missing_prerequisite  # noqa: E402
+from lab_net import LabError, in_netns, missing_prerequisite, ns_exec  # noqa: E402
 import lab_replay  # noqa: E402
 from lab_flood import FLOOD_SCENARIOS  # noqa: E402
 from lab_training import TRAINING_SCENARIOS  # noqa: E402
@@ -282,8 +283,9 @@ def garbage_and_wrong_key(lab, r):
               d["bad_auth"] == 0 and sum(d.values()) == GARBAGE_UDP + 4,
               f"{n} counted {d} for {GARBAGE_UDP} garbage datagrams and 4 junk connections")
     mid = replayed_traffic(lab, r, members, mid)
-
     other_key = lab.keygen("other.key")
+    mid = intruder_requests(lab, r, members, mid, other_key)
+
     outsiders = [lab.add_agent(6, "intruder-key", key_file=other_key), lab.add_agent(7, "intruder-open", key_file=None)]
     for o in outsiders:
         o.start()
@@ -308,6 +310,33 @@ def garbage_and_wrong_key(lab, r):
         doc = o.cli("members")
         check({m["name"] for m in doc["members"]} == {o.name}, f"outsider {o.name} sees {doc['members']}")
     check(common_view(lab)[0] == e0, "the view changed")
+
+
+def intruder_requests(lab, r, members, before, other_key):
+    """From an outsider's namespace, one well-formed request of every kind (join, probe, view commit,
+    rendezvous set and get, checkpoint push and fetch) to every member, with another key and with none
+    (tests/lab/lab_intruder.cpp): no answer to any, each refused once by its cause, nothing else counted."""
+    intruder = os.environ.get("SHOAL_LAB_INTRUDER") or os.path.join(os.path.dirname(lab.binary), "tests", "lab",
+                                                                     "shoal-lab-intruder")
+    check(os.access(intruder, os.X_OK), f"no intruder binary at {intruder}")
+    answered, kinds = [], set()
+    for a in members:
+        for key in (other_key, "-"):
+            out = subprocess.run(ns_exec(lab.net.host_ns[8]) + [intruder, f"{lab.net.addr(a.index)}:{PORT}", key],
+                                 capture_output=True, text=True, timeout=60)
+            check(out.returncode == 0, f"the intruder failed: {out.stderr}")
+            lines = [json.loads(x) for x in out.stdout.splitlines()]
+            kinds |= {x["request"] for x in lines}
+            answered += [f"{a.name}:{x['request']}" for x in lines if x["answered"]]
+    check(not answered, f"answered an intruder: {answered}")
+    after = {a.name: a.cli("members")["rejected"] for a in members}
+    n = len(kinds)
+    for a in members:
+        d = rejected_delta(before[a.name], after[a.name])
+        check(d["bad_auth"] == n and d["no_key"] == n and sum(d.values()) == 2 * n,
+              f"{a.name} counted {d} for {n} requests with another key and {n} with none")
+    r["intruder"] = {"requests": sorted(kinds), "sent": 2 * n * len(members), "answered": 0}
+    return after
 
 
 def replayed_traffic(lab, r, members, before):
