@@ -41,6 +41,7 @@ TEST_LEVEL = {
     'tests/support': 'control',    # helpers: processes, ports, a control-socket client
     'tests/gpu': 'session',
     'tests/fuzz': 'ops',           # each target fuzzes the decoder it includes; the highest: the config file
+    'tests/lab': 'net',            # the lab's intruder speaks the agents' TCP channels as an outsider
     'bench': 'session',            # each benchmark measures the layer it includes
     'tests/integration': None,
     'examples': None,
