@@ -39,7 +39,8 @@ targets=(fuzz_packet fuzz_sealed fuzz_frame fuzz_hello fuzz_handshake fuzz_seale
   fuzz_json fuzz_key_text fuzz_swim fuzz_manifest fuzz_rendezvous_request fuzz_config_file)
 gossip="src/gossip/broadcast_queue.cpp src/gossip/codec.cpp src/gossip/member_table.cpp src/gossip/text_arena.cpp src/gossip/name_index.cpp
   src/gossip/probe_order.cpp src/gossip/push_pull.cpp src/gossip/suspicion.cpp src/gossip/swim.cpp
-  src/gossip/swim_probe.cpp src/gossip/swim_streams.cpp src/gossip/swim_updates.cpp src/gossip/types.cpp
+  src/gossip/swim_probe.cpp src/gossip/swim_streams.cpp src/gossip/swim_updates.cpp src/gossip/swim_evidence.cpp
+  src/gossip/types.cpp
   src/base/log.cpp $proto/gossip.pb.cc"
 # The control socket's typed replies (nlohmann-json is header-only: nothing to link).
 replies="src/control/replies/ckpt_ls.cpp src/control/replies/document.cpp src/control/replies/errors_and_acks.cpp

@@ -25,6 +25,7 @@ std::shared_ptr<Communicator> make_gloo(const SessionCommSpec& spec, RendezvousS
   o.bind_host = spec.bind_ip;
   o.op_timeout = spec.collective_timeout;
   o.connect_timeout = spec.rendezvous_timeout;
+  o.on_peer_lost = spec.on_peer_lost;
   return std::shared_ptr<Communicator>(make_gloo_communicator(o, store));
 #else
   (void)spec;

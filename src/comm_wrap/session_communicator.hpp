@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -29,6 +30,8 @@ struct SessionCommSpec {
   int cuda_device = 0;  // NCCL
   std::chrono::milliseconds rendezvous_timeout{30'000};
   std::chrono::milliseconds collective_timeout{300'000};
+  // A collective failed because its connection to `peer_rank` closed (Gloo; see GlooOptions). May be empty.
+  std::function<void(int peer_rank)> on_peer_lost;
   // The communicator of the previous view and the two rank tables, for a shrink; may be null.
   Communicator* previous = nullptr;
   const ranks::RankTable* before = nullptr;

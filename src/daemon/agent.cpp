@@ -14,6 +14,7 @@
 #include "control/server.hpp"
 #include "control/socket_path.hpp"
 #include "daemon/gossip_runtime.hpp"
+#include "gossip/member_table.hpp"
 #include "daemon/membership_runtime.hpp"
 #include "daemon/metrics_server.hpp"
 #include "daemon/rendezvous_service.hpp"
@@ -122,6 +123,9 @@ Agent::Agent(AgentConfig cfg) : cfg_(std::move(cfg)), leave_timer_(io_), join_ti
         }
         return committed_reply(args);
       });
+  control_handlers_.add("peer-lost",
+                        "a local trainer's connection to a member broke: peer-lost NAME GENERATION (probed at once)",
+                        [this](std::span<const std::string> args) { return peer_lost_reply(args); });
   control_handlers_.add("ckpt-safe", "how safe a local rank's newest checkpoint is: ckpt-safe RANK",
                         [this](std::span<const std::string> args) { return safety_reply(args); });
   control_handlers_.add("status",
@@ -198,6 +202,17 @@ std::string Agent::committed_reply(std::span<const std::string> args) {
   if (!rank || !step) return control_handlers_.error_reply("usage: ckpt-committed RANK STEP (non-negative integers)");
   if (!checkpoints_) return control_handlers_.error_reply("the agent has not started");
   checkpoints_->committed(static_cast<uint32_t>(*rank), *step);
+  return control::write_reply(control::CommittedReply{true});
+}
+
+std::string Agent::peer_lost_reply(std::span<const std::string> args) {
+  uint64_t generation = 0;
+  const bool ok = args.size() == 2 && !args[0].empty() && args[0].size() <= gossip::MemberTable::kMaxNameBytes && [&] {
+    const auto [end, ec] = std::from_chars(args[1].data(), args[1].data() + args[1].size(), generation);
+    return ec == std::errc() && end == args[1].data() + args[1].size();
+  }();
+  if (!ok) return control_handlers_.error_reply("usage: peer-lost NAME GENERATION");
+  if (runtime_ && !leaving_) runtime_->hint_failed(args[0], generation);  // on the loop already
   return control::write_reply(control::CommittedReply{true});
 }
 
@@ -400,6 +415,12 @@ void Agent::watch_join() {
 
 void Agent::stop() {
   asio::post(io_, [this] { begin_leave(); });
+}
+
+void Agent::hint_failed(const std::string& name, uint64_t generation) {
+  asio::post(io_, [this, name, generation] {
+    if (runtime_ && !leaving_) runtime_->hint_failed(name, generation);
+  });
 }
 
 void Agent::stop_now() {

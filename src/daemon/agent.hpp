@@ -118,6 +118,9 @@ class Agent {
   // The hello that opens a connection from this member on `channel` (for in-process clients such as the
   // rendezvous store of an embedded trainer). After start().
   net::OutgoingHello hello(wire::Hello::Channel channel) const;
+  // Evidence from the data plane: a trainer's connection to `name` broke; gossip probes it at once
+  // (Swim::hint_failed). Safe from any thread; does nothing before start() or after the loop ends.
+  void hint_failed(const std::string& name, uint64_t generation);
   // SIGHUP: reads the key file again (a rotation step). Fails, keeping the old keys, when it cannot.
   Status reload_keys();
 
@@ -133,6 +136,7 @@ class Agent {
   std::string force_reply(std::span<const std::string> args);
   std::string committed_reply(std::span<const std::string> args);
   std::string safety_reply(std::span<const std::string> args) const;
+  std::string peer_lost_reply(std::span<const std::string> args);
   std::string status_reply() const;  // agent_status.cpp
   std::string metrics_text() const;  // agent_metrics.cpp
 

@@ -18,11 +18,15 @@ void CoreDriver::request(const std::string& to, const net::OutgoingHello& hello,
                          gossip::Time deadline, size_t max_response_bytes, uint64_t token) {
   if (stopped_) return;
   client_.request(to, hello, std::move(bytes), origin_ + deadline, max_response_bytes,
-                  [this, token, to](std::optional<std::vector<std::byte>> response, const std::string& why) {
+                  [this, token, to](std::optional<std::vector<std::byte>> response, const net::StreamFailure& failure) {
                     if (stopped_) return;
                     if (!response) {
-                      log::get(log::Component::agent).debug("{} to {} failed: {}", what_, to, why);
-                      on_answer(token, std::nullopt);
+                      log::get(log::Component::agent).debug("{} to {} failed: {}", what_, to, failure.why);
+                      if (failure.refused) {
+                        on_refused(token);
+                      } else {
+                        on_answer(token, std::nullopt);
+                      }
                       return;
                     }
                     on_answer(token, std::span<const std::byte>(*response));

@@ -39,7 +39,7 @@ class CoreDriver {
   // The core asked to be woken at `at` (nothing when nullopt).
   void wake_at(std::optional<gossip::Time> at);
   // Sends one request before `deadline` (core time); its answer, or nullopt when it failed, goes to
-  // on_answer(token, ...) on the loop, unless stop() came first.
+  // on_answer(token, ...) on the loop (a refused connection to on_refused), unless stop() came first.
   void request(const std::string& to, const net::OutgoingHello& hello, std::vector<std::byte> bytes,
                gossip::Time deadline, size_t max_response_bytes, uint64_t token);
   // Nothing reaches the core after this: timer, answers and the runtime's own inputs (see stopped()).
@@ -50,6 +50,9 @@ class CoreDriver {
   virtual void on_wake() = 0;
   // The answer to request(token) (never after stop()).
   virtual void on_answer(uint64_t token, std::optional<std::span<const std::byte>> response) = 0;
+  // The request's connection was refused by the peer's host (nothing listens there); by default a
+  // failure like any other.
+  virtual void on_refused(uint64_t token) { on_answer(token, std::nullopt); }
 
   boost::asio::io_context& io_;
 

@@ -144,6 +144,19 @@ void GossipRuntime::on_answer(uint64_t token, std::optional<std::span<const std:
   perform(fx);
 }
 
+void GossipRuntime::on_refused(uint64_t token) {
+  gossip::Effects fx;
+  swim_.on_stream_refused(token, now(), fx);
+  perform(fx);
+}
+
+void GossipRuntime::hint_failed(const std::string& name, uint64_t generation) {
+  if (stopped()) return;
+  gossip::Effects fx;
+  swim_.hint_failed(name, generation, now(), fx);
+  perform(fx);
+}
+
 void GossipRuntime::on_wake() {
   gossip::Effects fx;
   swim_.on_tick(now(), fx);

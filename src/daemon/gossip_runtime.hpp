@@ -45,12 +45,15 @@ class GossipRuntime : public CoreDriver {
   void add_observer(EventObserver observer) { observers_.push_back(std::move(observer)); }
 
   const gossip::Swim& swim() const { return swim_; }
+  // Evidence from the data plane: a trainer's connection to `name` broke; the core probes it at once.
+  void hint_failed(const std::string& name, uint64_t generation);
 
  private:
   void receive_next();
   void on_datagram(const net::Datagram& d);
   void on_wake() override;
   void on_answer(uint64_t token, std::optional<std::span<const std::byte>> response) override;
+  void on_refused(uint64_t token) override;
   void perform(gossip::Effects& fx);
   void send_packet(gossip::SendPacket& p);
   void start_stream(gossip::StreamRequest& r);

@@ -180,10 +180,13 @@ void to_proto(const Claim& c, pb::Update& out) {
     out.set_addr(c.id.addr);
     set_meta(c.meta, out);
   }
-  if (c.state == State::suspect || c.state == State::dead) out.set_accuser(c.accuser);
+  if (c.state == State::suspect || c.state == State::dead) {
+    out.set_accuser(c.accuser);
+    if (c.refused) out.set_refused(true);
+  }
 }
 
-void to_proto(MemberRef m, std::string_view accuser, pb::Update& out) {
+void to_proto(MemberRef m, std::string_view accuser, pb::Update& out, bool refused) {
   out.set_name(std::string(m.name()));
   out.set_generation(m.generation());
   out.set_incarnation(m.incarnation());
@@ -192,7 +195,10 @@ void to_proto(MemberRef m, std::string_view accuser, pb::Update& out) {
     out.set_addr(std::string(m.addr()));
     if (!m.encoded_meta().empty()) set_meta(m.meta(), out);
   }
-  if (m.state() == State::suspect || m.state() == State::dead) out.set_accuser(std::string(accuser));
+  if (m.state() == State::suspect || m.state() == State::dead) {
+    out.set_accuser(std::string(accuser));
+    if (m.state() == State::dead ? m.refused() : refused) out.set_refused(true);
+  }
 }
 
 Claim from_proto(const pb::Update& u) {
@@ -203,6 +209,7 @@ Claim from_proto(const pb::Update& u) {
   c.state = state_of(u.state());
   c.incarnation = u.incarnation();
   c.accuser = u.accuser();
+  c.refused = (c.state == State::suspect || c.state == State::dead) && u.refused();
   if (c.state == State::alive) c.meta = meta_of(u);
   return c;
 }

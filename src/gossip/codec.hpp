@@ -22,7 +22,8 @@ namespace shoal::gossip {
 // --- updates -------------------------------------------------------------------------------
 
 void to_proto(const Claim& c, pb::Update& out);
-void to_proto(MemberRef m, std::string_view accuser, pb::Update& out);
+// `refused`: a suspect record's update carries the accuser's refusal evidence; a dead record's carries its own.
+void to_proto(MemberRef m, std::string_view accuser, pb::Update& out, bool refused = false);
 Claim from_proto(const pb::Update& u);
 // A member's metadata as the table stores it: the metadata fields of an Update, serialized (empty
 // metadata is 0 bytes).

@@ -101,6 +101,7 @@ MemberTable::Outcome MemberTable::apply(const Claim& claim, Time now) {
     r.generation = claim.id.generation;
     r.incarnation = claim.incarnation;
     r.state = claim.state;
+    r.refused = claim.state == State::dead && claim.refused;
     r.state_since = now;
     write_text(r, claim.id.name, claim.id.addr, claim.state == State::alive ? encode_meta(claim.meta) : std::string());
     const auto pos = static_cast<uint32_t>(rows_.size());
@@ -134,6 +135,7 @@ MemberTable::Outcome MemberTable::apply(const Claim& claim, Time now) {
       rec.generation = claim.id.generation;
       if (rec.state != claim.state || new_generation) rec.state_since = now;
       rec.state = claim.state;
+      rec.refused = claim.state == State::dead && claim.refused;
       rec.incarnation = claim.incarnation;
       account(at, +1);
       ++version_;

@@ -26,6 +26,9 @@ struct Claim {
   uint64_t incarnation = 0;
   MemberMeta meta;      // alive only
   std::string accuser;  // suspect / dead: who raised it
+  // suspect: the accuser saw the member's agent port refuse a connection; dead: declared on refusals
+  // confirmed by others (see Member::refused).
+  bool refused = false;
 };
 
 // What a claim means against the current record.
@@ -56,7 +59,9 @@ struct StoredRecord {
   uint32_t meta_len = 0;
   uint16_t name_len = 0, addr_len = 0;
   State state = State::alive;
+  bool refused = false;  // dead only: Member::refused (fits the record's padding: still 48 bytes)
 };
+static_assert(sizeof(StoredRecord) <= 48, "a record of every member at every member: keep it small");
 
 class MemberTable;
 
@@ -76,12 +81,13 @@ class MemberRef {
   uint64_t incarnation() const { return row().incarnation; }
   State state() const { return row().state; }
   Time state_since() const { return row().state_since; }
+  bool refused() const { return row().refused; }
   std::string_view encoded_meta() const {
     return {row().text + row().name_len + row().addr_len, row().meta_len};
   }
   MemberMeta meta() const;
   Identity identity() const { return Identity{std::string(name()), generation(), std::string(addr())}; }
-  Member member() const { return Member{identity(), state(), incarnation(), meta(), state_since()}; }
+  Member member() const { return Member{identity(), state(), incarnation(), meta(), state_since(), refused()}; }
 
  private:
   friend class MemberTable;

@@ -1,4 +1,4 @@
-// Suspicion timeout arithmetic and confirmation counting.
+// Suspicion timeout arithmetic, confirmation counting and the refusal rule.
 #include "gossip/suspicion.hpp"
 
 #include <algorithm>
@@ -13,6 +13,11 @@ SuspicionBounds suspicion_bounds(Time min_base, double max_mult, uint32_t k, siz
   b.max = Time{static_cast<int64_t>(std::llround(static_cast<double>(b.min.count()) * std::max(1.0, max_mult)))};
   b.k = (n < size_t{k} + 2) ? 0 : k;
   return b;
+}
+
+uint32_t refusal_confirmations_needed(uint32_t wanted, size_t n) {
+  if (n < 3) return 0;
+  return static_cast<uint32_t>(std::min<size_t>(wanted, n - 2));
 }
 
 Time suspicion_timeout(const SuspicionBounds& b, uint32_t confirmations) {
@@ -32,6 +37,29 @@ bool SuspicionTimer::confirm(const std::string& who) {
   if (std::find(confirmers_.begin(), confirmers_.end(), who) != confirmers_.end()) return false;
   confirmers_.push_back(who);
   return true;
+}
+
+bool SuspicionTimer::saw_refusal() {
+  if (self_refused_) return false;
+  self_refused_ = true;
+  return true;
+}
+
+bool SuspicionTimer::confirm_refusal(const std::string& who) {
+  if (refusers_.size() >= kMaxRefusers) return false;
+  if (std::find(refusers_.begin(), refusers_.end(), who) != refusers_.end()) return false;
+  refusers_.push_back(who);
+  return true;
+}
+
+bool SuspicionTimer::refusal_confirmed() const {
+  return bounds_.refused_k > 0 && self_refused_ && !answered_ && refusers_.size() >= bounds_.refused_k;
+}
+
+Time SuspicionTimer::deadline() const {
+  const Time normal = start_ + suspicion_timeout(bounds_, confirmations());
+  if (!refusal_confirmed()) return normal;
+  return std::min(normal, start_ + bounds_.refused_min);
 }
 
 }  // namespace shoal::gossip

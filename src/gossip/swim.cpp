@@ -42,6 +42,10 @@ std::vector<std::byte> Swim::on_stream_request(const std::string& from, std::spa
 void Swim::on_stream_response(uint64_t token, std::optional<std::span<const std::byte>> bytes, Time now, Effects& out) {
   core_->on_stream_response(token, bytes, now, out);
 }
+void Swim::on_stream_refused(uint64_t token, Time now, Effects& out) { core_->on_stream_refused(token, now, out); }
+void Swim::hint_failed(const std::string& name, uint64_t generation, Time now, Effects& out) {
+  core_->hint_failed(name, generation, now, out);
+}
 void Swim::on_tick(Time now, Effects& out) { core_->on_tick(now, out); }
 void Swim::leave(Time now, Effects& out) { core_->leave(now, out); }
 const Identity& Swim::self() const { return core_->self(); }

@@ -67,6 +67,17 @@ struct Config {
   // suspicion timeout within a few hundred ms instead of waiting for the round-robin to come by.
   uint32_t confirmation_probes = 4;
 
+  // Evidence from the data plane (README): a connection to a member's own agent port that is refused
+  // (its process is gone, its host answers) is strong evidence. A suspicion this member saw refused
+  // itself, that refusal_confirmations other members say they saw refused too, and whose suspect has
+  // not answered since, ends after refused_suspicion_ms instead of the normal timeout; a silent member
+  // keeps the normal timeouts. 0 confirmations turns the rule off.
+  uint32_t refusal_confirmations = 2;
+  uint32_t refused_suspicion_ms = 10;
+  // A hint (Swim::hint_failed: a trainer's connection to the member broke) probes the member at once,
+  // direct, indirect and over TCP; at most one hinted probe per member per this long.
+  uint32_t hint_interval_ms = 150;
+
   // Each update is sent up to retransmit_mult * ceil(log10(N + 1)) times by every member
   // (memberlist's LAN value).
   uint32_t retransmit_mult = 4;
@@ -132,6 +143,12 @@ struct Stats {
   uint64_t push_pulls_started = 0, push_pulls_completed = 0, push_pulls_failed = 0;
   uint64_t push_pull_full_exchanges = 0;  // exchanges where the digests differed
   uint64_t stalls_detected = 0;           // ticks that came far too late
+  uint64_t hints = 0;                     // hinted members probed at once
+  uint64_t hints_ignored = 0;             // hints about unknown, dead, or already probed members
+  uint64_t refusals_seen = 0;             // our probes that a member's own agent port refused
+  uint64_t refusal_confirmations = 0;     // other members' refusals counted against a suspicion
+  uint64_t refusals_void = 0;             // refused suspects that answered a probe after all
+  uint64_t deaths_on_refusal = 0;         // deaths declared here by the refusal rule
 
   // Probe round trips, from a probe's ping to the ack that completed it (by any path), as a
   // histogram: probe_rtt_buckets[i] counts those of at most kProbeRttBoundsUs[i] microseconds (not
@@ -157,7 +174,8 @@ class SwimCore;
 //   process: probes in flight are dropped without blaming their targets, suspicions held here are
 //   postponed by the pause, so a stalled member never causes the death of others;
 // - every StreamRequest gets exactly one on_stream_response (nullopt when it failed or passed its
-//   deadline); a token it does not know is ignored;
+//   deadline), or instead one on_stream_refused when the connection itself was refused (an RST to
+//   the SYN, an ICMP port unreachable); a token it does not know is ignored;
 // - packets may be lost, duplicated, reordered or late: stale acks and timers are recognised.
 // A member falsely declared dead (paused) comes back in the same generation by refuting with a
 // higher incarnation, as in memberlist; a stale alive (incarnation not above the death) never
@@ -185,6 +203,14 @@ class Swim {
                                            Effects& out);
   // The answer to one of our StreamRequests (nullopt: it failed or timed out).
   void on_stream_response(uint64_t token, std::optional<std::span<const std::byte>> bytes, Time now, Effects& out);
+  // One of our StreamRequests could not connect: the peer's host refused it (nothing listens on the
+  // port). Only this, never a timeout or a reset after connecting, is taken as refusal evidence.
+  void on_stream_refused(uint64_t token, Time now, Effects& out);
+  // Evidence from the data plane: a trainer's connection to `name` (at `generation`) was reset or
+  // closed. The member is probed at once, direct, indirect and over TCP; a hint alone never
+  // suspects anyone (a member that answers stays). Ignored when the member is unknown, not live, of
+  // another generation, already being probed, or hinted less than hint_interval_ms ago.
+  void hint_failed(const std::string& name, uint64_t generation, Time now, Effects& out);
   void on_tick(Time now, Effects& out);
   // Graceful: marks itself left and broadcasts it. The runtime should keep delivering for a short
   // while (a few gossip intervals) so that the news gets out, then stop.

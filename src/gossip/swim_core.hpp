@@ -40,6 +40,8 @@ class SwimCore {
   std::vector<std::byte> on_stream_request(const std::string& from, std::span<const std::byte> bytes, Time now,
                                            Effects& out);
   void on_stream_response(uint64_t token, std::optional<std::span<const std::byte>> bytes, Time now, Effects& out);
+  void on_stream_refused(uint64_t token, Time now, Effects& out);
+  void hint_failed(const std::string& name, uint64_t generation, Time now, Effects& out);
   void on_tick(Time now, Effects& out);
   void leave(Time now, Effects& out);
 
@@ -70,6 +72,7 @@ class SwimCore {
     std::string addr;
     bool regular = false;  // the round-robin probe counts towards local health
     bool indirect_sent = false;
+    bool refused = false;  // its TCP ping was refused by the target's host
     std::vector<std::string> helpers;
     uint32_t nacks = 0;
     Time started{0};  // the direct ping's send time: the round trip's start
@@ -117,7 +120,11 @@ class SwimCore {
 
   // swim_probe.cpp
   void start_regular_probe();
-  void start_probe(MemberRef target, bool regular);
+  // Returns the probe's sequence number.
+  uint32_t start_probe(MemberRef target, bool regular);
+  // The probe's second phase now, without waiting for the direct ping's timeout (a hinted probe,
+  // the check of a refusal someone else saw).
+  void escalate_probe(uint32_t seq);
   bool probe_running(std::string_view name) const;  // a probe of `name` is in flight
   // A ping for a direct probe; it carries the suspicion when we hold the target suspect.
   // `target`: our record of the target (empty if we hold none), `generation` the one probed.
@@ -144,17 +151,31 @@ class SwimCore {
   void refute(uint64_t seen_incarnation, const std::string& accuser, const std::string& from_addr);
   // Sends our own record to the accuser of a claim about us and to the member that passed it on.
   void answer_accusation(const std::string& accuser, const std::string& from_addr);
-  void accuse(const std::string& name);  // this member's own probe of `name` failed
+  // This member's own probe of `name` failed; `refused`: by a refusal from the member's own host.
+  void accuse(const std::string& name, bool refused = false);
   void start_suspicion(MemberRef m, const std::string& accuser);
   void reschedule_suspicion(Suspicion& s, const std::string& name);
   // True when the suspicion was given a last check instead of ending in a death (see the .cpp).
   bool verify_before_death(Suspicion& s, MemberRef m);
   void suspicion_expired(const std::string& name);
   void emit(MemberRef m, std::optional<State> previous);
-  void broadcast(MemberRef m, std::string_view accuser);
+  void broadcast(MemberRef m, std::string_view accuser, bool refused = false);
   void gossip_round();
   uint32_t retransmit_limit() const;
-  std::string update_entry(MemberRef m, std::string_view accuser) const;
+  std::string update_entry(MemberRef m, std::string_view accuser, bool refused = false) const;
+
+  // swim_evidence.cpp: the refusal rule and hints from the data plane
+  // A refusal claim (`who` saw the suspect's agent port refuse) counted against suspicion `s`; true
+  // when it is news. For `who` == self, an immediate gossip round spreads it.
+  bool note_refusal(const std::string& name, Suspicion& s, const std::string& who);
+  // The TCP ping of probe `seq` was refused.
+  void probe_refused(uint32_t seq);
+  // `name` answered us at `generation`: its refusals are void.
+  void suspect_answered(std::string_view name, uint64_t generation);
+  // A member that heard of a refused suspicion checks the suspect itself, at once, with probability
+  // about confirmation_probes / (N - 2).
+  void check_refusal(MemberRef m);
+  SuspicionBounds bounds_now() const;
   // Sends `body` plus as many queued updates as fit to `to`.
   void send(const std::string& to, std::string body, bool piggyback = true);
 
@@ -220,6 +241,10 @@ class SwimCore {
   // After joining, a few push-pulls at short intervals catch what the broadcasts of a cluster
   // that is itself starting up did not deliver.
   uint32_t early_push_pulls_left_ = 3;
+
+  // Hinted members and when (at most one hinted probe per member per hint_interval_ms); bounded.
+  std::map<std::string, Time, std::less<>> hinted_;
+  static constexpr size_t kMaxHinted = 256;
 
   std::array<std::optional<Time>, wire::kRejectCauses> last_reject_log_{};
   std::optional<Time> last_name_clash_log_;

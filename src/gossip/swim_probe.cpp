@@ -72,7 +72,7 @@ bool SwimCore::probe_running(std::string_view name) const {
   return std::any_of(probes_.begin(), probes_.end(), [&](const auto& entry) { return entry.second.target == name; });
 }
 
-void SwimCore::start_probe(MemberRef target, bool regular) {
+uint32_t SwimCore::start_probe(MemberRef target, bool regular) {
   const uint32_t seq = next_seq_++;
   Probe p;
   p.target = target.name();
@@ -94,6 +94,14 @@ void SwimCore::start_probe(MemberRef target, bool regular) {
   probes_.emplace(seq, std::move(p));
   ++stats_.probes_sent;
   send(addr, std::move(body));
+  return seq;
+}
+
+void SwimCore::escalate_probe(uint32_t seq) {
+  auto it = probes_.find(seq);
+  if (it == probes_.end() || it->second.indirect_sent) return;
+  cancel_timer(it->second.direct_timer);
+  probe_direct_timeout(seq);
 }
 
 std::string SwimCore::direct_ping_body(uint32_t seq, MemberRef target, uint64_t generation) const {
@@ -114,6 +122,7 @@ void SwimCore::probe_direct_timeout(uint32_t seq) {
     return;
   }
   Probe& p = it->second;
+  if (p.indirect_sent) return;  // escalated already
   p.indirect_sent = true;
   const Identity target{p.target, p.generation, p.addr};
   // Ping once more ourselves: at 10% loss a second try turns one in five failed direct probes
@@ -151,15 +160,17 @@ void SwimCore::finish_probe(uint32_t seq, bool acked) {
   if (acked) {
     ++stats_.acks_received;
     stats_.record_probe_rtt(now_ - p.started);
+    suspect_answered(p.target, p.generation);  // a member that answers a probe stays
     return;
   }
   const MemberRef m = table_.find(p.target);
-  if (m && m.generation() == p.generation && is_live(m.state())) accuse(p.target);
+  if (m && m.generation() == p.generation && is_live(m.state())) accuse(p.target, p.refused);
 }
 
 void SwimCore::on_ping(const std::string& from, const wire::MemberId& sender, const pb::Ping& ping,
                        MemberRef known) {
   std::string body = ack_body(ping.seq());
+  if (known && known.state() == State::suspect) suspect_answered(known.name(), sender.generation());
   // A member we hold as suspect or dead is told so at once, so that it refutes (an accused
   // member that pings us is alive, or paused and back).
   if (known && known.generation() == sender.generation() && known.state() != State::alive &&

@@ -39,14 +39,17 @@ void SwimCore::handle_claim(const Claim& c, const std::string& from_addr, bool f
       emit(m, outcome.previous);
       if (m.state() == State::suspect) {
         start_suspicion(m, c.accuser);
+        if (c.refused) note_refusal(name, suspicions_.find(name)->second, c.accuser);
       } else if (auto s = suspicions_.find(name); s != suspicions_.end()) {
         cancel_timer(s->second.key);
         suspicions_.erase(s);
       }
       if (is_live(m.state()) && !was_live) order_.add(m.position(), rng_);
       // A joining member learns the whole table from its seed: everyone has that already.
-      if (!merging_join_) broadcast(m, c.accuser);
-      if (m.state() == State::suspect && c.accuser != self().name) {
+      if (!merging_join_) broadcast(m, c.accuser, c.refused);
+      if (m.state() == State::suspect && c.refused && c.accuser != self().name) {
+        check_refusal(m);
+      } else if (m.state() == State::suspect && c.accuser != self().name) {
         // Ask a few members (each with probability p) to check the suspect now: their
         // confirmations shorten the suspicion instead of waiting for the round-robin.
         const size_t others = table_.live_count() > 2 ? table_.live_count() - 2 : 1;
@@ -61,10 +64,17 @@ void SwimCore::handle_claim(const Claim& c, const std::string& from_addr, bool f
     case Verdict::same:
       if (c.state == State::suspect) {
         auto s = suspicions_.find(c.id.name);
-        if (s != suspicions_.end() && s->second.timer.confirm(c.accuser)) {
-          ++stats_.confirmations;
-          reschedule_suspicion(s->second, c.id.name);
-          broadcast(outcome.member, c.accuser);
+        if (s != suspicions_.end()) {
+          bool news = s->second.timer.confirm(c.accuser);
+          if (news) ++stats_.confirmations;
+          const bool first_refusal = c.refused && s->second.timer.refusals() == 0 && !s->second.timer.self_refused();
+          if (c.refused && note_refusal(s->first, s->second, c.accuser)) news = true;
+          if (news) {
+            reschedule_suspicion(s->second, c.id.name);
+            broadcast(outcome.member, c.accuser, c.refused);
+          }
+          // The first word of a refusal about a suspect we already held: check it ourselves.
+          if (first_refusal && c.accuser != self().name) check_refusal(outcome.member);
         }
       }
       break;
@@ -134,15 +144,17 @@ void SwimCore::refute(uint64_t seen_incarnation, const std::string& accuser, con
   answer_accusation(accuser, from_addr);
 }
 
-void SwimCore::accuse(const std::string& name) {
+void SwimCore::accuse(const std::string& name, bool refused) {
   MemberRef m = table_.find(name);
   if (!m || !is_live(m.state())) return;
   const bool fresh = m.state() == State::alive;
   if (fresh) ++stats_.suspicions_raised;
-  handle_claim(Claim{m.identity(), State::suspect, m.incarnation(), {}, self().name}, std::string(), false);
+  handle_claim(Claim{m.identity(), State::suspect, m.incarnation(), {}, self().name, refused}, std::string(), false);
   // Buddy system: tell the suspect itself at once; it refutes if it is alive.
   m = table_.find(name);
-  if (fresh && m && m.state() == State::suspect) send(std::string(m.addr()), update_entry(m, self().name), false);
+  if (fresh && m && m.state() == State::suspect) {
+    send(std::string(m.addr()), update_entry(m, self().name, refused), false);
+  }
 }
 
 void SwimCore::start_suspicion(MemberRef m, const std::string& accuser) {
@@ -150,8 +162,7 @@ void SwimCore::start_suspicion(MemberRef m, const std::string& accuser) {
     cancel_timer(old->second.key);
     suspicions_.erase(old);
   }
-  const auto bounds = suspicion_bounds(ms(cfg_.suspicion_min_ms), cfg_.suspicion_max_mult, cfg_.suspicion_confirmations,
-                                       table_.live_count());
+  const auto bounds = bounds_now();
   auto [it, inserted] = suspicions_.emplace(
       std::string(m.name()), Suspicion{SuspicionTimer(now_, bounds, accuser), m.generation(), m.incarnation(), TimerKey{}});
   it->second.key = add_timer(it->second.timer.deadline(), TimerAction{TimerKind::suspicion, 0, it->first});
@@ -175,13 +186,16 @@ void SwimCore::suspicion_expired(const std::string& name) {
     ++stats_.stale_timers;
     return;
   }
-  if (verify_before_death(it->second, m)) return;
+  const bool refused = it->second.timer.refusal_confirmed();
+  if (!refused && verify_before_death(it->second, m)) return;
   const Suspicion s = std::move(it->second);
   suspicions_.erase(it);
   ++stats_.deaths_declared;
+  if (refused) ++stats_.deaths_on_refusal;
   shoal::log::get(shoal::log::Component::gossip)
-      .debug("{}: {} declared dead after {} confirmations", self().name, name, s.timer.confirmations());
-  handle_claim(Claim{m.identity(), State::dead, m.incarnation(), {}, self().name}, std::string(), false);
+      .debug("{}: {} declared dead after {} confirmations{}", self().name, name, s.timer.confirmations(),
+             refused ? fmt::format(" (refused here and at {} others)", s.timer.refusals()) : std::string());
+  handle_claim(Claim{m.identity(), State::dead, m.incarnation(), {}, self().name, refused}, std::string(), false);
 }
 
 // A suspicion that nobody but its accuser vouches for is what a lost refutation looks like: the
@@ -207,14 +221,14 @@ void SwimCore::emit(MemberRef m, std::optional<State> previous) {
   if (out_ != nullptr) out_->events.push_back(MemberEvent{m.member(), previous});
 }
 
-std::string SwimCore::update_entry(MemberRef m, std::string_view accuser) const {
+std::string SwimCore::update_entry(MemberRef m, std::string_view accuser, bool refused) const {
   pb::Update u;
-  to_proto(m, accuser, u);
+  to_proto(m, accuser, u, refused);
   return encode_update_entry(u);
 }
 
-void SwimCore::broadcast(MemberRef m, std::string_view accuser) {
-  queue_.push(std::string(m.name()), update_entry(m, accuser));
+void SwimCore::broadcast(MemberRef m, std::string_view accuser, bool refused) {
+  queue_.push(std::string(m.name()), update_entry(m, accuser, refused));
   stats_.broadcasts_dropped = queue_.dropped();
 }
 

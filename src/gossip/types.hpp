@@ -42,6 +42,10 @@ struct Member {
   uint64_t incarnation = 0;
   MemberMeta meta;
   Time state_since{0};  // when this member's state last changed, in this member's view
+  // Dead only: declared on a refusal from the member's own agent port, seen by the declarer and
+  // confirmed by other members (src/gossip/README.md, "Evidence from the data plane"). The view
+  // keeper may commit such a removal after a shorter settle window.
+  bool refused = false;
 };
 
 // A change in this member's view of another member (or of itself).

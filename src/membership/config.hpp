@@ -32,6 +32,10 @@ struct Config {
   bool joining = false;
   Time settle_quiet{50'000};         // propose once the wanted member set has not changed for this long...
   Time settle_max{500'000};          // ...or once a change has been pending this long (a join storm batches)
+  // When every member to remove was declared dead on a confirmed refusal (gossip::Member::refused: its
+  // own host refused, other members confirmed) or left gracefully, and nobody joins, the quiet window is
+  // this instead: the process is known to be gone, and a silent host keeps settle_quiet.
+  Time settle_refused{5'000};
   Time hold_down{10'000'000};        // a removed member must stay alive this long before it is readmitted
   Time phase_timeout{1'000'000};     // a prepare or accept phase that has not reached its quorum gives up
   Time retry_backoff{100'000};       // base of the randomised pause after a failed round

@@ -50,6 +50,7 @@ Desired desired_view(const View& committed, const std::vector<gossip::Member>& g
   for (const auto& m : gossip) seen[m.id.name] = &m;
 
   bool only_graceful = true;
+  bool only_known_gone = true;  // left, or dead on a confirmed refusal
   size_t lingering = 0;  // left gracefully, recently: still answers as an acceptor
   std::vector<std::string> live_names, lost_names;
   for (const ViewMember& vm : committed.members()) {
@@ -59,11 +60,14 @@ Desired desired_view(const View& committed, const std::vector<gossip::Member>& g
       ViewMember keep = from_gossip(*g, vm.join_epoch);
       d.members.push_back(keep);
       live_names.push_back(vm.name);
-      if (!(keep == vm)) only_graceful = false;  // metadata changed
+      if (!(keep == vm)) only_graceful = only_known_gone = false;  // metadata changed
     } else {
       lost_names.push_back(vm.name);
       const bool left = g != nullptr && g->id.generation == vm.generation && g->state == gossip::State::left;
+      const bool refused =
+          g != nullptr && g->id.generation == vm.generation && g->state == gossip::State::dead && g->refused;
       if (!left) only_graceful = false;
+      if (!left && !refused) only_known_gone = false;
       if (left && now - g->state_since < cfg.leaver_votes_for) ++lingering;
     }
   }
@@ -92,11 +96,12 @@ Desired desired_view(const View& committed, const std::vector<gossip::Member>& g
   for (const Joiner& j : joiners) {
     if (cfg.max_hosts != 0 && d.members.size() >= cfg.max_hosts) break;
     d.members.push_back(from_gossip(*j.m, next_epoch));
-    only_graceful = false;
+    only_graceful = only_known_gone = false;
   }
 
   d.differs = !same_members(d.members, committed.members());
   d.graceful_only = d.differs && only_graceful;
+  d.refused_only = d.differs && !only_graceful && only_known_gone;
   d.majority_live = committed.size() == 0 || (live_names.size() + lingering) * 2 > committed.size();
   if (!d.differs) return d;
 

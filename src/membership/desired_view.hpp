@@ -15,6 +15,9 @@ struct Desired {
   std::vector<ViewMember> members;  // the wanted member list (join_epoch already set), unordered
   bool differs = false;             // the wanted list is not the committed view's list
   bool graceful_only = false;       // the only changes are members that left gracefully: no settle wait
+  // The only changes are members that left or were declared dead on a confirmed refusal (and at least one
+  // such death): Config::settle_refused applies.
+  bool refused_only = false;
   bool majority_live = true;        // a majority of the committed view is alive or suspect
   size_t live_of_view = 0;
   std::string blocked;              // non-empty: a change is wanted but may not be proposed (the reason)

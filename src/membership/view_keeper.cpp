@@ -155,7 +155,8 @@ void ViewKeeper::evaluate(Time now, KeeperOutput& out) {
     status_.reason = "not in the committed view: waiting to be admitted";
     return;
   }
-  const bool due = force_requested_ || d.graceful_only || now - last_change_ >= cfg_.settle_quiet ||
+  const Time quiet = d.refused_only ? std::min(cfg_.settle_refused, cfg_.settle_quiet) : cfg_.settle_quiet;
+  const bool due = force_requested_ || d.graceful_only || now - last_change_ >= quiet ||
                    now - *pending_since_ >= cfg_.settle_max;
   const bool may = force_requested_ || designated_proposer() || now - *pending_since_ >= cfg_.takeover_after;
   if (due && may && now >= backoff_until_) {
@@ -164,7 +165,7 @@ void ViewKeeper::evaluate(Time now, KeeperOutput& out) {
     start_round(d, all_members, now, out);
     return;
   }
-  Time wake = std::min(last_change_ + cfg_.settle_quiet, *pending_since_ + cfg_.settle_max);
+  Time wake = std::min(last_change_ + quiet, *pending_since_ + cfg_.settle_max);
   if (!may) wake = std::max(wake, *pending_since_ + cfg_.takeover_after);
   out.wake_no_later_than(std::max(wake, backoff_until_));
   status_.phase = KeeperPhase::proposing;

@@ -45,7 +45,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     socket_.open(target.protocol(), open_ec);  // opened here so that the cap covers SYN retransmissions
     if (!open_ec) net::cap_retransmission_backoff(socket_.native_handle());
     socket_.async_connect(target, [self](boost::system::error_code ec) {
-      if (ec) return self->complete(std::nullopt, "connect: " + ec.message());
+      if (ec) return self->complete(std::nullopt, "connect: " + ec.message(), ec == asio::error::connection_refused);
       self->socket_.set_option(tcp::no_delay(true), ec);
       asio::async_write(self->socket_, asio::buffer(self->out_), [self](boost::system::error_code wec, size_t) {
         if (wec) return self->complete(std::nullopt, "send: " + wec.message());
@@ -102,14 +102,14 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     return e.ec ? e.ec.message() : std::string("truncated");
   }
 
-  void complete(std::optional<std::vector<std::byte>> response, const std::string& why) {
+  void complete(std::optional<std::vector<std::byte>> response, const std::string& why, bool refused = false) {
     if (finished_) return;
     finished_ = true;
     --*in_flight_;
     boost::system::error_code ignored;
     timer_.cancel();
     socket_.close(ignored);
-    done_(std::move(response), why);
+    done_(std::move(response), StreamFailure{why, refused});
   }
 
   tcp::socket socket_;
@@ -134,7 +134,7 @@ void StreamClient::request(const std::string& to, const OutgoingHello& hello, st
   const auto target = parse_ip_port(to);
   if (!target || *in_flight_ >= max_in_flight_) {
     const std::string why = !target ? "'" + to + "' is not a numeric ip:port" : "too many requests in flight";
-    asio::post(io_, [done = std::move(done), why] { done(std::nullopt, why); });
+    asio::post(io_, [done = std::move(done), why] { done(std::nullopt, StreamFailure{why, false}); });
     return;
   }
   auto ex = std::make_shared<Exchange>(io_, in_flight_, std::move(done));

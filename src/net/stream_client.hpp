@@ -18,11 +18,20 @@ namespace shoal::net {
 
 namespace asio = boost::asio;
 
+// Why an exchange gave no response.
+struct StreamFailure {
+  std::string why;       // for people: refused, timed out, ...
+  // The peer's host refused the connection itself (ECONNREFUSED: a TCP RST to our SYN, or an ICMP
+  // unreachable): nothing listens on the port. Evidence that the process there is gone, unlike a
+  // timeout or a reset after connecting (gossip's refusal rule uses it, src/gossip/README.md).
+  bool refused = false;
+};
+
 class StreamClient {
  public:
   using Clock = std::chrono::steady_clock;
-  // The response payload, or nullopt with `why` saying what failed (refused, timed out, ...).
-  using Done = std::function<void(std::optional<std::vector<std::byte>> response, const std::string& why)>;
+  // The response payload, or nullopt with `failure` saying what failed.
+  using Done = std::function<void(std::optional<std::vector<std::byte>> response, const StreamFailure& failure)>;
 
   explicit StreamClient(asio::io_context& io, size_t max_in_flight = 128);
 

@@ -163,4 +163,11 @@ void ConnectedSession::follow() {
   source_stopped("the session left");
 }
 
+void ConnectedSession::peer_connection_broke(const std::string& name, uint64_t generation) {
+  // Short: this runs in the failed collective's path, before the communicator's abort.
+  auto r = control::control_request(opt_.control_path, "peer-lost " + name + " " + std::to_string(generation),
+                                    std::chrono::milliseconds(200));
+  if (!r) log::get(log::Component::agent).debug("could not tell the agent that {} was lost: {}", name, r.error().message);
+}
+
 }  // namespace shoal::session

@@ -22,6 +22,10 @@ class ConnectedSession final : public SessionCore {
   void leave() override;
   std::string address() const override { return agent_addr_; }
 
+ protected:
+  // Tells the agent over the control socket (`peer-lost`), so that it probes the member at once.
+  void peer_connection_broke(const std::string& name, uint64_t generation) override;
+
  private:
   void follow();
 

@@ -86,4 +86,8 @@ void EmbeddedSession::leave() {
 
 std::string EmbeddedSession::address() const { return agent_->addr(); }
 
+void EmbeddedSession::peer_connection_broke(const std::string& name, uint64_t generation) {
+  agent_->hint_failed(name, generation);
+}
+
 }  // namespace shoal::session

@@ -23,6 +23,9 @@ class EmbeddedSession final : public SessionCore {
   void leave() override;
   std::string address() const override;
 
+ protected:
+  void peer_connection_broke(const std::string& name, uint64_t generation) override;
+
  private:
   // SessionOptions::leave_on_sigterm: a graceful leave, then the process ends as SIGTERM asks.
   void leave_on_sigterm();

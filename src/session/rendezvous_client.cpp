@@ -12,7 +12,10 @@ namespace shoal::session {
 namespace {
 
 // How often a waiting call looks at `superseded`.
-constexpr std::chrono::milliseconds kPollSlice{20};
+// How often a waiting exchange (and a pause between attempts) looks at `superseded`: a view change is
+// on the recovery's critical path (a same-view rebuild waits here when the view that removes a dead
+// member commits), so short; the slices cost nothing but a wake-up each.
+constexpr std::chrono::milliseconds kPollSlice{2};
 // A parked GET is answered by the server at its timeout; the client waits this much longer for that answer.
 constexpr std::chrono::milliseconds kAnswerSlack{3000};
 // A multi-get of many addresses; the server's per-epoch limit is the real bound.
@@ -48,10 +51,10 @@ wire::RendezvousResponse NetworkRendezvousStore::call(const wire::RendezvousRequ
     std::optional<std::vector<std::byte>> response;
     bool done = false;
     client.request(opt_.store_addr, opt_.hello, bytes, deadline, kMaxResponseBytes,
-                   [&](std::optional<std::vector<std::byte>> r, const std::string& why) {
+                   [&](std::optional<std::vector<std::byte>> r, const net::StreamFailure& failure) {
                      done = true;
                      response = std::move(r);
-                     if (!response) last_failure = why;
+                     if (!response) last_failure = failure.why;
                    });
     while (!done) {
       io.run_for(kPollSlice);
@@ -60,8 +63,12 @@ wire::RendezvousResponse NetworkRendezvousStore::call(const wire::RendezvousRequ
       }
     }
     if (!response) {
-      // The store host is not reachable (yet, or any more): try again until the deadline or a newer view.
-      std::this_thread::sleep_for(opt_.retry_pause);
+      // The store host is not reachable (yet, or any more): try again until the deadline or a newer view,
+      // which the pause looks for in slices (the store host may be the member that died).
+      const auto resume = std::chrono::steady_clock::now() + opt_.retry_pause;
+      while (std::chrono::steady_clock::now() < resume && !(opt_.superseded && opt_.superseded())) {
+        std::this_thread::sleep_for(kPollSlice);
+      }
       continue;
     }
     wire::RendezvousResponse r;

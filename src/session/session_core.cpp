@@ -362,6 +362,21 @@ std::shared_ptr<Communicator> SessionCore::build(const membership::View& view, s
   spec.bind_ip = id_.bind_ip;
   spec.rendezvous_timeout = opt_.rendezvous_timeout;
   spec.collective_timeout = opt_.collective_timeout;
+  // Evidence from the data plane: a collective that failed on a closed connection names its peer, and
+  // that member's agent is probed at once (a hint: a member that answers stays).
+  std::vector<std::pair<std::string, uint64_t>> members_by_rank;
+  for (const auto& r : table.ranks()) {
+    const auto* vm = view.find(r.member);
+    members_by_rank.emplace_back(r.member, vm != nullptr ? vm->generation : 0);
+  }
+  spec.on_peer_lost = [this, epoch, members = std::move(members_by_rank)](int peer) {
+    if (peer < 0 || static_cast<size_t>(peer) >= members.size()) return;
+    const auto& [name, generation] = members[static_cast<size_t>(peer)];
+    if (name == id_.name) return;  // another slot of this host
+    logger().info("a collective of epoch {} lost its connection to rank {} ({}): asking the agent to probe it",
+                  epoch, peer, name);
+    peer_connection_broke(name, generation);
+  };
   std::shared_ptr<Communicator> comm;
   try {
     comm = comm::make_session_communicator(spec, store);

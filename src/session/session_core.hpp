@@ -60,6 +60,9 @@ class SessionCore : public Session {
   void epoch_broken(uint64_t epoch, const std::string& why);
   // The source of views is gone: every wait ends with an error.
   void source_stopped(const std::string& why);
+  // A collective's connection to `name`'s rank closed or was reset: the session's agent, if it can be
+  // told, probes the member at once (gossip's hint_failed). Called on the trainer's thread.
+  virtual void peer_connection_broke(const std::string& /*name*/, uint64_t /*generation*/) {}
   // For error messages: why no view is coming (the keeper's status), if known.
   virtual std::string view_status() const { return {}; }
 

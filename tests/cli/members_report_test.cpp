@@ -96,8 +96,9 @@ TEST_CASE("the stats document carries the core's counters, its health and the su
   shell.add(wire::RejectCause::bad_magic);
   const std::string json = shoal::daemon::stats_json(swim, shell);
   CHECK(json.starts_with(R"({"self":"me","generation":7,"live_members":1,"local_health":0,"gossip":{"packets_in":1,)"));
-  CHECK(json.find(R"("push_pull_full_exchanges":0,"stalls_detected":0},"rejected":{"truncated":0,"bad_magic":2,)") !=
-        std::string::npos);
+  CHECK(json.find(R"("push_pull_full_exchanges":0,"stalls_detected":0,"hints":0,"hints_ignored":0,"refusals_seen":0,)"
+                  R"("refusal_confirmations":0,"refusals_void":0,"deaths_on_refusal":0},"rejected":{"truncated":0,)"
+                  R"("bad_magic":2,)") != std::string::npos);
   auto doc = shoal::control::parse_reply<shoal::control::StatsReply>(json);
   REQUIRE(doc.ok());
   CHECK(doc->self == "me");

@@ -3,10 +3,15 @@
 // and a rendezvous that cannot complete into Timeout or ViewChanged.
 #include <doctest/doctest.h>
 
+#include <netinet/in.h>
+
+#include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <string>
 #include <vector>
 
+#include "comm_wrap/gloo/pair_sockets.hpp"
 #include "gloo_world.hpp"
 #include "shoal/errors.hpp"
 
@@ -131,6 +136,39 @@ TEST_CASE("a rank whose communicator is destroyed mid-run makes its blocked peer
     REQUIRE(is<shoal::ViewChanged>(run.errors[size_t(r)]));
     CHECK(ms_between(destroyed_at, run.woke[size_t(r)]) < 1000.0);
   }
+}
+
+TEST_CASE("a collective that fails on a closed connection names the lost peer's rank (evidence for the agent)") {
+  LocalRendezvousStore store(13);
+  std::mutex mu;
+  std::vector<int> named;
+  GlooOptions o = patient();
+  o.on_peer_lost = [&](int peer) {
+    std::lock_guard lock(mu);
+    named.push_back(peer);
+  };
+  auto world = make_gloo_world(kRanks, store, o);
+  const auto run = block_then(world, [&] { world[kIdle].reset(); });
+  for (int r = 0; r < kIdle; ++r) REQUIRE(is<shoal::ViewChanged>(run.errors[size_t(r)]));
+  std::lock_guard lock(mu);
+  REQUIRE_FALSE(named.empty());
+  CHECK(std::find(named.begin(), named.end(), kIdle) != named.end());
+  for (int peer : named) CHECK((peer >= 0 && peer < kRanks));
+}
+
+TEST_CASE("Gloo's \"[ip]:port\" is read back as an endpoint; its \"[file:line]\" prefix is not one") {
+  using shoal::comm::endpoint_in_brackets;
+  const auto v4 = endpoint_in_brackets("[127.0.0.1]:40123: Connection reset by peer");
+  REQUIRE(v4);
+  CHECK(v4->ss_family == AF_INET);
+  CHECK(ntohs(reinterpret_cast<const sockaddr_in&>(*v4).sin_port) == 40123);
+  const auto v6 = endpoint_in_brackets("[::1]:5");
+  REQUIRE(v6);
+  CHECK(v6->ss_family == AF_INET6);
+  CHECK_FALSE(endpoint_in_brackets("[../gloo/transport/tcp/pair.cc:598] Connection closed by peer [1.2.3.4]:5"));
+  CHECK_FALSE(endpoint_in_brackets("[1.2.3.4]:"));
+  CHECK_FALSE(endpoint_in_brackets("[1.2.3.4]:99999"));
+  CHECK_FALSE(endpoint_in_brackets("1.2.3.4:80"));
 }
 
 TEST_CASE("after an abort every collective throws ViewChanged at once, with the abort's reason") {

@@ -3,7 +3,11 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <thread>
+
 #include "../support/agent_fixture.hpp"
+#include "control/replies/errors_and_acks.hpp"
+#include "control/replies/stats.hpp"
 
 using shoal::test::AgentCluster;
 using namespace std::chrono_literals;
@@ -82,6 +86,44 @@ TEST_CASE("an agent killed with SIGKILL is seen as dead by every other member wi
       },
       10s);
   CHECK(survivors_alive);
+}
+
+TEST_CASE("peer-lost about a killed agent: it is declared dead on its refused port, confirmed by others") {
+  AgentCluster c;
+  const auto all = start_cluster(c, 5);
+  const std::string victim = all[4];
+  const uint64_t generation = c.view_of(all[0]).at(victim).generation;
+  c[victim].process->send_signal(SIGKILL);
+  CHECK(c[victim].process->wait_exit(5s) == 128 + SIGKILL);
+  // What the trainers beside node0 and node1 would say: their connections to the victim broke.
+  for (const auto& o : {all[0], all[1]}) {
+    const auto told = c.request<shoal::control::CommittedReply>(o, "peer-lost " + victim + " " + std::to_string(generation));
+    REQUIRE(told.has_value());
+  }
+  const std::vector<std::string> survivors(all.begin(), all.end() - 1);
+  const bool detected = AgentCluster::eventually([&] { return c.all_see(survivors, victim, "dead"); }, 5s);
+  INFO("node0 log:\n" << c.log_tail(all[0]));
+  CHECK(detected);
+  uint64_t hints = 0, ignored = 0, refusals = 0, deaths_on_refusal = 0;
+  for (const auto& o : survivors) {
+    const auto stats = c.request<shoal::control::StatsReply>(o, "stats");
+    REQUIRE(stats.has_value());
+    hints += stats->gossip.hints;
+    ignored += stats->gossip.hints_ignored;
+    refusals += stats->gossip.refusals_seen;
+    deaths_on_refusal += stats->gossip.deaths_on_refusal;
+  }
+  // The second hint may find the victim already dead (the first one's news got there first): dropped then.
+  CHECK(hints >= 1);
+  CHECK(hints + ignored == 2);
+  CHECK(refusals >= 2);  // the hinted agent and at least one that checked for itself saw its port refuse
+  CHECK(deaths_on_refusal >= 1);
+  // A hint about a live member suspects nobody; a malformed one is refused with its usage.
+  const uint64_t alive_generation = c.view_of(all[0]).at(all[2]).generation;
+  REQUIRE(c.request<shoal::control::CommittedReply>(all[0], "peer-lost " + all[2] + " " + std::to_string(alive_generation)));
+  CHECK(c.request_error(all[0], "peer-lost " + all[2]).value_or("").find("usage: peer-lost") != std::string::npos);
+  std::this_thread::sleep_for(1s);
+  for (const auto& n : survivors) CHECK(c.all_see(survivors, n, "alive"));
 }
 
 TEST_CASE("an agent stopped with SIGTERM leaves: the others see it as left, it exits 0 and removes its socket") {

@@ -65,10 +65,10 @@ struct Loopback {
     Reply r;
     auto hello = shoal::net::encode_hello(wire::make_envelope(cluster, "asker", 1, "127.0.0.1:1"), channel);
     client.request(to.empty() ? addr : to, hello, bytes_of(request), shoal::net::StreamClient::Clock::now() + 2s, 1024,
-                   [&](std::optional<std::vector<std::byte>> b, const std::string& why) {
+                   [&](std::optional<std::vector<std::byte>> b, const shoal::net::StreamFailure& failure) {
                      r.done = true;
                      r.bytes = std::move(b);
-                     r.why = why;
+                     r.why = failure.why;
                    });
     io.restart();
     while (!r.done && io.run_one_for(3s) > 0) {

@@ -77,7 +77,7 @@ std::optional<std::vector<std::byte>> ask(const std::string& to, wire::Hello::Ch
   std::optional<std::vector<std::byte>> answer;
   // Not a valid request of any channel: what matters is that a stranger's is never even read.
   client.request(to, hello, std::vector<std::byte>(16, std::byte{0x08}), std::chrono::steady_clock::now() + 2s, 1 << 20,
-                 [&](std::optional<std::vector<std::byte>> r, const std::string&) { answer = std::move(r); });
+                 [&](std::optional<std::vector<std::byte>> r, const shoal::net::StreamFailure&) { answer = std::move(r); });
   io.run_for(3s);
   return answer;
 }

@@ -3,7 +3,9 @@
 // across them (members learned from one packet are probed and suspected later):
 //   op & 3 == 0: on_packet(seed, bytes)       1: on_stream_request(seed, bytes)
 //            2: on_stream_response(oldest pending request, bytes)
-//            3: empty: on_tick; else the oldest pending request fails (on_stream_response(nullopt))
+//            3: empty: on_tick; else the oldest pending request fails (on_stream_response(nullopt)), or is
+//               refused (on_stream_refused) when the first byte is odd; with bit 1 of it set, a hint
+//               (hint_failed) about the member the second byte picks from the core's list follows
 //   time advances by (op >> 2) * 5 ms before each chunk; after the last, the core gets the ticks it
 //   asks for during 3 s more.
 // Asserts after every call: the core asks for a tick ahead of now (its contract), our own record stays alive in our own table with our generation, the
@@ -156,7 +158,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (len == 0) {
           h.swim.on_tick(now, h.out);
         } else {
-          h.swim.on_stream_response(h.take_pending(), std::nullopt, now, h.out);
+          const auto first = std::to_integer<uint8_t>(bytes[0]);
+          if (first & 1) {
+            h.swim.on_stream_refused(h.take_pending(), now, h.out);
+          } else {
+            h.swim.on_stream_response(h.take_pending(), std::nullopt, now, h.out);
+          }
+          if ((first & 2) && len >= 2) {
+            const auto members = h.swim.members();
+            const auto& m = members[std::to_integer<uint8_t>(bytes[1]) % members.size()];
+            h.check(now);
+            h.swim.hint_failed(m.id.name, m.id.generation, now, h.out);
+          }
         }
         break;
     }

@@ -52,6 +52,29 @@ TEST_CASE("a suspicion carries its accuser and no metadata") {
   CHECK(u.ByteSizeLong() < 30);
 }
 
+TEST_CASE("refusal evidence travels on suspect and dead updates only, in two bytes") {
+  Claim c = alive_claim();
+  c.state = State::suspect;
+  c.accuser = "node-3";
+  pb::Update plain;
+  to_proto(c, plain);
+  c.refused = true;
+  pb::Update u;
+  to_proto(c, u);
+  CHECK(u.refused());
+  CHECK(u.ByteSizeLong() == plain.ByteSizeLong() + 2);
+  CHECK(from_proto(u).refused);
+  c.state = State::dead;
+  to_proto(c, u);
+  CHECK(from_proto(u).refused);
+  // An alive update never carries it, whatever a sender put there.
+  pb::Update alive;
+  to_proto(alive_claim(), alive);
+  CHECK_FALSE(alive.refused());
+  alive.set_refused(true);
+  CHECK_FALSE(from_proto(alive).refused);
+}
+
 TEST_CASE("the packet writer's bytes equal wire::encode_packet's for the same envelope") {
   PacketWriter w("job", Identity{"node-1", 7, "10.0.0.1:7946"}, wire::kMaxPacketBytes);
   pb::Update u;

@@ -212,3 +212,19 @@ TEST_CASE("names and addresses beyond the limit are refused, not truncated") {
   CHECK_THROWS_AS(MemberTable(Identity{std::string(MemberTable::kMaxNameBytes + 1, 'a'), 1, "a:1"}, MemberMeta{}, Time{0}),
                   std::invalid_argument);
 }
+
+TEST_CASE("a death on a confirmed refusal is recorded as such, and a new generation clears it") {
+  MemberTable t = table();
+  t.apply(claim(State::alive, 1, 0), Time{0});
+  Claim dead = claim(State::dead, 1, 0);
+  dead.refused = true;
+  REQUIRE(t.apply(dead, Time{1}).verdict == Verdict::replace);
+  CHECK(t.find("b").refused());
+  CHECK(t.find("b").member().refused);
+  REQUIRE(t.apply(claim(State::alive, 2, 0), Time{2}).verdict == Verdict::replace);
+  CHECK_FALSE(t.find("b").refused());
+  Claim suspect = claim(State::suspect, 2, 0);
+  suspect.refused = true;  // a suspicion's evidence is the accuser's, never stored in the record
+  t.apply(suspect, Time{3});
+  CHECK_FALSE(t.find("b").refused());
+}

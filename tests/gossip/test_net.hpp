@@ -24,6 +24,7 @@ class TestNet {
   struct Node {
     std::unique_ptr<Swim> swim;
     bool crashed = false;
+    bool silent = false;  // powered off: connections time out instead of being refused
     Time paused_until{0};  // no ticks or deliveries before this
     std::optional<Time> wake;
     std::vector<MemberEvent> events;  // everything it announced
@@ -50,7 +51,23 @@ class TestNet {
 
   Swim& node(const std::string& name) { return *nodes_.at(addr_of(name)).swim; }
   Node& state(const std::string& name) { return nodes_.at(addr_of(name)); }
+  // The process dies, its host stays up: connections to its port are refused (what gossip's refusal
+  // rule reads). power_off: the host goes silent, connections time out.
   void crash(const std::string& name) { nodes_.at(addr_of(name)).crashed = true; }
+  void power_off(const std::string& name) {
+    nodes_.at(addr_of(name)).crashed = true;
+    nodes_.at(addr_of(name)).silent = true;
+  }
+  // A trainer beside `observer` saw its connection to `subject` break.
+  void hint(const std::string& observer, const std::string& subject) {
+    Effects out;
+    const auto m = node(observer).find(subject);
+    node(observer).hint_failed(subject, m ? m->id.generation : 1, now, out);
+    apply(addr_of(observer), out);
+  }
+  // TCP connections to `name` are refused while its UDP works (a firewall rejecting its agent port):
+  // what a forged or mistaken refusal looks like.
+  void refuse_streams_to(const std::string& name) { refusing_.insert(addr_of(name)); }
   void pause(const std::string& name, Time d) { nodes_.at(addr_of(name)).paused_until = now + d; }
   void leave(const std::string& name) {
     Effects out;
@@ -109,6 +126,7 @@ class TestNet {
     std::vector<std::byte> bytes;
     uint64_t token = 0;
     std::optional<bool> failed;
+    bool refused = false;
   };
   struct Timed {
     Time at;
@@ -133,7 +151,15 @@ class TestNet {
     for (auto& s : out.streams) {
       ++(s.purpose == StreamPurpose::probe ? probe_streams : anti_entropy_streams);
       auto target = nodes_.find(s.to);
+      if (target != nodes_.end() && link_up(addr, s.to) &&
+          (refusing_.count(s.to) != 0 || (target->second.crashed && !target->second.silent))) {
+        Event refused{Event::stream_response, s.to, addr, {}, s.token, true};
+        refused.refused = true;
+        push(now + 2 * latency, std::move(refused));  // SYN, RST
+        continue;
+      }
       if (target == nodes_.end() || !link_up(addr, s.to) ||
+          (target->second.crashed && target->second.silent) ||
           (stream_loss > 0 && std::bernoulli_distribution(stream_loss)(rng_))) {
         push(s.deadline, Event{Event::stream_response, s.to, addr, {}, s.token, true});
         continue;
@@ -193,7 +219,9 @@ class TestNet {
       case Event::stream_response:
         if (n.crashed) return;
         if (hold_if_paused(n, e)) return;
-        if (e.failed.value_or(false)) {
+        if (e.refused) {
+          n.swim->on_stream_refused(e.token, now, out);
+        } else if (e.failed.value_or(false)) {
           n.swim->on_stream_response(e.token, std::nullopt, now, out);
         } else {
           n.swim->on_stream_response(e.token, std::span<const std::byte>(e.bytes), now, out);
@@ -206,6 +234,7 @@ class TestNet {
   std::mt19937_64 rng_;
   std::map<std::string, Node> nodes_;
   std::set<std::pair<std::string, std::string>> blocked_;
+  std::set<std::string> refusing_;
   std::priority_queue<Timed, std::vector<Timed>, std::greater<>> events_;
   uint64_t order_ = 0;
 };

@@ -240,7 +240,48 @@ def train_loss10(lab, r):
         t.kill9()  # they would train for ever; the agents must not mind
 
 
+def train_silent_host(lab, r):
+    """5 hosts training (no checkpoints: the survivors hand their live state on). One host goes silent:
+    every packet to and from it is dropped (a cut link: no RST, no refusal, no goodbye). Times from the
+    cut to the first survivor calling it dead, to the view without it at every survivor, and to every
+    survivor's first good step in the smaller world. Its removal must come through the normal probe
+    path: no survivor saw its port refuse, and none declared it dead on the refusal rule."""
+    lab.start_trainers(100000, STEP_MS)
+    wait_steps(lab, lab.trainers, 10, 60, "every trainer to train 10 steps")
+    e0, _ = common_view(lab)
+    victim, survivors = lab.members()[-1], lab.members()[:-1]
+    survivor_trainers = [lab.trainer(a.name) for a in survivors]
+    t, t_wall = time.monotonic(), time.time()  # the trainers' lines carry wall-clock times
+    lab.net.partition([[victim.index], [a.index for a in survivors]])
+    r["detect_ms"] = victim_dead_ms(lab, survivors, victim.name, t, 10)
+    wait_removed(lab, survivors, victim.name, t, 20, r)
+    e1, _ = common_view(lab, survivors)
+    check(e1 == e0 + 1, f"the survivors went from epoch {e0} to {e1}: expected exactly one view change")
+    deadline = time.monotonic() + 30
+    while True:
+        lab.monitor.sample()
+        firsts = {tr.name: next((x for x in tr.steps() if x["epoch"] >= e1 and x["world"] == len(survivors)), None)
+                  for tr in survivor_trainers}
+        if all(firsts.values()):
+            break
+        check(time.monotonic() < deadline, f"not every survivor trained in epoch {e1} within 30 s: {firsts}")
+        time.sleep(0.05)
+    r["next_step_ms"] = round((max(x["t"] for x in firsts.values()) - t_wall) * 1000)
+    stats = [a.query("stats") for a in survivors]
+    check(all(stats), "a survivor did not answer `stats`")
+    r["refusals_seen"] = sum(x["gossip"].get("refusals_seen", 0) for x in stats)
+    r["deaths_on_refusal"] = sum(x["gossip"].get("deaths_on_refusal", 0) for x in stats)
+    check(r["refusals_seen"] == 0 and r["deaths_on_refusal"] == 0,
+          f"a silent host was removed on refusals ({r['refusals_seen']} seen, {r['deaths_on_refusal']} deaths)")
+    lab.kill_host(victim.index)  # the cut host does not come back in this scenario
+    lab.net.heal()
+    ok_lines_or_fail(survivor_trainers)
+    for tr in survivor_trainers:
+        tr.kill9()
+
+
 TRAINING_SCENARIOS = {  # name: (function, Lab arguments); "trainers": the scenario needs the trainer binary
     "train_kill_rank0_then_replica": (train_kill_rank0_then_replica, {"k": 5, "trainers": True}),
     "train_loss10": (train_loss10, {"k": 6 if LONG else 4, "trainers": True}),
+    "train_silent_host": (train_silent_host, {"k": 5, "trainers": True}),
 }

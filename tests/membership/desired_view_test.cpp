@@ -49,6 +49,35 @@ TEST_CASE("suspects stay, dead and forgotten members go, left members make a gra
   }
 }
 
+TEST_CASE("a change made only of deaths on a confirmed refusal (and leaves) is refused_only; any other is not") {
+  FlapDamper damper;
+  Config cfg;
+  auto refused = member(3, State::dead);
+  refused.refused = true;
+  {
+    const Desired d = desired_view(view_of(1, {0, 1, 2, 3}), {member(0), member(1), member(2), refused}, damper, cfg,
+                                   Time(0));
+    CHECK(d.refused_only);
+    CHECK_FALSE(d.graceful_only);
+  }
+  {
+    const Desired d = desired_view(view_of(1, {0, 1, 2, 3}),
+                                   {member(0), member(1), member(2, State::left), refused}, damper, cfg, Time(0));
+    CHECK(d.refused_only);
+  }
+  {  // a silent host's death (no refusal) beside it: the normal window
+    const Desired d = desired_view(view_of(1, {0, 1, 2, 3}),
+                                   {member(0), member(1), member(2, State::dead), refused}, damper, cfg, Time(0));
+    CHECK_FALSE(d.refused_only);
+  }
+  {  // a joiner beside it: the normal window
+    damper.observe({member(0), member(1), member(2), member(4)}, Time(0));
+    const Desired d = desired_view(view_of(1, {0, 1, 2, 3}), {member(0), member(1), member(2), refused, member(4)},
+                                   damper, cfg, milliseconds(20'000));
+    CHECK_FALSE(d.refused_only);
+  }
+}
+
 TEST_CASE("joiners get the next epoch as join epoch, oldest alive first, up to --max-hosts") {
   FlapDamper damper;
   damper.observe({member(0), member(3)}, Time(0));

@@ -172,6 +172,30 @@ TEST_CASE("a graceful leave changes the view without waiting for the settle wind
   CHECK(c.now() - t0 < cfg.settle_quiet);
 }
 
+TEST_CASE("a death on a confirmed refusal commits after settle_refused; a plain death waits settle_quiet") {
+  Config cfg;
+  cfg.settle_quiet = milliseconds(400);
+  cfg.settle_refused = milliseconds(10);
+  for (const bool refused : {true, false}) {
+    CAPTURE(refused);
+    KeeperCluster c(4, cfg);
+    c.everyone_sees(range(4));
+    c.run_for(milliseconds(1000));
+    REQUIRE(c.node(0).view().epoch() == 1);
+    const auto t0 = c.now();
+    auto gone = member(3, State::dead);
+    gone.refused = refused;
+    c.crash(3);
+    for (size_t i = 0; i < 3; ++i) c.set_gossip(i, {member(0), member(1), member(2), gone});
+    c.run_for(milliseconds(100));
+    CHECK((c.node(0).view().epoch() == 2) == refused);
+    c.run_for(milliseconds(600));
+    CHECK(c.node(0).view().epoch() == 2);
+    CHECK(c.node(1).view().size() == 3);
+    if (!refused) CHECK(c.now() - t0 >= cfg.settle_quiet);
+  }
+}
+
 TEST_CASE("a joiner is admitted by the next view and keeps everyone's ranks in place") {
   KeeperCluster c(4);
   c.everyone_sees({0, 1, 2});

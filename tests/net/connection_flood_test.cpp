@@ -107,7 +107,7 @@ bool ask_ok(const std::string& to, wire::Hello::Channel channel = wire::Hello::P
   net::StreamClient client(io);
   bool ok = false;
   client.request(to, member_hello(channel), {std::byte{'x'}}, Clock::now() + 3s, 64,
-                 [&](std::optional<std::vector<std::byte>> b, const std::string&) { ok = b.has_value(); });
+                 [&](std::optional<std::vector<std::byte>> b, const shoal::net::StreamFailure&) { ok = b.has_value(); });
   io.run_for(4s);
   return ok;
 }

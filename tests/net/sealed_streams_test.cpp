@@ -137,6 +137,7 @@ struct Server {
 struct Answer {
   std::optional<std::vector<std::byte>> bytes;
   std::string why;
+  bool refused = false;
 };
 
 Answer ask(const std::string& to, const net::OutgoingHello& hello, const std::string& request) {
@@ -144,9 +145,10 @@ Answer ask(const std::string& to, const net::OutgoingHello& hello, const std::st
   net::StreamClient client(io);
   Answer a;
   client.request(to, hello, bytes_of(request), Clock::now() + 3s, 1024,
-                 [&](std::optional<std::vector<std::byte>> b, const std::string& why) {
+                 [&](std::optional<std::vector<std::byte>> b, const shoal::net::StreamFailure& failure) {
                    a.bytes = std::move(b);
-                   a.why = why;
+                   a.why = failure.why;
+                   a.refused = failure.refused;
                  });
   io.run_for(5s);
   return a;
@@ -160,6 +162,21 @@ TEST_CASE("a keyed request and its response travel sealed through the handshake"
   REQUIRE_MESSAGE(a.bytes.has_value(), a.why);
   CHECK(text_of(*a.bytes) == "asker:cba");
   CHECK(s.rejected_total() == 0);
+}
+
+TEST_CASE("a connection to a port nothing listens on is reported refused; a refusal after connecting is not") {
+  std::string closed_addr;
+  {
+    Server gone(seal_of(1));
+    closed_addr = gone.addr;
+  }  // its port is closed now: the kernel answers a SYN with an RST
+  const auto refused = ask(closed_addr, hello_for(wire::Hello::PUSH_PULL, seal_of(1)), "abc");
+  CHECK_FALSE(refused.bytes.has_value());
+  CHECK(refused.refused);
+  Server keyed(seal_of(1));
+  const auto wrong_key = ask(keyed.addr, hello_for(wire::Hello::PUSH_PULL, seal_of(2)), "abc");
+  CHECK_FALSE(wrong_key.bytes.has_value());
+  CHECK_FALSE(wrong_key.refused);  // connected, then turned away: no evidence about the process
 }
 
 TEST_CASE("a client with another key or none, and a keyed client at an open listener, are refused and counted") {

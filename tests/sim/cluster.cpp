@@ -69,6 +69,21 @@ void Cluster::crash(uint32_t m) {
   if (s == MemberStatus::running || s == MemberStatus::paused) stop(m, MemberStatus::crashed);
 }
 
+void Cluster::hint(uint32_t m, uint32_t subject) {
+  Node& n = nodes_[m];
+  if (n.status != MemberStatus::running) return;
+  const auto known = n.swim->find(nodes_[subject].name);
+  gossip::Effects& out = scratch();
+  n.swim->hint_failed(nodes_[subject].name, known ? known->id.generation : 0, now(), out);
+  perform(m, 0, out);
+  release_scratch();
+}
+
+void Cluster::power_off(uint32_t m) {
+  crash(m);
+  if (nodes_[m].status == MemberStatus::crashed) nodes_[m].silent = true;
+}
+
 void Cluster::restart(uint32_t m) {
   crash(m);
   on_start(m);
@@ -200,6 +215,7 @@ void Cluster::prefetch_ahead() const {
 
 void Cluster::on_start(uint32_t m) {
   Node& n = nodes_[m];
+  n.silent = false;
   ++n.life;
   ++n.generation;
   gossip::Identity id{n.name, n.generation, n.addr};
@@ -255,7 +271,7 @@ void Cluster::stop(uint32_t m, MemberStatus why) {
   n.wake.clear();
   n.open_streams = 0;
   for (const InboxItem& item : n.inbox) {
-    if (item.slot != kNoBuffer) release(item.slot);
+    if (has_buffer(item.slot)) release(item.slot);
     if (item.kind == EventKind::stream_response) {
       if (StreamRecord* rec = stream_of(item.aux)) --rec->pending_refs;
       maybe_free_stream(item.aux);

@@ -76,10 +76,17 @@ class Cluster {
   // Member lifecycle. start() schedules; the others act now.
   void start(uint32_t m, Time at);
   void start_all(Time at);
+  // The process dies; its host stays up, so connections to its port are refused (an RST) until it
+  // starts again: what a killed process looks like, and what gossip's refusal rule reads.
   void crash(uint32_t m);
+  // The host goes silent (power loss, a cut link): connections to it time out, nothing is refused.
+  void power_off(uint32_t m);
   void restart(uint32_t m);               // crash (if running) and start again: same name, next generation
   void pause(uint32_t m, Time duration);  // frozen: processes nothing, inbound datagrams queue up
   void leave(uint32_t m);                 // graceful leave; stops after leave_linger
+  // A trainer beside m saw its connection to `subject` break: m's core gets Swim::hint_failed about the
+  // generation it holds of `subject` (nothing when m is not running).
+  void hint(uint32_t m, uint32_t subject);
   // Runs `action` at virtual time t (in order with everything else at t).
   void at(Time t, std::function<void()> action);
 
@@ -155,6 +162,7 @@ class Cluster {
     std::deque<InboxItem> inbox;
     size_t inbox_bytes = 0;
     size_t open_streams = 0;
+    bool silent = false;  // powered off: connection attempts time out instead of being refused
   };
   struct StreamRecord {
     uint32_t requester = 0;
@@ -169,6 +177,9 @@ class Cluster {
   };
   static constexpr Time kNever = Time::max();
   static constexpr uint32_t kNoBuffer = UINT32_MAX;
+  // A stream response that is a refused connection (no buffer either).
+  static constexpr uint32_t kRefused = UINT32_MAX - 1;
+  static bool has_buffer(uint32_t slot) { return slot != kNoBuffer && slot != kRefused; }
 
   // cluster.cpp: lifecycle and the event loop
   void step();

@@ -81,11 +81,12 @@ void Cluster::send_stream(uint32_t m, uint8_t channel, gossip::StreamRequest& r)
   if (network_.blocked(m, *to)) return;  // the connection attempt times out at the deadline
   const MemberStatus target = nodes_[*to].status;
   if (target != MemberStatus::running && target != MemberStatus::paused) {
+    if (nodes_[*to].silent) return;  // a powered-off host: the attempt times out at the deadline
     // The host is up but nothing listens: refused after one round trip (SYN, RST).
     e.at = now() + network_.stream_delay(m, *to, NetworkModel::Segment::handshake) + network_.stream_delay(*to, m);
     e.kind = EventKind::stream_response;
     e.node = m;
-    e.slot = kNoBuffer;
+    e.slot = kRefused;
     queue_.push(e);
     return;
   }
@@ -187,7 +188,7 @@ void Cluster::arrive(const Event& e) {
     case EventKind::stream_response: {
       StreamRecord* rec = stream_of(e.aux);
       if (rec == nullptr || !rec->open || rec->life != n.life) {
-        if (e.slot != kNoBuffer) release(e.slot);
+        if (has_buffer(e.slot)) release(e.slot);
         return;
       }
       if (n.status == MemberStatus::paused) {
@@ -274,14 +275,15 @@ void Cluster::answer_stream(uint32_t m, uint32_t slot, uint64_t aux) {
   StreamRecord* rec = stream_of(aux);
   Node& n = nodes_[m];
   if (rec == nullptr || !rec->open || rec->life != n.life) {
-    if (slot != kNoBuffer) release(slot);
+    if (has_buffer(slot)) release(slot);
     maybe_free_stream(aux);
     return;
   }
   rec->open = false;
   --n.open_streams;
   std::optional<std::span<const std::byte>> bytes;
-  if (slot != kNoBuffer) {
+  const bool refused = slot == kRefused;
+  if (has_buffer(slot)) {
     bytes = std::span<const std::byte>(buffers_[slot]);
     n.counters.stream_bytes_in += bytes->size();
   }
@@ -291,12 +293,14 @@ void Cluster::answer_stream(uint32_t m, uint32_t slot, uint64_t aux) {
   const uint8_t channel = rec->channel;
   const uint64_t token = rec->token;
   gossip::Effects& out = scratch();
-  if (channel == 0) {
+  if (channel == 0 && refused) {
+    n.swim->on_stream_refused(token, now(), out);
+  } else if (channel == 0) {
     n.swim->on_stream_response(token, bytes, now(), out);
   } else if (channel <= n.layers.size()) {
     n.layers[channel - 1]->on_stream_response(token, bytes, now(), out);
   }
-  if (slot != kNoBuffer) release(slot);
+  if (has_buffer(slot)) release(slot);
   perform(m, channel, out);
   release_scratch();
   maybe_free_stream(aux);

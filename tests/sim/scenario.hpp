@@ -25,6 +25,9 @@ struct ScenarioInputs {
   double stall_share = 0.1;          // stall: share of members paused
   double stall_pause_s = 1.5;        // stall: length of each pause
   double stall_every_s = 10;         // stall: period of the pauses
+  // loss, stall: kill a random running member this often (its port then refuses: the refusal rule's
+  // path) and restart it at the same address 0.1-0.9 s later; 0: no kills
+  double kill_every_s = 0;
   std::string update = "leave";      // spread: leave | join
   size_t max_tracked = 2048;         // observers tracked for invariants and convergence (a sample beyond)
   Revival revival = Revival::never;  // may a member shown dead come back in its generation by refuting?

@@ -1,6 +1,9 @@
 // Failure scenarios: crash (detection latency), loss (false removals under uniform loss) and stall
-// (false removals while some members freeze now and then).
+// (false removals while some members freeze now and then); loss and stall optionally with kills and
+// same-address restarts (--kill-every-s), which exercise gossip's refusal rule beside them.
 #include <cmath>
+#include <functional>
+#include <memory>
 
 #include "rng.hpp"
 #include "scenario.hpp"
@@ -22,6 +25,30 @@ std::optional<uint32_t> random_running(const Cluster& c, SimRng& rng) {
   }
   if (alive.empty()) return std::nullopt;
   return alive[rng.below(alive.size())];
+}
+
+// A dead announcement about the generation of `subject` that is up now: a false removal.
+bool live_generation(const Cluster& c, uint32_t subject, const gossip::MemberEvent& ev) {
+  return up(c, subject) && ev.member.id.generation == c.generation(subject);
+}
+
+// With in.kill_every_s: until `end`, kills a random running member every so often and restarts it at
+// the same address 0.1-0.9 s later. Counts the kills.
+void schedule_kills(Cluster& c, const ScenarioInputs& in, size_t run, Time end, uint64_t& kills) {
+  if (in.kill_every_s <= 0) return;
+  auto rng = std::make_shared<SimRng>(derive_seed(in.seed + run, 0x6b696c6c));
+  const Time every = seconds(in.kill_every_s);
+  for (Time t = c.now() + every; t < end; t += every) {
+    c.at(t, [&c, &kills, rng] {
+      const auto victim = random_running(c, *rng);
+      if (!victim) return;
+      c.crash(*victim);
+      ++kills;
+      c.at(c.now() + Time(100000 + static_cast<int64_t>(rng->below(800000))), [&c, v = *victim] {
+        if (c.status(v) == MemberStatus::crashed) c.restart(v);
+      });
+    });
+  }
 }
 
 }  // namespace
@@ -89,23 +116,27 @@ ScenarioOutcome run_loss(const ScenarioInputs& in) {
   ScenarioOutcome out;
   const double loss = in.loss.value_or(0.1);
   const double length_s = in.virtual_s.value_or(3600);
-  uint64_t false_removals = 0, false_dead_events = 0, suspect_events = 0;
+  uint64_t false_removals = 0, false_dead_events = 0, suspect_events = 0, kills = 0, refusal_deaths_of_live = 0;
   for (size_t r = 0; r < in.runs && !out.error; ++r) {
     Cluster c(cluster_options(in, r));
     std::vector<uint8_t> removed(in.n, 0);
     EventTap tap;
     tap.event = [&](uint32_t, uint32_t subject, const gossip::MemberEvent& ev, Time) {
-      if (!up(c, subject)) return;  // nobody crashes here, but a member that left is fair game
+      // Killed members (--kill-every-s) are fair game; a restarted one's new generation is not.
+      if (!live_generation(c, subject, ev)) return;
       if (ev.member.state == gossip::State::suspect) ++suspect_events;
       if (ev.member.state == gossip::State::dead) {
         ++false_dead_events;
+        if (ev.member.refused) ++refusal_deaths_of_live;
         removed[subject] = 1;
       }
     };
     c.add_observer(&tap);
     if (converge(c, out, seconds(kConvergeS))) {
       c.network().defaults().loss = loss;
-      c.run_until(c.now() + seconds(length_s));
+      const Time end = c.now() + seconds(length_s);
+      schedule_kills(c, in, r, end, kills);
+      c.run_until(end);
     }
     for (uint8_t x : removed) false_removals += x;
     finish_run(c, out);
@@ -115,6 +146,8 @@ ScenarioOutcome run_loss(const ScenarioInputs& in) {
   out.figures.count("false_removals", false_removals);
   out.figures.count("false_dead_events", false_dead_events);
   out.figures.count("suspect_events", suspect_events);
+  out.figures.count("kills", kills);
+  out.figures.count("refusal_deaths_of_live", refusal_deaths_of_live);
   return out;
 }
 
@@ -123,7 +156,7 @@ ScenarioOutcome run_stall(const ScenarioInputs& in) {
   const double length_s = in.virtual_s.value_or(300);
   const Time pause = seconds(in.stall_pause_s);
   const Time every = seconds(in.stall_every_s);
-  uint64_t false_removals = 0, removals_of_paused = 0, pauses = 0;
+  uint64_t false_removals = 0, removals_of_paused = 0, pauses = 0, kills = 0, refusal_deaths_of_live = 0;
   size_t stalled_count = 0;
   for (size_t r = 0; r < in.runs && !out.error; ++r) {
     Cluster c(cluster_options(in, r));
@@ -131,7 +164,9 @@ ScenarioOutcome run_stall(const ScenarioInputs& in) {
     std::vector<uint8_t> stalled(in.n, 0), removed(in.n, 0);
     EventTap tap;
     tap.event = [&](uint32_t, uint32_t subject, const gossip::MemberEvent& ev, Time) {
-      if (ev.member.state == gossip::State::dead && up(c, subject)) removed[subject] = 1;
+      if (ev.member.state != gossip::State::dead || !live_generation(c, subject, ev)) return;
+      removed[subject] = 1;
+      if (ev.member.refused) ++refusal_deaths_of_live;
     };
     c.add_observer(&tap);
     if (converge(c, out, seconds(kConvergeS))) {
@@ -143,6 +178,7 @@ ScenarioOutcome run_stall(const ScenarioInputs& in) {
       for (uint32_t m = 0; m < in.n; ++m) order[m] = m;
       for (size_t i = 0; i + 1 < order.size(); ++i) std::swap(order[i], order[i + rng.below(order.size() - i)]);
       const Time end = c.now() + seconds(length_s);
+      schedule_kills(c, in, r, end, kills);
       std::function<void(uint32_t)> stall_once = [&](uint32_t m) {
         c.pause(m, pause);
         ++pauses;
@@ -170,6 +206,8 @@ ScenarioOutcome run_stall(const ScenarioInputs& in) {
   out.figures.count("pauses", pauses);
   out.figures.count("false_removals", false_removals);
   out.figures.count("removals_of_paused", removals_of_paused);
+  out.figures.count("kills", kills);
+  out.figures.count("refusal_deaths_of_live", refusal_deaths_of_live);
   return out;
 }
 

@@ -15,7 +15,7 @@ struct RawFlags {
   std::string scenario;
   std::optional<int64_t> n, members, seed, runs, repeat, tracked, seeds;
   std::optional<std::string> quorum_policy, coalesce_ms, loss, virtual_s, delay_ms, jitter_ms, stall_share, stall_pause_s, stall_every_s, update,
-      revival;
+      revival, kill_every_s;
 };
 
 // An optional integer flag in [min_value, max_value]; the value is kept only when the flag is given.
@@ -90,6 +90,10 @@ std::unique_ptr<CLI::App> make_app(RawFlags& f) {
   add_text(*app, "stall-share", "FRACTION", "stall: share of members paused (default 0.1)", f.stall_share);
   add_text(*app, "stall-pause-s", "S", "stall: length of each pause (default 1.5)", f.stall_pause_s);
   add_text(*app, "stall-every-s", "S", "stall: period of the pauses (default 10)", f.stall_every_s);
+  add_text(*app, "kill-every-s", "S",
+           "loss, stall: kill a random member this often, restart it at the same address 0.1-0.9 s later "
+           "(default 0: never)",
+           f.kill_every_s);
   add_text(*app, "update", "KIND", "spread: leave or join (default leave)", f.update);
   add_text(*app, "revival", "RULE",
            "never (default): a generation once shown dead never shows alive again; refutation: it may, with a "
@@ -183,6 +187,7 @@ Result<SimCommand> parse_sim_args(std::span<const std::string> args) {
       {"stall-pause-s", f.stall_pause_s, 0.001, 1e6, [&](double d) { in.stall_pause_s = d; }},
       {"stall-every-s", f.stall_every_s, 0.001, 1e6, [&](double d) { in.stall_every_s = d; }},
       {"coalesce-ms", f.coalesce_ms, 0, 10000, [&](double d) { in.coalesce_ms = d; }},
+      {"kill-every-s", f.kill_every_s, 0, 1e6, [&](double d) { in.kill_every_s = d; }},
   };
   for (const NumberFlag& nf : numbers) {
     if (!nf.raw) continue;

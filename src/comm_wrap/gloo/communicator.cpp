@@ -235,6 +235,16 @@ class GlooCommunicator final : public Communicator {
                     std::to_string(epoch()) + ": not complete within " + std::to_string(options_.op_timeout.count()) +
                     " ms (" + message + ")");
     }
+    // Evidence for the agent before our own sockets close (after that every peer sees us go too).
+    if (options_.on_peer_lost) {
+      if (const auto peer = sockets_.rank_named_in(message); peer && *peer != rank()) {
+        try {
+          options_.on_peer_lost(*peer);
+        } catch (const std::exception& e) {
+          log::get(log::Component::comm).warn("gloo rank {}: reporting the lost peer failed: {}", rank(), e.what());
+        }
+      }
+    }
     abort(std::string(what) + " failed, a peer is gone: " + message);
     throw_aborted();
   }
@@ -289,7 +299,7 @@ std::unique_ptr<Communicator> make_gloo_communicator(const GlooOptions& options,
     throw Error("gloo backend: cannot bind a TCP device to '" + options.bind_host + "': " + e.what());
   }
 
-  GlooStoreAdapter adapter(store, "gloo/", options.connect_timeout);
+  GlooStoreAdapter adapter(store, "gloo/", options.connect_timeout, options.world_size, options.rank);
   auto context = std::make_shared<gloo::rendezvous::Context>(options.rank, options.world_size);
   // A pair waits 5 times its context's timeout for its TCP connection (gloo/transport/tcp/pair.h,
   // waitUntil), so a fifth of connect_timeout bounds the connect by connect_timeout.

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -22,6 +23,10 @@ struct GlooOptions {
   std::chrono::milliseconds op_timeout{std::chrono::seconds(30)};
   // Bounds the rendezvous (each store wait) and each pair's TCP connect.
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(30)};
+  // Evidence for the agent: a collective failed because the connection to `peer_rank` was closed or
+  // reset (Gloo names the pair). Called once per failed collective, on the caller's thread, before the
+  // communicator shuts its own sockets. May be empty.
+  std::function<void(int peer_rank)> on_peer_lost;
 };
 
 // Connects the full mesh of `options.world_size` ranks through `store` (keys under "gloo/"), all ranks

@@ -5,11 +5,13 @@
 #include <fcntl.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/transport/tcp/address.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -121,6 +123,7 @@ GlooPairSockets GlooPairSockets::find(const gloo::rendezvous::Context& context, 
     const auto* self = pair ? dynamic_cast<const gloo::transport::tcp::Address*>(&pair->address()) : nullptr;
     if (self == nullptr) continue;
     const auto peer = published_peer_address(adapter, context.rank, context.size, j);
+    if (peer) result.peers_.emplace_back(j, *peer);
     // The connecting side: the remote end is the peer's published address (an exact 4-tuple). The
     // listening side: the local end is a port bound for this pair alone, so the local address suffices.
     std::vector<ino_t> exact, by_local;
@@ -133,6 +136,12 @@ GlooPairSockets GlooPairSockets::find(const gloo::rendezvous::Context& context, 
     // bound for it alone. More than one (seen once in CI under load, most likely a connection the
     // peer gave up on and retried, not yet closed) are all kept, so the live one is tuned and shut too.
     const auto& chosen = exact.empty() ? by_local : exact;
+    // Where Gloo's error messages may name this pair's peer: its published address (the connecting side)
+    // and the remote end of an accepted socket (the listening side: Gloo takes the peer's address from
+    // the accepted connection, an ephemeral port).
+    for (const auto& s : sockets) {
+      if (std::find(chosen.begin(), chosen.end(), s.inode) != chosen.end()) result.peers_.emplace_back(j, s.peer);
+    }
     if (chosen.empty()) {
       logger.warn("gloo rank {}: no socket matches the pair to rank {}; abort will rely on the op timeout for it",
                   context.rank, j);
@@ -143,6 +152,55 @@ GlooPairSockets GlooPairSockets::find(const gloo::rendezvous::Context& context, 
     result.inodes_.insert(result.inodes_.end(), chosen.begin(), chosen.end());
   }
   return result;
+}
+
+std::optional<sockaddr_storage> endpoint_in_brackets(std::string_view text) {
+  if (text.empty() || text[0] != '[') return std::nullopt;
+  const size_t close = text.find(']');
+  if (close == std::string_view::npos || text.substr(close, 2) != "]:") return std::nullopt;
+  const size_t open = 0;
+  const std::string ip(text.substr(open + 1, close - open - 1));
+  size_t end = close + 2;
+  unsigned port = 0;
+  while (end < text.size() && text[end] >= '0' && text[end] <= '9' && port <= 65535) {
+    port = port * 10 + unsigned(text[end++] - '0');
+  }
+  if (end == close + 2 || port == 0 || port > 65535) return std::nullopt;
+  sockaddr_storage out{};
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&out);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&out);
+  if (::inet_pton(AF_INET, ip.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(static_cast<uint16_t>(port));
+  } else if (::inet_pton(AF_INET6, ip.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(static_cast<uint16_t>(port));
+  } else {
+    return std::nullopt;
+  }
+  return out;
+}
+
+std::optional<int> GlooPairSockets::rank_named_in(std::string_view message) const {
+  // Gloo's own messages start with "[file:line] ": the pair's peer is the first "[ip]:port" that parses.
+  // Debian's Gloo prints the port without converting it from network byte order (seen: 32176 for a pair
+  // listening on 45181), so a port matches as written or byte-swapped; the written one wins a tie.
+  for (size_t open = message.find('['); open != std::string_view::npos; open = message.find('[', open + 1)) {
+    auto named = endpoint_in_brackets(message.substr(open));
+    if (!named) continue;
+    for (const bool swapped : {false, true}) {
+      if (swapped) {
+        auto& port = named->ss_family == AF_INET ? reinterpret_cast<sockaddr_in&>(*named).sin_port
+                                                 : reinterpret_cast<sockaddr_in6&>(*named).sin6_port;
+        port = static_cast<in_port_t>((port >> 8) | (port << 8));
+      }
+      for (const auto& [rank, addr] : peers_) {
+        if (same_endpoint(addr, *named)) return rank;
+      }
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;
 }
 
 size_t GlooPairSockets::shutdown_all() const {

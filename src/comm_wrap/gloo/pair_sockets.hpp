@@ -15,7 +15,12 @@
 
 #include <sys/types.h>
 
+#include <sys/socket.h>
+
 #include <cstddef>
+#include <optional>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace gloo::rendezvous {
@@ -25,6 +30,10 @@ class Context;
 namespace shoal::comm {
 
 class GlooStoreAdapter;
+
+// The endpoint written "[ip]:port" at the start of `text` (IPv4 or IPv6), as Gloo's tcp::Address::str()
+// writes it; nullopt when `text` does not start with one.
+std::optional<sockaddr_storage> endpoint_in_brackets(std::string_view text);
 
 class GlooPairSockets {
  public:
@@ -43,9 +52,15 @@ class GlooPairSockets {
   // when its last RST was lost. Returns how many took the cap; `unsupported` is set when the kernel
   // lacks the option.
   size_t tune_for_loss(bool* unsupported) const;
+  // The rank whose pair a Gloo error message names: Gloo's transport says "Connection closed by peer
+  // [ip]:port" or "Read error [ip]:port: ...", with the peer's published pair address (connecting side)
+  // or the remote end of the accepted socket (listening side). nullopt when it names no pair of ours.
+  std::optional<int> rank_named_in(std::string_view gloo_message) const;
 
  private:
   std::vector<ino_t> inodes_;  // the sockets' inode numbers: exact, and never confused with a reused fd
+  // Each peer rank's published pair address and its sockets' remote ends.
+  std::vector<std::pair<int, sockaddr_storage>> peers_;
 };
 
 }  // namespace shoal::comm

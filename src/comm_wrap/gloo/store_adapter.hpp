@@ -18,8 +18,12 @@ namespace shoal::comm {
 
 class GlooStoreAdapter final : public gloo::rendezvous::Store {
  public:
-  // Keys are stored as prefix + Gloo's key. `timeout` bounds every get and wait.
-  GlooStoreAdapter(RendezvousStore& store, std::string prefix, std::chrono::milliseconds timeout);
+  // Keys are stored as prefix + Gloo's key. `timeout` bounds every get and wait. With `world_size` > 1,
+  // the first get of a rank's address key ("0".."world_size-1", Gloo's connectFullMesh) fetches every
+  // other rank's in one exchange: the full mesh reads them one after another, each a round trip to the
+  // store host otherwise, on the recovery's critical path.
+  GlooStoreAdapter(RendezvousStore& store, std::string prefix, std::chrono::milliseconds timeout, int world_size = 0,
+                   int rank = -1);
 
   void set(const std::string& key, const std::vector<char>& data) override;
   // Gloo expects get to block until the key exists.
@@ -39,6 +43,9 @@ class GlooStoreAdapter final : public gloo::rendezvous::Store {
   RendezvousStore& store_;
   const std::string prefix_;
   const std::chrono::milliseconds timeout_;
+  const int world_size_;
+  const int rank_;
+  bool prefetched_ = false;
   mutable std::mutex mu_;
   std::map<std::string, std::vector<char>, std::less<>> fetched_;
 };

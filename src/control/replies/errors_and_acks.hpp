@@ -1,5 +1,5 @@
 // The short replies of the control socket: the error document any request may get, and the answers
-// to `ckpt-committed`, `ckpt-safe` and `view-force`.
+// to `ckpt-committed`, `peer-lost`, `ckpt-safe` and `view-force`.
 #pragma once
 
 #include <array>
@@ -22,7 +22,8 @@ struct ErrorReply {
   bool operator==(const ErrorReply&) const = default;
 };
 
-// {"ok": true}: the agent took note of a sealed checkpoint version (`ckpt-committed RANK STEP`).
+// {"ok": true}: the agent took note of a sealed checkpoint version (`ckpt-committed RANK STEP`), or of a
+// trainer's broken connection to a member (`peer-lost NAME GENERATION`).
 struct CommittedReply {
   static constexpr const char* kWhat = "an acknowledgement";
   static constexpr std::array kRequiredKeys{"ok"};

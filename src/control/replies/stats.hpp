@@ -23,6 +23,9 @@ struct GossipCounters {
   uint64_t suspicions_verified = 0, updates_applied = 0, gossip_packets_sent = 0, broadcasts_dropped = 0;
   uint64_t push_pulls_started = 0, push_pulls_completed = 0, push_pulls_failed = 0;
   uint64_t push_pull_full_exchanges = 0, stalls_detected = 0;
+  // Evidence from the data plane (src/gossip/README.md).
+  uint64_t hints = 0, hints_ignored = 0, refusals_seen = 0, refusal_confirmations = 0, refusals_void = 0;
+  uint64_t deaths_on_refusal = 0;
   bool operator==(const GossipCounters&) const = default;
 };
 

@@ -47,6 +47,12 @@ std::string stats_json(const gossip::Swim& swim, const wire::RejectCounters& she
   g.push_pulls_failed = s.push_pulls_failed;
   g.push_pull_full_exchanges = s.push_pull_full_exchanges;
   g.stalls_detected = s.stalls_detected;
+  g.hints = s.hints;
+  g.hints_ignored = s.hints_ignored;
+  g.refusals_seen = s.refusals_seen;
+  g.refusal_confirmations = s.refusal_confirmations;
+  g.refusals_void = s.refusals_void;
+  g.deaths_on_refusal = s.deaths_on_refusal;
   reply.rejected = reject_counts(s.rejected, shell_rejects);
   return control::write_reply(reply);
 }
