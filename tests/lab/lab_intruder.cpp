@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
     net::StreamClient client(io);
     std::optional<std::vector<std::byte>> answer;
     client.request(to, hello, a.body, std::chrono::steady_clock::now() + 2s, 1 << 20,
-                   [&](std::optional<std::vector<std::byte>> r, const std::string&) { answer = std::move(r); });
+                   [&](std::optional<std::vector<std::byte>> r, const net::StreamFailure&) { answer = std::move(r); });
     io.run_for(3s);
     std::printf("{\"request\": \"%s\", \"answered\": %s}\n", a.request, answer ? "true" : "false");
     std::fflush(stdout);
