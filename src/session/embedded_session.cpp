@@ -86,4 +86,6 @@ void EmbeddedSession::leave() {
 
 std::string EmbeddedSession::address() const { return agent_->addr(); }
 
+void EmbeddedSession::report_health(const JobHealth& health) { agent_->report_health(health); }
+
 }  // namespace shoal::session

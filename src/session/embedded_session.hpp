@@ -22,6 +22,8 @@ class EmbeddedSession final : public SessionCore {
 
   void leave() override;
   std::string address() const override;
+  // The verdict goes to the embedded agent (shoal health, status, metrics, its log).
+  void report_health(const JobHealth& health) override;
 
  private:
   // SessionOptions::leave_on_sigterm: a graceful leave, then the process ends as SIGTERM asks.
