@@ -1,18 +1,20 @@
 #!/usr/bin/python3
 """Node health on loopback: what carrying the step timings costs, and how soon a slow host is named.
 
-cost: N example trainers (embedded agents, Gloo) with --step-ms 0, so a step is its collectives and
-little else, run S steps with the timing exchange on (--health-every 5, the default) and off
-(--health-every 0), alternating, R runs each; reports the median step time of each (from rank 0's step
-lines, after a warm-up) and their difference per step. The run with the exchange off is the baseline,
-measured in the same run.
+cost: N example trainers (embedded agents, Gloo) with --cost-step-ms MS (default 20; with 0 the step
+time of Gloo on loopback sits at a fixed 40 ms that hides any difference), run S steps with the timing exchange on (--health-every 5, the default) and off
+(--health-every 0), alternating, R runs each; from rank 0's step lines after a warm-up it reports the
+median time of a step that holds an exchange and of one that does not, their difference (what one
+exchange costs) and that difference over 5 (the cost per step); the median step of the runs with the
+exchange off is the baseline, measured in the same run.
 
 detection: N trainers with --step-ms MS, one of them with 30% more; reports for each run the steps from
 the first step in the world of N until every host's line names the slow host, and whether any other host
 was ever named.
 
 One JSON line per result.
-usage: bench/health_bench.py BUILD_DIR [--hosts 6] [--steps 400] [--runs 3] [--step-ms 100]
+usage: bench/health_bench.py BUILD_DIR [--hosts 6] [--steps 400] [--runs 3] [--step-ms 100] [--cost-step-ms 20]
+                              [--only cost|detection]
 """
 import argparse, json, os, select, statistics, subprocess, sys, tempfile, time
 
@@ -60,10 +62,12 @@ def run_hosts(binary, hosts, steps, extra_of, timeout_s=180):
         return lines
 
 
-def median_step_s(lines, warmup):
+def gaps_s(lines, warmup, after_exchange):
+    """Gaps between consecutive step lines after a warm-up: those that hold an exchange (the line of a step
+    that follows one, step % 5 == 0) or the others."""
     steps = [l for l in lines if l["world"] > 0][warmup:]
-    gaps = [b["t"] - a["t"] for a, b in zip(steps, steps[1:]) if b["step"] == a["step"] + 1]
-    return statistics.median(gaps) if gaps else None
+    return [b["t"] - a["t"] for a, b in zip(steps, steps[1:])
+            if b["step"] == a["step"] + 1 and (b["step"] % 5 == 0) == after_exchange]
 
 
 def main():
@@ -73,22 +77,35 @@ def main():
     ap.add_argument("--steps", type=int, default=400)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--step-ms", type=int, default=100)
+    ap.add_argument("--cost-step-ms", type=int, default=20)
+    ap.add_argument("--only", choices=["cost", "detection"])
     a = ap.parse_args()
     binary = os.path.join(a.build, "examples", "allreduce_trainer")
 
-    on, off = [], []
-    for _ in range(a.runs):
-        for every, out in ((0, off), (5, on)):
-            lines = run_hosts(binary, a.hosts, a.steps, lambda i: ["--step-ms", "0", "--health-every", str(every)])
-            out.append(median_step_s(lines["b0"], 20))
-    on_ms = statistics.median(x for x in on if x) * 1e3
-    off_ms = statistics.median(x for x in off if x) * 1e3
-    print(json.dumps({"bench": "health_exchange_cost", "hosts": a.hosts, "steps": a.steps, "runs": a.runs,
-                      "exchange_every": 5, "step_ms_with_exchange": round(on_ms, 4),
-                      "baseline_step_ms_without": round(off_ms, 4), "cost_per_step_ms": round(on_ms - off_ms, 4),
-                      "runs_with_ms": [round(x * 1e3, 4) for x in on if x],
-                      "runs_without_ms": [round(x * 1e3, 4) for x in off if x]}), flush=True)
+    if a.only != "detection":
+        cost(a, binary)
+    if a.only != "cost":
+        detection(a, binary)
 
+
+def cost(a, binary):
+    with_exchange, others, baseline = [], [], []
+    for _ in range(a.runs):
+        lines = run_hosts(binary, a.hosts, a.steps, lambda i: ["--step-ms", str(a.cost_step_ms), "--health-every", "0"])
+        baseline += gaps_s(lines["b0"], 20, False) + gaps_s(lines["b0"], 20, True)
+        lines = run_hosts(binary, a.hosts, a.steps, lambda i: ["--step-ms", str(a.cost_step_ms), "--health-every", "5"])
+        with_exchange += gaps_s(lines["b0"], 20, True)
+        others += gaps_s(lines["b0"], 20, False)
+    ms = lambda v: round(statistics.median(v) * 1e3, 3)
+    exchange_ms = ms(with_exchange) - ms(others)
+    print(json.dumps({"bench": "health_exchange_cost", "hosts": a.hosts, "steps": a.steps, "runs": a.runs,
+                      "step_ms": a.cost_step_ms, "exchange_every": 5,
+                      "step_with_exchange_ms": ms(with_exchange), "step_without_ms": ms(others),
+                      "baseline_step_ms_exchange_off": ms(baseline), "exchange_ms": round(exchange_ms, 3),
+                      "cost_per_step_ms": round(exchange_ms / 5, 3)}), flush=True)
+
+
+def detection(a, binary):
     slow_ms = a.step_ms * 13 // 10
     for run in range(a.runs):
         lines = run_hosts(binary, a.hosts, 60,
