@@ -29,7 +29,7 @@ int print_health(const control::HealthReply& doc) {
               doc.epoch, doc.step, doc.evaluations, doc.age_s.value_or(0), joined(doc.stragglers).c_str());
   std::printf("rule: median compute over the last %" PRIu32
               " steps > %.2f x the job's median (and > %.1f ms above "
-              "it) at %" PRIu32 " evaluations in a row; cleared below %.2f x at %" PRIu32 "\n",
+              "it) at %" PRIu32 " evaluations in a row; cleared at <= %.2f x at %" PRIu32 " in a row\n",
               doc.rule.window_steps, doc.rule.factor, doc.rule.min_excess_ms, doc.rule.raise_after,
               doc.rule.clear_factor, doc.rule.clear_after);
   std::printf("%-24s %12s %12s %8s  %s\n", "HOST", "COMPUTE_MS", "WAIT_MS", "SAMPLES", "STRAGGLER");

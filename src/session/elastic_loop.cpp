@@ -42,7 +42,7 @@ void ElasticLoop::restart_health() {
       for (int r = 0; r < comm_->world_size(); ++r) rank_hosts.push_back("rank-" + std::to_string(r));
     }
   }
-  health_->restart(*comm_, std::move(rank_hosts), comm_->epoch());
+  health_->restart(std::move(rank_hosts), comm_->epoch());
 }
 
 void ElasticLoop::sync_from(int root) {

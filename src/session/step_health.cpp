@@ -24,8 +24,7 @@ StragglerOptions checked(const StragglerOptions& rule) {
 
 StepHealth::StepHealth(const StragglerOptions& rule) : rule_(checked(rule)), judge_(rule_) {}
 
-void StepHealth::restart(Communicator& comm, std::vector<std::string> rank_hosts, uint64_t epoch) {
-  (void)comm;
+void StepHealth::restart(std::vector<std::string> rank_hosts, uint64_t epoch) {
   rank_hosts_ = std::move(rank_hosts);
   hosts_.clear();
   for (const auto& h : rank_hosts_) {

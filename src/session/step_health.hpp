@@ -28,8 +28,8 @@ class StepHealth {
   bool enabled() const { return rule_.exchange_every > 0; }
 
   // A new communicator whose rank r runs on host rank_hosts[r]: every figure and verdict is forgotten.
-  void restart(Communicator& comm, std::vector<std::string> rank_hosts, uint64_t epoch);
-  // Around one step on `comm` (the communicator restart() was given).
+  void restart(std::vector<std::string> rank_hosts, uint64_t epoch);
+  // Around one step on `comm`, the communicator of the latest restart().
   void step_began(Communicator& comm);
   void step_ended(Communicator& comm);
   // After step `step` completed: when an exchange is due, allgathers every rank's figures and evaluates.
