@@ -69,8 +69,8 @@ const char* kUsage =
     "tests: rank 0 aborts its own communicator once, before that step's allreduce, as a reset connection would;\n"
     "the ranks rebuild for the same view (\"attempt\" in the lines after). The embedded agent serves its control\n"
     "socket (shoal status, shoal health --control PATH) at --control-socket PATH (default: the agent's default\n"
-    "path for NAME; none: no socket) and needs the cluster key (--key-file PATH, or SHOAL_KEY_FILE), or --insecure for a\n"
-    "cluster any host may join.\n"
+    "path for NAME; none: no socket) and needs the cluster key (--key-file PATH, or SHOAL_KEY_FILE), or\n"
+    "--insecure for a cluster any host may join.\n"
     "On SIGTERM the embedded agent leaves the cluster gracefully, then the trainer ends as SIGTERM asks.\n";
 
 // Gradient element i of `rank` at `step`: small integers, so every sum is exact in float.
