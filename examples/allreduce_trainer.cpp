@@ -15,7 +15,8 @@
 // newcomers by the lowest rank that trained before (synced_step, synced_from, state_ok), and redo no step.
 //
 // On stdout: first {"event":"started","name":...,"addr":"ip:port"}, then one JSON object per step: t, step,
-// epoch, rank, world, ok, and rebuild_ms after a rebuild.
+// epoch, rank, world, ok, stragglers (the hosts shoal's straggler verdict names; [] when none), and
+// rebuild_ms after a rebuild.
 //   allreduce_trainer --name a --bind 127.0.0.1:7001 --steps 100 --step-ms 50
 //   allreduce_trainer --name b --bind 127.0.0.1:7002 --seeds 127.0.0.1:7001 --steps 100 --step-ms 50
 #include <chrono>
@@ -23,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -33,6 +35,7 @@
 #include <vector>
 
 #include "shoal/elastic_loop.hpp"
+#include "shoal/health.hpp"
 #include "shoal/session.hpp"
 
 namespace {
@@ -42,14 +45,21 @@ constexpr float kLearningRate = 0.01f;
 
 const char* kUsage =
     "usage: allreduce_trainer --name NAME --bind HOST:PORT [--seeds HOST:PORT,...] [--cluster ID]\n"
-    "                         [--slots 1] [--min-hosts N] [--steps N] [--step-ms MS] [--log-level SPEC]\n"
-    "                         [--ckpt-every K] [--job NAME] [--host NAME] [--ckpt-dir DIR] [--abort-at STEP]\n"
+    "                         [--slots 1] [--min-hosts N] [--steps N] [--step-ms MS | --step-cpu-ms MS]\n"
+    "                         [--log-level SPEC] [--ckpt-every K] [--job NAME] [--host NAME] [--ckpt-dir DIR]\n"
+    "                         [--abort-at STEP] [--control-socket PATH] [--health-every N]\n"
     "                         (--key-file PATH | --insecure)\n"
-    "       allreduce_trainer --control PATH [--slot K] [--steps N] [--step-ms MS] [--log-level SPEC] [--ckpt-every K]\n"
-    "                         [--abort-at STEP]\n"
+    "       allreduce_trainer --control PATH [--slot K] [--steps N] [--step-ms MS | --step-cpu-ms MS]\n"
+    "                         [--log-level SPEC] [--ckpt-every K] [--abort-at STEP] [--health-every N]\n"
     "Synthetic data-parallel training on shoal's Gloo communicator, with the agent embedded (first form) or\n"
     "following the `shoal agent` whose control socket is PATH, as its slot K (second form). Prints one JSON\n"
-    "object per step (t, step, epoch, rank, world, ok, rebuild_ms after a rebuild). With --ckpt-every K it saves\n"
+    "object per step (t, step, epoch, rank, world, ok, stragglers, rebuild_ms after a rebuild). A step's\n"
+    "compute sleeps --step-ms MS, or with --step-cpu-ms MS burns MS ms of the thread's own CPU time\n"
+    "(CLOCK_THREAD_CPUTIME_ID), so that a CPU quota, a stopped process or a busy neighbour stretches it as it\n"
+    "would a real trainer's. \"stragglers\" lists the hosts the straggler verdict names (empty when none):\n"
+    "shoal's elastic loop times every step and every rank judges alike from the same figures (see\n"
+    "`shoal health --help`); --health-every N sets how many steps lie between two exchanges of the\n"
+    "figures (default 5, at most 8; 0: no exchange and no verdict). With --ckpt-every K it saves\n"
     "its state every K steps into shoal's in-memory checkpoints and restores after a rebuild that lost a rank\n"
     "(restored_step, restore_source, state_ok in the next line); after a join the ranks go on from the live\n"
     "state (synced_step, synced_from, state_ok). --job names the checkpoints (default: the cluster id);\n"
@@ -57,8 +67,10 @@ const char* kUsage =
     "also persists the checkpoints there and loads them back after every host restarted. Exits 0 after --steps\n"
     "steps with every check passed, 1 when a check failed, 2 on bad flags. --abort-at STEP injects a fault for\n"
     "tests: rank 0 aborts its own communicator once, before that step's allreduce, as a reset connection would;\n"
-    "the ranks rebuild for the same view (\"attempt\" in the lines after). The embedded agent needs the\n"
-    "cluster key (--key-file PATH, or SHOAL_KEY_FILE), or --insecure for a cluster any host may join.\n"
+    "the ranks rebuild for the same view (\"attempt\" in the lines after). The embedded agent serves its control\n"
+    "socket (shoal status, shoal health --control PATH) at --control-socket PATH (default: the agent's default\n"
+    "path for NAME; none: no socket) and needs the cluster key (--key-file PATH, or SHOAL_KEY_FILE), or\n"
+    "--insecure for a cluster any host may join.\n"
     "On SIGTERM the embedded agent leaves the cluster gracefully, then the trainer ends as SIGTERM asks.\n";
 
 // Gradient element i of `rank` at `step`: small integers, so every sum is exact in float.
@@ -95,6 +107,35 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
+// Burns `ms` milliseconds of this thread's own CPU time: a quota, a stop or a busy neighbour stretches
+// the wall time it takes, as it would a real step's compute.
+void burn_cpu_ms(uint64_t ms) {
+  const auto cpu_ns = [] {
+    timespec ts{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+  };
+  const uint64_t until = cpu_ns() + ms * 1'000'000ull;
+  volatile uint64_t sink = 0;
+  while (cpu_ns() < until) {
+    for (int i = 0; i < 1000; ++i) sink = sink + static_cast<uint64_t>(i) * 2654435761u;
+  }
+}
+
+// A JSON array of strings (host names: printable, quoted as JSON wants).
+std::string json_names(const std::vector<std::string>& names) {
+  std::string out = "[";
+  for (const auto& n : names) {
+    out += out.size() > 1 ? ",\"" : "\"";
+    for (const char c : n) {
+      if (c == '"' || c == '\\') out += '\\';
+      if (static_cast<unsigned char>(c) >= 0x20) out += c;
+    }
+    out += '"';
+  }
+  return out + "]";
+}
+
 std::optional<uint64_t> parse_count(const std::string& s) {
   char* end = nullptr;
   const unsigned long long v = std::strtoull(s.c_str(), &end, 10);
@@ -116,9 +157,10 @@ int main(int argc, char** argv) {
       flags["insecure"] = "1";
       continue;
     }
-    static const char* known[] = {"--name", "--bind", "--seeds", "--cluster", "--slots", "--min-hosts",
-                                  "--steps", "--step-ms", "--log-level", "--control", "--slot",
-                                  "--ckpt-every", "--job", "--host", "--ckpt-dir", "--abort-at", "--key-file"};
+    static const char* known[] = {"--name",      "--bind",       "--seeds",       "--cluster",        "--slots",
+                                  "--min-hosts", "--steps",      "--step-ms",     "--log-level",      "--control",
+                                  "--slot",      "--ckpt-every", "--job",         "--host",           "--ckpt-dir",
+                                  "--abort-at",  "--key-file",   "--step-cpu-ms", "--control-socket", "--health-every"};
     bool ok = false;
     for (const char* k : known) ok = ok || arg == k;
     if (!ok || i + 1 >= argc) {
@@ -134,18 +176,25 @@ int main(int argc, char** argv) {
   };
   const auto steps = count_flag("steps", 100);
   const auto step_ms = count_flag("step-ms", 0);
+  const auto step_cpu_ms = count_flag("step-cpu-ms", 0);
+  const auto health_every = count_flag("health-every", shoal::StragglerOptions{}.exchange_every);
   const auto min_hosts = count_flag("min-hosts", 1);
   const auto slots = count_flag("slots", 1);
   const auto slot = count_flag("slot", 0);
   const auto ckpt_every = count_flag("ckpt-every", 0);
   const auto abort_at = count_flag("abort-at", UINT64_MAX);
-  if (!steps || !step_ms || !min_hosts || !slots || !slot || !ckpt_every || !abort_at || *min_hosts < 1) {
-    std::cerr << "allreduce_trainer: --steps, --step-ms, --slots, --slot, --ckpt-every, --abort-at and "
-                 "--min-hosts take non-negative integers "
-                 "(--min-hosts at least 1)\n";
+  if (!steps || !step_ms || !step_cpu_ms || !health_every || !min_hosts || !slots || !slot || !ckpt_every ||
+      !abort_at || *min_hosts < 1 || *health_every > 8) {
+    std::cerr << "allreduce_trainer: --steps, --step-ms, --step-cpu-ms, --health-every, --slots, --slot, --ckpt-every, "
+                 "--abort-at and --min-hosts take non-negative integers (--min-hosts at least 1, --health-every at "
+                 "most 8)\n";
     return 2;
   }
   const bool connect = flags.contains("control");
+  if (connect && flags.contains("control-socket")) {
+    std::cerr << "allreduce_trainer: --control-socket is for the embedded agent, not with --control\n";
+    return 2;
+  }
   if (!connect && (!flags.contains("name") || !flags.contains("bind"))) {
     std::cerr << "allreduce_trainer: --name and --bind are required (or --control PATH)\n" << kUsage;
     return 2;
@@ -159,7 +208,7 @@ int main(int argc, char** argv) {
   opt.slots = static_cast<uint32_t>(*slots);
   opt.min_hosts = static_cast<uint32_t>(*min_hosts);
   opt.log_spec = flags.contains("log-level") ? flags["log-level"] : "warn";
-  opt.control_path = flags["control"];
+  opt.control_path = connect ? flags["control"] : flags["control-socket"];
   opt.slot = static_cast<uint32_t>(*slot);
   opt.job = flags["job"];
   opt.host = flags["host"];
@@ -194,7 +243,11 @@ int main(int argc, char** argv) {
   shoal::Communicator* stepped_on = nullptr;  // the communicator of the last step, to checkpoint as its rank
   hooks.step = [&](shoal::Communicator& comm, uint64_t step) {
     stepped_on = &comm;
-    if (*step_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(*step_ms));  // the "compute"
+    if (*step_cpu_ms > 0) {
+      burn_cpu_ms(*step_cpu_ms);  // the "compute", in CPU time
+    } else if (*step_ms > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(*step_ms));  // the "compute"
+    }
     if (step == *abort_at && comm.rank() == 0 && !injected) {
       injected = true;
       comm.abort("--abort-at " + std::to_string(step) + ": a fault injected for tests");
@@ -258,6 +311,7 @@ int main(int argc, char** argv) {
     synced = Synced{next_step - 1, from, std::memcmp(params.data(), expect.data(), params.size() * sizeof(float)) == 0};
   };
   shoal::RankInfo ranks;
+  const shoal::ElasticLoop* loop_of_hooks = nullptr;  // set once the loop exists, before run()
   hooks.rebuilt = [&](const shoal::RankInfo& r, double ms) {
     ranks = r;
     if (ms > 0) rebuild_ms = ms;
@@ -291,12 +345,17 @@ int main(int argc, char** argv) {
       save->commit();
       n += std::snprintf(line + n, sizeof(line) - static_cast<size_t>(n), ",\"saved\":true");
     }
-    std::printf("%s}\n", line);
+    // Last, and outside the fixed-size buffer: the list grows with the hosts named.
+    const auto named = loop_of_hooks ? loop_of_hooks->health().stragglers : std::vector<std::string>{};
+    std::printf("%s,\"stragglers\":%s}\n", line, json_names(named).c_str());
     std::fflush(stdout);
   };
 
   try {
-    shoal::ElasticLoop loop(*session, hooks);
+    shoal::StragglerOptions health;
+    health.exchange_every = static_cast<uint32_t>(*health_every);
+    shoal::ElasticLoop loop(*session, hooks, health);
+    loop_of_hooks = &loop;
     loop.run(*steps);
   } catch (const shoal::Error& e) {
     std::cerr << "allreduce_trainer: " << e.what() << "\n";

@@ -36,7 +36,7 @@ fi
 # Targets, the shoal sources each needs besides its own file, and its libraries.
 proto=$out/proto
 targets=(fuzz_packet fuzz_sealed fuzz_frame fuzz_hello fuzz_handshake fuzz_sealed_stream fuzz_view_codec fuzz_ckpt_header
-  fuzz_json fuzz_key_text fuzz_swim fuzz_manifest fuzz_rendezvous_request fuzz_config_file)
+  fuzz_json fuzz_key_text fuzz_swim fuzz_manifest fuzz_rendezvous_request fuzz_config_file fuzz_health_record)
 gossip="src/gossip/broadcast_queue.cpp src/gossip/codec.cpp src/gossip/member_table.cpp src/gossip/text_arena.cpp src/gossip/name_index.cpp
   src/gossip/probe_order.cpp src/gossip/push_pull.cpp src/gossip/suspicion.cpp src/gossip/swim.cpp
   src/gossip/swim_probe.cpp src/gossip/swim_streams.cpp src/gossip/swim_updates.cpp src/gossip/swim_evidence.cpp
@@ -45,7 +45,7 @@ gossip="src/gossip/broadcast_queue.cpp src/gossip/codec.cpp src/gossip/member_ta
 # The control socket's typed replies (nlohmann-json is header-only: nothing to link).
 replies="src/control/replies/ckpt_ls.cpp src/control/replies/document.cpp src/control/replies/errors_and_acks.cpp
   src/control/replies/members.cpp src/control/replies/session.cpp src/control/replies/stats.cpp
-  src/control/replies/status.cpp src/control/replies/view.cpp"
+  src/control/replies/status.cpp src/control/replies/view.cpp src/control/replies/health.cpp"
 declare -A sources=(
   [fuzz_packet]="src/wire/packet.cpp src/wire/reject.cpp $proto/envelope.pb.cc"
   [fuzz_sealed]="src/wire/sealed_packet.cpp src/wire/cluster_key.cpp src/wire/replay_guard.cpp"
@@ -67,6 +67,7 @@ declare -A sources=(
     src/base/log.cpp"
   [fuzz_rendezvous_request]="src/comm_wrap/stores/rendezvous_table.cpp $proto/rendezvous.pb.cc"
   [fuzz_config_file]="src/ops/config_file.cpp"
+  [fuzz_health_record]="src/health/step_record.cpp src/health/straggler_judge.cpp"
   [make_corpus]="tests/fuzz/corpus_stream_seeds.cpp src/wire/packet.cpp src/wire/reject.cpp src/wire/frame.cpp src/wire/sealed_packet.cpp
     src/wire/stream_handshake.cpp src/wire/cluster_key.cpp src/wire/replay_guard.cpp src/net/stream_hello.cpp src/membership/view_codec.cpp
     src/membership/view.cpp src/ckpt_shm/version_layout.cpp src/ckpt_shm/checksum.cpp src/ckpt_shm/shm_segment.cpp src/ckpt_shm/segment_trust.cpp
@@ -78,6 +79,7 @@ declare -A libs=(
   [fuzz_handshake]="-lsodium" [fuzz_sealed_stream]="-lsodium -lfmt"
   [fuzz_view_codec]="-lprotobuf" [fuzz_ckpt_header]="-lfmt" [fuzz_json]="-lfmt" [fuzz_key_text]="-lsodium"
   [fuzz_swim]="-lprotobuf -lfmt" [fuzz_manifest]="-lfmt" [fuzz_rendezvous_request]="-lprotobuf" [fuzz_config_file]=""
+  [fuzz_health_record]=""
   [make_corpus]="-lprotobuf -lsodium -lfmt"
 )
 

@@ -16,20 +16,31 @@
 //       .load = [&](const std::vector<std::byte>& bytes) { model = deserialize(bytes); },
 //   });
 //   loop.run(1000);
+//
+// Node health (shoal/health.hpp): the loop times every step (compute outside collectives, wait inside them,
+// monotonic clock), and every StragglerOptions::exchange_every steps, after a step's `completed` hook, the
+// ranks allgather those figures (72 bytes per rank) on the same communicator and evaluate the straggler
+// rule, identically on every rank; health() holds the verdict, and the session's agent is told it (`shoal
+// health`). Every rank of a job must pass the same StragglerOptions.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "shoal/api.hpp"
 #include "shoal/communicator.hpp"
+#include "shoal/health.hpp"
 #include "shoal/session.hpp"
 
 namespace shoal {
+namespace session {
+class StepHealth;
+}
 
 struct ElasticHooks {
   // One step on `comm`; throws what the communicator throws. The state may be half-updated when it does.
@@ -56,6 +67,10 @@ struct ElasticHooks {
 class SHOAL_API ElasticLoop {
  public:
   ElasticLoop(Session& session, ElasticHooks hooks);
+  // With the straggler rule `health` (exchange_every 0: no timing exchange). Throws shoal::Error when the
+  // options are out of range.
+  ElasticLoop(Session& session, ElasticHooks hooks, const StragglerOptions& health);
+  ~ElasticLoop();
 
   // Runs until the agreed step counter reaches `last_step`. Returns the number of rebuilds after the first
   // build. Throws shoal::Timeout when no usable view comes (see Session::communicator()).
@@ -64,11 +79,17 @@ class SHOAL_API ElasticLoop {
   // The next step to run (every rank of the current view agrees on it after a sync).
   uint64_t next_step() const { return next_step_; }
 
+  // The latest straggler verdict and the figures behind it, the same on every rank of the view (empty
+  // hosts before the first exchange of a view). From the loop's thread: its hooks, or after run().
+  JobHealth health() const;
+
  private:
   // `root` hands out its step and its state.
   void sync_from(int root);
   // After a (re)build: restore, or sync from the live state (see the header comment).
   void settle_state();
+  // After a (re)build: the figures start afresh for the new communicator.
+  void restart_health();
 
   Session& session_;
   ElasticHooks hooks_;
@@ -76,6 +97,7 @@ class SHOAL_API ElasticLoop {
   std::vector<std::byte> snapshot_;
   uint64_t next_step_ = 0;
   std::vector<std::string> trained_in_;  // members of the view this rank last trained in (empty: none yet)
+  std::unique_ptr<session::StepHealth> health_;
 };
 
 }  // namespace shoal

@@ -87,6 +87,8 @@ const std::vector<Subcommand>& subcommands() {
       {"members", "print a running agent's member list", members_command},
       {"status", "one screen about a running agent: view, members, last changes, checkpoints", status_command},
       {"view", "print a running agent's committed view and ranks; `view force` overrides a stall", view_command},
+      {"health", "per-host compute and wait per step from the job's own steps, and the straggler verdict",
+       health_command},
       {"ckpt", "list the checkpoint versions a running agent's host holds (`ckpt ls`)", ckpt_command},
       {"keygen", "print a new cluster key for --key-file", keygen_command},
       {"demo", "run the local multi-host demo", demo_command},

@@ -32,6 +32,7 @@ int members_command(std::span<const std::string> args);
 int view_command(std::span<const std::string> args);
 int ckpt_command(std::span<const std::string> args);
 int status_command(std::span<const std::string> args);
+int health_command(std::span<const std::string> args);
 int keygen_command(std::span<const std::string> args);
 
 }  // namespace shoal::cli

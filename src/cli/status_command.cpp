@@ -69,6 +69,15 @@ int print_status(const control::StatusReply& doc) {
       std::printf("  rank %" PRIu32 ": saved step %" PRIu64 ", not replicated yet\n", l.rank, l.committed_step);
     }
   }
+  const auto& h = doc.health;
+  if (h.reported) {
+    std::string named;
+    for (const auto& n : h.stragglers) named += (named.empty() ? "" : ", ") + n;
+    std::printf("health   stragglers: %s (epoch %" PRIu64 ", step %" PRIu64 "; `shoal health` for the figures)\n",
+                named.empty() ? "none" : named.c_str(), h.epoch, h.step);
+  } else {
+    std::printf("health   no figures yet (no local trainer reported its steps)\n");
+  }
   return kExitOk;
 }
 
@@ -81,9 +90,10 @@ int status_command(std::span<const std::string> args) {
       command_app("shoal status", "shoal status [--control PATH | --name NAME] [--json]",
                   "One screen about a running agent: this host, the committed view (epoch, size, stable or why not),\n"
                   "members by state, the last view changes (who joined or left, the gossip event that started\n"
-                  "each, and the time from that event to the commit here), and the checkpoints this host holds\n"
-                  "with how far replication trails the saves. Exit status: 0 on success, 1 when no agent\n"
-                  "answers, 2 on a usage error.");
+                  "each, and the time from that event to the commit here), the checkpoints this host holds with\n"
+                  "how far replication trails the saves, and the straggler verdict the local trainer last\n"
+                  "reported (see `shoal health`). Exit status: 0 on success, 1 when no agent answers, 2 on a\n"
+                  "usage error.");
   add_agent_socket_flags(*app, control, name);
   app->add_flag("--json", json, "print the agent's JSON document");
   if (auto done = parse_command(*app, args)) return *done;

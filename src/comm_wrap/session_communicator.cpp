@@ -6,6 +6,7 @@
 #include "base/log.hpp"
 #include "shoal/errors.hpp"
 #include "comm_wrap/rebuild_plan.hpp"
+#include "comm_wrap/timed_communicator.hpp"
 #if defined(SHOAL_HAVE_GLOO)
 #include "comm_wrap/gloo/communicator.hpp"
 #endif
@@ -43,7 +44,7 @@ std::shared_ptr<Communicator> make_nccl(const SessionCommSpec& spec, RendezvousS
   o.cuda_device = spec.cuda_device;
   o.init_timeout = spec.rendezvous_timeout;
   o.op_timeout = spec.collective_timeout;
-  auto* previous = dynamic_cast<NcclCommunicator*>(spec.previous);
+  auto* previous = dynamic_cast<NcclCommunicator*>(backend_of(spec.previous));
   if (previous && spec.before && spec.after) {
     const auto plan = plan_rebuild(*spec.before, *spec.after, previous->rebuild_state());
     if (const auto* shrink = std::get_if<Shrink>(&plan)) {
@@ -70,7 +71,8 @@ std::shared_ptr<Communicator> make_nccl(const SessionCommSpec& spec, RendezvousS
 }  // namespace
 
 std::shared_ptr<Communicator> make_session_communicator(const SessionCommSpec& spec, RendezvousStore& store) {
-  return spec.backend == Backend::nccl ? make_nccl(spec, store) : make_gloo(spec, store);
+  auto backend = spec.backend == Backend::nccl ? make_nccl(spec, store) : make_gloo(spec, store);
+  return std::make_shared<TimedCommunicator>(std::move(backend));
 }
 
 }  // namespace shoal::comm

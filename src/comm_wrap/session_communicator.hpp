@@ -38,7 +38,8 @@ struct SessionCommSpec {
   const ranks::RankTable* after = nullptr;
 };
 
-// Throws like the backend factories: ViewChanged, Timeout, or Error when the backend is not compiled in.
+// The backend's communicator inside a TimedCommunicator (its collectives timed for node health). Throws
+// like the backend factories: ViewChanged, Timeout, or Error when the backend is not compiled in.
 std::shared_ptr<Communicator> make_session_communicator(const SessionCommSpec& spec, RendezvousStore& store);
 
 }  // namespace shoal::comm

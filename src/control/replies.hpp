@@ -5,6 +5,7 @@
 #include "control/replies/ckpt_ls.hpp"
 #include "control/replies/document.hpp"
 #include "control/replies/errors_and_acks.hpp"
+#include "control/replies/health.hpp"
 #include "control/replies/members.hpp"
 #include "control/replies/session.hpp"
 #include "control/replies/stats.hpp"

@@ -135,6 +135,13 @@ Agent::Agent(AgentConfig cfg) : cfg_(std::move(cfg)), leave_timer_(io_), join_ti
                           if (!args.empty()) return control_handlers_.error_reply("status takes no arguments");
                           return status_reply();
                         });
+  control_handlers_.add("health",
+                        "node health: each host's compute and wait per step as the local trainer measured them on "
+                        "the job's steps, and the straggler verdict",
+                        [this](std::span<const std::string> args) {
+                          if (!args.empty()) return control_handlers_.error_reply("health takes no arguments");
+                          return health_reply();
+                        });
   control_handlers_.add("stats", "the gossip core's counters and local health", [this](std::span<const std::string>) {
     if (!runtime_) return control_handlers_.error_reply("the agent has not started");
     return stats_json(runtime_->swim(), listener_->rejected());
@@ -152,6 +159,12 @@ ckpt_service::CheckpointService& Agent::checkpoints() { return *checkpoints_; }
 net::OutgoingHello Agent::hello(wire::Hello::Channel channel) const {
   return net::OutgoingHello(
       net::encode_hello(wire::make_envelope(cfg_.gossip.cluster_id, cfg_.name, generation_, addr_), channel), seal_);
+}
+
+void Agent::report_health(JobHealth health) {
+  asio::post(io_, [this, health = std::move(health)]() mutable {
+    health_.update(std::move(health), std::chrono::steady_clock::now());
+  });
 }
 
 Status Agent::reload_keys() {

@@ -15,6 +15,7 @@
 #include "base/result.hpp"
 #include "ckpt_service/service.hpp"
 #include "control/handlers.hpp"
+#include "daemon/health_board.hpp"
 #include "daemon/view_history.hpp"
 #include "envelope.pb.h"
 #include "gossip/swim.hpp"
@@ -123,6 +124,9 @@ class Agent {
   void hint_failed(const std::string& name, uint64_t generation);
   // SIGHUP: reads the key file again (a rotation step). Fails, keeping the old keys, when it cannot.
   Status reload_keys();
+  // The local trainer's latest node-health verdict and figures (shoal health, status, metrics). Safe from
+  // any thread: it is handed to the loop.
+  void report_health(JobHealth health);
 
  private:
   void begin_leave();
@@ -138,6 +142,7 @@ class Agent {
   std::string safety_reply(std::span<const std::string> args) const;
   std::string peer_lost_reply(std::span<const std::string> args);
   std::string status_reply() const;  // agent_status.cpp
+  std::string health_reply() const;  // agent_health.cpp
   std::string metrics_text() const;  // agent_metrics.cpp
 
   AgentConfig cfg_;
@@ -159,6 +164,7 @@ class Agent {
   std::vector<std::function<void(const membership::View&)>> pending_view_observers_;
   std::unique_ptr<control::ControlServer> control_server_;
   ViewHistory history_;  // the last committed views, for `shoal status`
+  HealthBoard health_;   // the local trainer's straggler verdict, for `shoal health`
   std::unique_ptr<MetricsServer> metrics_;
   std::vector<std::function<void(const gossip::MemberEvent&)>> pending_observers_;
   asio::steady_timer leave_timer_;

@@ -7,6 +7,9 @@
 #include <limits>
 #include <span>
 
+#include "session/session_core.hpp"
+#include "session/step_health.hpp"
+
 namespace shoal {
 namespace {
 
@@ -16,8 +19,30 @@ double ms_since(Clock::time_point t) { return std::chrono::duration<double, std:
 
 }  // namespace
 
-ElasticLoop::ElasticLoop(Session& session, ElasticHooks hooks) : session_(session), hooks_(std::move(hooks)) {
+ElasticLoop::ElasticLoop(Session& session, ElasticHooks hooks) : ElasticLoop(session, std::move(hooks), {}) {}
+
+ElasticLoop::ElasticLoop(Session& session, ElasticHooks hooks, const StragglerOptions& health)
+    : session_(session), hooks_(std::move(hooks)), health_(std::make_unique<shoal::session::StepHealth>(health)) {
   if (!hooks_.step || !hooks_.save || !hooks_.load) throw Error("ElasticLoop needs the step, save and load hooks");
+}
+
+ElasticLoop::~ElasticLoop() = default;
+
+JobHealth ElasticLoop::health() const { return health_->health(); }
+
+void ElasticLoop::restart_health() {
+  const RankInfo ranks = session_.ranks();
+  std::vector<std::string> rank_hosts;
+  if (auto* core = dynamic_cast<session::SessionCore*>(&session_)) rank_hosts = core->rank_hosts(*comm_);
+  if (rank_hosts.size() != static_cast<size_t>(comm_->world_size())) {
+    // A session of another kind: one rank per member when the counts say so, else ranks as hosts.
+    rank_hosts = ranks.members;
+    if (rank_hosts.size() != static_cast<size_t>(comm_->world_size())) {
+      rank_hosts.clear();
+      for (int r = 0; r < comm_->world_size(); ++r) rank_hosts.push_back("rank-" + std::to_string(r));
+    }
+  }
+  health_->restart(std::move(rank_hosts), comm_->epoch());
 }
 
 void ElasticLoop::sync_from(int root) {
@@ -90,16 +115,23 @@ uint64_t ElasticLoop::run(uint64_t last_step) {
       continue;
     }
     trained_in_ = session_.ranks().members;
+    restart_health();
     if (hooks_.rebuilt) hooks_.rebuilt(session_.ranks(), first ? 0.0 : ms_since(changed_at));
     if (!first) ++rebuilds;
     first = false;
 
     try {
       while (next_step_ < last_step) {
+        health_->step_began(*comm_);
         hooks_.step(*comm_, next_step_);
+        health_->step_ended(*comm_);
         snapshot_ = hooks_.save();
         ++next_step_;
         if (hooks_.completed) hooks_.completed(next_step_ - 1);
+        // Between steps, so that a view change here costs no step: the state is the completed one.
+        if (next_step_ < last_step && health_->exchange_if_due(*comm_, next_step_ - 1)) {
+          if (auto* core = dynamic_cast<session::SessionCore*>(&session_)) core->report_health(health_->health());
+        }
       }
       // Done, but a rank that leaves now could strand a peer whose last collective has not completed
       // yet (its ring step still needs us): the peer would roll back and redo the step without us.

@@ -90,4 +90,6 @@ void EmbeddedSession::peer_connection_broke(const std::string& name, uint64_t ge
   agent_->hint_failed(name, generation);
 }
 
+void EmbeddedSession::report_health(const JobHealth& health) { agent_->report_health(health); }
+
 }  // namespace shoal::session

@@ -22,6 +22,8 @@ class EmbeddedSession final : public SessionCore {
 
   void leave() override;
   std::string address() const override;
+  // The verdict goes to the embedded agent (shoal health, status, metrics, its log).
+  void report_health(const JobHealth& health) override;
 
  protected:
   void peer_connection_broke(const std::string& name, uint64_t generation) override;

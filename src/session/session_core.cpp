@@ -103,6 +103,15 @@ void SessionCore::prepare_save(Communicator& comm, const std::vector<CheckpointB
   checkpoints_->prepare(static_cast<uint32_t>(comm.rank()), static_cast<uint32_t>(comm.world_size()), buffers);
 }
 
+std::vector<std::string> SessionCore::rank_hosts(const Communicator& comm) const {
+  std::lock_guard lock(mu_);
+  if (comm_.get() != &comm || !comm_view_ || comm_view_->epoch() != comm.epoch()) return {};
+  std::vector<std::string> out;
+  const ranks::RankTable table(*comm_view_);
+  for (const auto& r : table.ranks()) out.push_back(r.member);
+  return out;
+}
+
 std::optional<RestoredCheckpoint> SessionCore::restore(Communicator& comm, std::optional<uint32_t> saved_rank) {
   return restore_with(comm, saved_rank, nullptr);
 }

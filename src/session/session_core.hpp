@@ -12,6 +12,7 @@
 #include "net/stream_hello.hpp"
 #include "session/rendezvous_client.hpp"
 #include "session/session_checkpoints.hpp"
+#include "shoal/health.hpp"
 #include "shoal/session.hpp"
 
 namespace shoal::session {
@@ -47,6 +48,12 @@ class SessionCore : public Session {
                                                  std::optional<uint32_t> saved_rank) override;
   bool wait_checkpoint_safe(uint64_t step, std::chrono::milliseconds timeout) override;
   std::unique_ptr<EpochStore> store(Communicator& comm) override;
+
+  // The member (host) of each rank of `comm`, in rank order; empty when `comm` is not the current one.
+  std::vector<std::string> rank_hosts(const Communicator& comm) const;
+  // The elastic loop's latest straggler verdict, for this session's agent (shoal health, status, metrics).
+  // From the loop's thread; must not block.
+  virtual void report_health(const JobHealth& health) { (void)health; }
 
  protected:
   // Before the first view arrives.

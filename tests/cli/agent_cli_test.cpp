@@ -423,3 +423,33 @@ TEST_CASE("shoal ckpt gc removes a dead job's segments, keeps a live agent's, an
   CHECK(exists(shm.path() + "/shoal.crashedjob.r1.v0"));        // a link is never shoal's to remove
   CHECK(exists(shm.path() + "/not-shoals"));
 }
+
+TEST_CASE("shoal health asks an agent for node health: none reported yet, as a table and as JSON") {
+  AgentCluster c;
+  const auto& a = c.start("healthy");
+  const auto help = run_shoal({"health", "--help"});
+  CHECK(help.exit_code == 0);
+  for (const char* flag : {"--control", "--name", "--json"}) CHECK_MESSAGE(contains(help.out, flag), help.out);
+  CHECK(contains(run_shoal({"--help"}).out, "health"));
+  const auto table = run_shoal({"health", "--control", a.control});
+  CHECK(table.exit_code == 0);
+  CHECK_MESSAGE(contains(table.out, "no figures yet"), table.out);
+  const auto json = run_shoal({"health", "--control", a.control, "--json"});
+  REQUIRE(json.exit_code == 0);
+  const auto doc = shoal::control::parse_reply<shoal::control::HealthReply>(json.out);
+  REQUIRE_MESSAGE(doc.ok(), json.out);
+  CHECK(doc->self == "healthy");
+  CHECK_FALSE(doc->reported);
+  CHECK(doc->hosts.empty());
+  CHECK(doc->stragglers.empty());
+  CHECK(doc->rule.factor == 1.2);
+  CHECK(contains(json.out, R"("hosts":[])"));
+  const auto status = run_shoal({"status", "--control", a.control});
+  CHECK(status.exit_code == 0);
+  CHECK_MESSAGE(contains(status.out, "health   no figures yet"), status.out);
+  const auto extra = run_shoal({"health", "--control", a.control, "stray"});
+  CHECK(extra.exit_code == 2);
+  auto raw = shoal::control::control_request(a.control, "health now");
+  REQUIRE(raw.ok());
+  CHECK(contains(*raw, "health takes no arguments"));
+}

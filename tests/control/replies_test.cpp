@@ -60,6 +60,7 @@ StatusReply sample_status() {
   s.checkpoints.received = 4;
   s.checkpoints.receive_refused = 5;
   s.checkpoints.lag = {{0, 10, 8, 2}, {1, 10, std::nullopt, std::nullopt}};
+  s.health = {true, 4, 99, {"s2"}};
   return s;
 }
 
@@ -163,7 +164,41 @@ TEST_CASE("the status document keeps its text, optional members only where they 
       R"("checkpoints":{"job":"j","local_versions":2,"local_bytes":1073741824,"replicas":1,"replica_bytes":1000,)"
       R"("pushed":3,"push_failed":1,"received":4,"receive_refused":5,)"
       R"("lag":[{"rank":0,"committed_step":10,"replicated_step":8,"steps_behind":2},)"
-      R"({"rank":1,"committed_step":10}]}})");
+      R"({"rank":1,"committed_step":10}]},)"
+      R"("health":{"reported":true,"epoch":4,"step":99,"stragglers":["s2"]}})");
+}
+
+HealthReply sample_health() {
+  HealthReply h;
+  h.self = "s1";
+  h.reported = true;
+  h.epoch = 4;
+  h.step = 49;
+  h.evaluations = 10;
+  h.age_s = 0.25;
+  h.hosts = {{"s1", 100.5, 30, 10, false}, {"s2", 130.5, 0.5, 10, true}};
+  h.stragglers = {"s2"};
+  h.changes = 1;
+  h.dropped = {0, 2};
+  h.rule = {1.2, 5, 1.1, 10, 5, 2, 2, 5};
+  return h;
+}
+
+TEST_CASE("the health document keeps its text: hosts with their figures, the verdict, the rule") {
+  CHECK(round_trip(sample_health()) == sample_health());
+  CHECK(write_reply(sample_health()) ==
+        R"({"self":"s1","reported":true,"epoch":4,"step":49,"evaluations":10,"age_s":0.25,)"
+        R"("hosts":[{"name":"s1","compute_ms":100.5,"wait_ms":30.0,"samples":10,"straggler":false},)"
+        R"({"name":"s2","compute_ms":130.5,"wait_ms":0.5,"samples":10,"straggler":true}],)"
+        R"("stragglers":["s2"],"changes":1,"dropped":{"records":0,"figures":2},)"
+        R"("rule":{"factor":1.2,"min_excess_ms":5.0,"clear_factor":1.1,"window_steps":10,"min_samples":5,)"
+        R"("raise_after":2,"clear_after":2,"exchange_every":5}})");
+  // Before any report: no age, no hosts; a document without "hosts" is not a health document.
+  HealthReply none;
+  none.self = "s1";
+  CHECK(write_reply(none).find("age_s") == std::string::npos);
+  CHECK(round_trip(none) == none);
+  CHECK_FALSE(parse_reply<HealthReply>(R"({"self":"s1"})").ok());
 }
 
 TEST_CASE("the ckpt-ls document keeps its text: sealed, unsealed and the persist directory") {
@@ -207,6 +242,7 @@ TEST_CASE("documents of older agents read with defaults for what they lack") {
   CHECK(status.checkpoints.lag[0].rank == 3u);
   CHECK_FALSE(status.checkpoints.lag[0].replicated_step.has_value());
   CHECK(status.members_by_state == MembersByState{});
+  CHECK(status.health == StatusHealth{});  // an agent from before node health
   // ckpt-ls of an agent without a persist directory, and an unsealed segment.
   const auto ls = read<CkptLsReply>(
       R"({"job":"j","store":"j","held":[{"segment":"/s","kind":"local","segment_bytes":1,"sealed":false,)"

@@ -109,6 +109,12 @@ void TrainerCluster::pump(std::chrono::milliseconds ms) {
           r.state_ok = doc.value("state_ok", false);
         }
         r.saved = doc.contains("saved");
+        if (doc.contains("stragglers") && doc["stragglers"].is_array()) {
+          r.has_stragglers = true;
+          for (const auto& n : doc["stragglers"]) {
+            if (n.is_string()) r.stragglers.push_back(n.get<std::string>());
+          }
+        }
         t.steps.push_back(r);
       }
     }

@@ -33,6 +33,9 @@ struct StepRecord {
   std::optional<uint64_t> synced_step;
   int synced_from = -1;
   bool saved = false;
+  // The hosts the straggler verdict names (has_stragglers: the line carried the field at all).
+  std::vector<std::string> stragglers;
+  bool has_stragglers = false;
 };
 
 struct Trainer {

@@ -6,7 +6,7 @@ usage: check_layers.py SOURCE_ROOT
 A folder of src/ includes only its own headers, those of folders below it, the public API
 (include/shoal), the generated Protobuf headers (wire and above) and system headers. Two folders on
 the same level never include each other (comm_wrap and ckpt_shm; launcher and ops). The sans-IO cores
-(gossip, membership, ranks) include no Asio, threads or sockets. A folder of tests/ tests the layer of
+(gossip, membership, ranks) and the health rule include no Asio, threads or sockets. A folder of tests/ tests the layer of
 the same name and includes nothing above it; tests/integration and examples/ use only the public API.
 Prints one line per violation and exits 1 when there is any, 0 otherwise.
 """
@@ -21,7 +21,7 @@ LEVELS = [
     ['gossip'],
     ['membership'],
     ['ranks'],
-    ['comm_wrap', 'ckpt_shm'],
+    ['comm_wrap', 'ckpt_shm', 'health'],
     ['net'],
     ['control'],
     ['ckpt_service'],
@@ -32,7 +32,7 @@ LEVELS = [
 ]
 LEVEL = {folder: i for i, group in enumerate(LEVELS) for folder in group}
 PROTO_FROM = LEVEL['wire']
-SANS_IO = {'gossip', 'membership', 'ranks'}
+SANS_IO = {'gossip', 'membership', 'ranks', 'health'}
 SANS_IO_FORBIDDEN = re.compile(r'^(boost/asio|asio\.hpp|thread$|sys/socket\.h|netinet/|arpa/inet\.h|poll\.h|sys/epoll\.h)')
 
 # Folders outside src/ and the layer they may reach (None: the public API only).

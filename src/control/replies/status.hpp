@@ -6,7 +6,8 @@
 //    "view_changes": [{"epoch", "members", "joined", "left", "trigger", "seconds"?, "committed_unix"}...],
 //    "checkpoints": {"job", "local_versions", "local_bytes", "replicas", "replica_bytes", "pushed",
 //                    "push_failed", "received", "receive_refused",
-//                    "lag": [{"rank", "committed_step", "replicated_step"?, "steps_behind"?}...]}}
+//                    "lag": [{"rank", "committed_step", "replicated_step"?, "steps_behind"?}...]},
+//    "health": {"reported", "epoch", "step", "stragglers": [names]}}
 #pragma once
 
 #include <array>
@@ -61,6 +62,15 @@ struct StatusCheckpoints {
   bool operator==(const StatusCheckpoints&) const = default;
 };
 
+// The straggler verdict this agent's local trainer last reported (see the `health` reply for the figures).
+struct StatusHealth {
+  bool reported = false;
+  uint64_t epoch = 0;
+  uint64_t step = 0;
+  std::vector<std::string> stragglers;
+  bool operator==(const StatusHealth&) const = default;
+};
+
 struct StatusReply {
   static constexpr const char* kWhat = "an agent's status";
   static constexpr std::array kRequiredKeys{"self", "view"};
@@ -74,6 +84,7 @@ struct StatusReply {
   MembersByState members_by_state;
   std::vector<ViewChangeRow> view_changes;  // oldest first
   StatusCheckpoints checkpoints;
+  StatusHealth health;
   bool operator==(const StatusReply&) const = default;
 };
 
@@ -87,6 +98,8 @@ void to_json(Json& j, const LagRow& r);
 void from_json(const Json& j, LagRow& r);
 void to_json(Json& j, const StatusCheckpoints& r);
 void from_json(const Json& j, StatusCheckpoints& r);
+void to_json(Json& j, const StatusHealth& r);
+void from_json(const Json& j, StatusHealth& r);
 void to_json(Json& j, const StatusReply& r);
 void from_json(const Json& j, StatusReply& r);
 

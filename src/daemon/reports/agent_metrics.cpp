@@ -119,6 +119,28 @@ std::string Agent::metrics_text() const {
             "saved step minus the newest step every chosen peer holds (none yet: the saved step + 1)", behind,
             {{"rank", std::to_string(l.rank)}});
   }
+  const char* straggler = "1 when the local trainer's straggler verdict names the host (figures from the job's steps)";
+  const char* compute = "median seconds per step a host spends outside collectives (compute), over the rule's window";
+  const char* wait = "median seconds per step a host waits inside collectives, over the rule's window";
+  size_t named = 0;
+  if (const auto& h = health_.latest()) {
+    for (const auto& host : h->hosts) {
+      m.gauge("shoal_straggler", straggler, host.straggler ? 1 : 0, {{"host", host.name}});
+      m.gauge("shoal_host_compute_seconds", compute, host.compute_ms / 1000.0, {{"host", host.name}});
+      m.gauge("shoal_host_wait_seconds", wait, host.wait_ms / 1000.0, {{"host", host.name}});
+    }
+    named = h->stragglers.size();
+  }
+  m.gauge("shoal_stragglers", "hosts the straggler verdict names now", static_cast<double>(named));
+  m.counter("shoal_straggler_changes_total", "changes of the straggler verdict this agent was told",
+            static_cast<double>(health_.changes()));
+  const char* dropped =
+      "timing figures refused by the local trainer's session: whole records, or single figures out of range";
+  const auto& latest = health_.latest();
+  m.counter("shoal_health_dropped_total", dropped, latest ? static_cast<double>(latest->dropped_records) : 0,
+            {{"kind", "record"}});
+  m.counter("shoal_health_dropped_total", dropped, latest ? static_cast<double>(latest->dropped_figures) : 0,
+            {{"kind", "figure"}});
   return m.str();
 }
 

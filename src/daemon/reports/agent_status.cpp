@@ -52,6 +52,7 @@ std::string Agent::status_reply() const {
       row.steps_behind = l.committed - *l.replicated;
     }
   }
+  if (const auto& h = health_.latest()) reply.health = {true, h->epoch, h->step, h->stragglers};
   return control::write_reply(reply);
 }
 

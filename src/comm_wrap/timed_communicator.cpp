@@ -1,0 +1,43 @@
+// The clock around a backend's collectives.
+#include "comm_wrap/timed_communicator.hpp"
+
+#include <chrono>
+
+namespace shoal::comm {
+
+template <class Call>
+void TimedCommunicator::timed(const Call& call) {
+  const auto start = std::chrono::steady_clock::now();
+  struct AddOnExit {
+    TimedCommunicator& self;
+    std::chrono::steady_clock::time_point start;
+    ~AddOnExit() {
+      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
+      self.waited_ns_.fetch_add(static_cast<uint64_t>(ns.count()), std::memory_order_relaxed);
+    }
+  } add{*this, start};
+  call();
+}
+
+void TimedCommunicator::allreduce(void* buf, size_t count, DataType type, ReduceOp op) {
+  timed([&] { backend_->allreduce(buf, count, type, op); });
+}
+
+void TimedCommunicator::broadcast(void* buf, size_t bytes, int root) {
+  timed([&] { backend_->broadcast(buf, bytes, root); });
+}
+
+void TimedCommunicator::allgather(const void* in, void* out, size_t bytes_per_rank) {
+  timed([&] { backend_->allgather(in, out, bytes_per_rank); });
+}
+
+void TimedCommunicator::barrier() {
+  timed([&] { backend_->barrier(); });
+}
+
+Communicator* backend_of(Communicator* comm) {
+  auto* timed = dynamic_cast<TimedCommunicator*>(comm);
+  return timed ? &timed->inner() : comm;
+}
+
+}  // namespace shoal::comm
