@@ -161,9 +161,10 @@ class Agent:
 
     def segment_fd_problems(self):
         """Descriptors of checkpoint segments that the agent holds open although `ckpt-ls` does not list
-        them as held, or whose segment was unlinked (a leak). Retried briefly: a replica in flight opens
-        its segment before ckpt-ls lists it."""
-        for _ in range(5):
+        them as held, or whose segment was unlinked (a leak). Retried for up to 10 s: a replica in flight
+        opens its segment (a spare) before ckpt-ls lists it, and under 10% loss a transfer takes seconds;
+        a leak stays."""
+        for _ in range(50):
             doc = self.query("ckpt-ls")
             held = {"/dev/shm" + v["segment"] for v in doc.get("held", [])} if doc else set()
             stray = sorted(x for x in self.fd_targets() if x.startswith(SEGMENT_PREFIX) and x not in held)
