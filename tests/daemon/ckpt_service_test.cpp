@@ -62,6 +62,7 @@ struct RunningAgent {
     if (thread.joinable()) thread.join();
     (void)shoal::ckpt::ReplicaStore::remove_all(agent->checkpoints().config().store);
     (void)shoal::ckpt::RankStore::remove_segments(agent->checkpoints().config().store, 0);
+    (void)shoal::ckpt::RankStore::remove_segments(agent->checkpoints().config().store, 1);
   }
   const std::string& store() { return agent->checkpoints().config().store; }
   shoal::ckpt_service::TransferPeer peer() const {
