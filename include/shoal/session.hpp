@@ -43,7 +43,9 @@ struct SessionOptions {
   std::string job;                     // embedded: checkpoints' job name (default: the cluster id, or "shoal")
   std::string host;                    // embedded: the machine as replica placement sees it (default: the host
                                        // name); trainers sharing a machine as separate hosts each set their own
-  std::string ckpt_store;              // embedded: this host's segment names (default: the job, or JOB-HOST with host)
+  // embedded: this host's segment names (default: the job, or JOB-HOST with host; with neither `job` nor
+  // `ckpt_store` given, followed by "-" and the cluster's lineage, so that no other cluster sees them)
+  std::string ckpt_store;
   uint32_t ckpt_replicas = 1;          // embedded: peers that keep a copy of each checkpoint version
   uint32_t ckpt_replicate_duty = 20;   // embedded: the percent of the time replication may stream (see
                                        // `shoal agent --ckpt-replicate-duty`); 100: no rest between pushes

@@ -13,7 +13,7 @@ spdlog::logger& logger() { return log::get(log::Component::ckpt); }
 
 }  // namespace
 
-CheckpointPersister::CheckpointPersister(ckpt::PersistDir dir, std::string store,
+CheckpointPersister::CheckpointPersister(ckpt::PersistDir dir, std::function<std::string()> store,
                                          std::function<ckpt::SegmentOwners()> owners)
     : dir_(std::move(dir)), store_(std::move(store)), owners_(std::move(owners)) {}
 
@@ -40,6 +40,12 @@ void CheckpointPersister::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+std::vector<ckpt::HeldSegment> CheckpointPersister::held_now() const {
+  const auto store = store_();
+  if (store.empty()) return {};
+  return ckpt::scan_held(store, "/dev/shm", owners_());
+}
+
 void CheckpointPersister::committed(uint32_t rank, uint64_t step) {
   std::lock_guard lock(mu_);
   if (stopping_) return;
@@ -49,7 +55,7 @@ void CheckpointPersister::committed(uint32_t rank, uint64_t step) {
 }
 
 void CheckpointPersister::flush() {
-  const auto newest = newest_local_steps(ckpt::scan_held(store_, "/dev/shm", owners_()), dir_.config().job);
+  const auto newest = newest_local_steps(held_now(), dir_.config().job);
   std::lock_guard lock(mu_);
   size_t queued = 0;
   for (const auto& [rank, step] : newest) {
@@ -88,7 +94,7 @@ void CheckpointPersister::loop() {
 void CheckpointPersister::persist(uint32_t rank, uint64_t step) {
   const auto& job = dir_.config().job;
   if (const auto on_disk = dir_.newest(rank); on_disk && on_disk->step >= step) return;
-  for (const auto& held : holding(ckpt::scan_held(store_, "/dev/shm", owners_()), job, rank, step)) {
+  for (const auto& held : holding(held_now(), job, rank, step)) {
     if (held.replica) continue;
     auto mapped = map_version(held, job, rank, step, owners_());
     if (!mapped) continue;

@@ -15,7 +15,9 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "ckpt_shm/held_scan.hpp"
 #include "ckpt_shm/persist_dir.hpp"
 #include "ckpt_shm/segment_trust.hpp"
 
@@ -25,7 +27,9 @@ class CheckpointPersister {
  public:
   // `store`: this host's segment names, where the local versions are found, written by whom `owners`
   // says at the time (it may change: CheckpointService::trust_slot_writer).
-  CheckpointPersister(ckpt::PersistDir dir, std::string store, std::function<ckpt::SegmentOwners()> owners);
+  // `store` names the segments to persist from (empty: none yet, see CheckpointConfig::store_by_lineage).
+  CheckpointPersister(ckpt::PersistDir dir, std::function<std::string()> store,
+                      std::function<ckpt::SegmentOwners()> owners);
   ~CheckpointPersister();
   CheckpointPersister(const CheckpointPersister&) = delete;
   CheckpointPersister& operator=(const CheckpointPersister&) = delete;
@@ -48,7 +52,9 @@ class CheckpointPersister {
   void persist(uint32_t rank, uint64_t step);
 
   ckpt::PersistDir dir_;
-  std::string store_;
+  std::function<std::string()> store_;
+  // What store_ holds in /dev/shm now; nothing while it names none.
+  std::vector<ckpt::HeldSegment> held_now() const;
   std::function<ckpt::SegmentOwners()> owners_;
   std::atomic<bool> cancel_{false};
 

@@ -66,33 +66,22 @@ Status CheckpointService::start(net::StreamListener& listener) {
                 " (set --job to a name of letters, digits, '-' and '_')");
   }
   if (auto ok = ckpt::check_job_name(cfg_.store); !ok) return fail("checkpoint store name: " + ok.error().message);
-  auto store = ckpt::ReplicaStore::open(
-      ckpt::ReplicaStoreConfig{.job = cfg_.job, .store = cfg_.store, .keep_per_rank = cfg_.keep_per_rank});
-  if (!store) return fail("checkpoint replicas: " + store.error().message);
-  if (store->discarded_at_open() > 0) {
-    logger().warn("ckpt: removed {} incomplete replica(s) left by an earlier run", store->discarded_at_open());
-  }
-  if (const auto kept = store->list(); !kept.empty()) {
-    logger().info("ckpt: adopted {} replica(s) kept by an earlier run", kept.size());
-  }
-  replicas_.emplace(std::move(*store));
-  if (!cfg_.job_named) {
-    inherited_.record(ckpt::scan_held(cfg_.store, "/dev/shm", owners()));
-    if (const auto aside = ckpt::scan_held(cfg_.store, "/dev/shm", owners()).size() - held().size(); aside > 0) {
-      logger().info("ckpt: {} version(s) of job {} were here before this agent started: set aside until the first "
-                    "view tells whether this cluster ran before (--job names a job whose checkpoints outlive its "
-                    "cluster)",
-                    aside, cfg_.job);
-    }
-  }
+  std::optional<ckpt::PersistDir> dir;
   if (!cfg_.persist_dir.empty()) {
-    auto dir = ckpt::PersistDir::open(ckpt::PersistConfig{
+    auto opened = ckpt::PersistDir::open(ckpt::PersistConfig{
         .dir = cfg_.persist_dir + "/" + path_component(self_), .job = cfg_.job, .keep_per_rank = cfg_.persist_keep});
-    if (!dir) return fail("checkpoint directory: " + dir.error().message);
-    logger().info("ckpt: persisting local versions to {} ({} held there from earlier runs)", dir->job_dir(),
-                  dir->list().size());
-    load_persisted(*dir);
-    persister_ = std::make_unique<CheckpointPersister>(std::move(*dir), cfg_.store, [this] { return owners(); });
+    if (!opened) return fail("checkpoint directory: " + opened.error().message);
+    logger().info("ckpt: persisting local versions to {} ({} held there from earlier runs)", opened->job_dir(),
+                  opened->list().size());
+    dir.emplace(std::move(*opened));
+  }
+  if (!cfg_.store_by_lineage) {
+    if (auto ok = open_store(cfg_.store); !ok) return ok;
+    if (dir) load_persisted(*dir);
+  }
+  if (dir) {
+    persister_ = std::make_unique<CheckpointPersister>(std::move(*dir), [this] { return store(); },
+                                                       [this] { return owners(); });
     persister_->start();
   }
   listener.add_takeover_channel(wire::Hello::CKPT_STREAM, kMaxCkptRequestBytes,
@@ -108,10 +97,47 @@ Status CheckpointService::start(net::StreamListener& listener) {
                                   serve(peer, std::move(request), std::move(conn));
                                 });
   replicator_ = std::thread([this] { replicate_loop(); });
-  logger().info("ckpt: job {} (segments /dev/shm/shoal.{}.*), {} replica(s) per version, budget {}", cfg_.job,
-                cfg_.store, cfg_.replicas,
+  logger().info("ckpt: job {} (segments /dev/shm/shoal.{}.*{}), {} replica(s) per version, budget {}", cfg_.job,
+                cfg_.store, cfg_.store_by_lineage ? ", the store named after the cluster's lineage at the first view" : "",
+                cfg_.replicas,
                 cfg_.budget_bytes ? std::to_string(cfg_.budget_bytes) + " bytes" : std::string("unlimited"));
   return Ok{};
+}
+
+Status CheckpointService::open_store(const std::string& name) {
+  if (auto ok = ckpt::check_job_name(name); !ok) return fail("checkpoint store name: " + ok.error().message);
+  auto opened = ckpt::ReplicaStore::open(
+      ckpt::ReplicaStoreConfig{.job = cfg_.job, .store = name, .keep_per_rank = cfg_.keep_per_rank});
+  if (!opened) return fail("checkpoint replicas: " + opened.error().message);
+  if (opened->discarded_at_open() > 0) {
+    logger().warn("ckpt: removed {} incomplete replica(s) left by an earlier run", opened->discarded_at_open());
+  }
+  if (const auto kept = opened->list(); !kept.empty()) {
+    logger().info("ckpt: adopted {} replica(s) kept by an earlier run", kept.size());
+  }
+  {
+    std::lock_guard lock(store_mu_);
+    replicas_.emplace(std::move(*opened));
+  }
+  {
+    std::lock_guard lock(name_mu_);
+    store_ = name;
+  }
+  if (!cfg_.job_named && !cfg_.store_by_lineage) {
+    inherited_.record(ckpt::scan_held(name, "/dev/shm", owners()));
+    if (const auto aside = ckpt::scan_held(name, "/dev/shm", owners()).size() - held().size(); aside > 0) {
+      logger().info("ckpt: {} version(s) of job {} were here before this agent started: set aside until the first "
+                    "view tells whether this cluster ran before (--job names a job whose checkpoints outlive its "
+                    "cluster)",
+                    aside, cfg_.job);
+    }
+  }
+  return Ok{};
+}
+
+std::string CheckpointService::store() const {
+  std::lock_guard lock(name_mu_);
+  return store_;
 }
 
 void CheckpointService::stop() {
@@ -147,7 +173,7 @@ TransferLimits CheckpointService::limits(const std::atomic<bool>* cancel) const 
 
 void CheckpointService::settle_inherited(const membership::View& view) {
   const auto foreign = inherited_.settle(view);
-  if (foreign.empty()) return;
+  if (foreign.empty() || !replicas_) return;
   size_t removed = 0;
   for (const auto& h : foreign) {
     const auto& id = h.version->id;
@@ -171,6 +197,18 @@ void CheckpointService::settle_inherited(const membership::View& view) {
 }
 
 void CheckpointService::on_view(const membership::View& view) {
+  if (cfg_.store_by_lineage && store().empty()) {
+    // The first view: from now on this cluster's segments are its lineage's, and nothing an earlier run
+    // or another cluster of this id left under other names is seen at all.
+    const auto name = ckpt::store_for_lineage(cfg_.store, view.lineage());
+    if (auto ok = open_store(name); !ok) {
+      logger().error("ckpt: cannot keep checkpoints in epoch {}: {}", view.epoch(), ok.error().message);
+      return;
+    }
+    logger().info("ckpt: cluster lineage {:016x}: this job's segments are /dev/shm/shoal.{}.*{}", view.lineage(),
+                  name, view.lineage() == 0 ? " (the view's proposer names no lineage: an older agent)" : "");
+    if (persister_) load_persisted(persister_->dir());
+  }
   settle_inherited(view);
   // The newest sealed local version of each rank, also those committed before this agent started.
   const auto local = newest_local_steps(held(), cfg_.job);
@@ -339,6 +377,7 @@ void CheckpointService::serve_push_request(const net::StreamPeer& peer, const wi
   const auto accept = [&]() -> Result<bool> {
     if (request.job() != cfg_.job) return fail("this host serves job " + cfg_.job + ", not " + request.job());
     std::lock_guard lock(store_mu_);
+    if (!replicas_) return fail("this host keeps no replicas yet");
     return !replicas_->find(rank, step).has_value();
   };
   const auto destination = [&](const ckpt::VersionInfo& info) -> Result<std::span<std::byte>> {
@@ -419,7 +458,7 @@ void CheckpointService::serve_fetch_request(const wire::CkptRequest& request, ne
   if (request.job() == cfg_.job) {
     {
       std::lock_guard lock(store_mu_);
-      segment = replicas_->share(request.rank(), request.step());
+      if (replicas_) segment = replicas_->share(request.rank(), request.step());
     }
     if (segment) {
       if (auto decoded = ckpt::decode_version(segment->bytes(), ckpt::DataCheck::skip)) info = std::move(*decoded);
@@ -490,7 +529,9 @@ Status CheckpointService::make_room(uint32_t rank, uint64_t incoming) {
 }
 
 std::vector<ckpt::HeldSegment> CheckpointService::held() const {
-  return inherited_.without(ckpt::scan_held(cfg_.store, "/dev/shm", owners()));
+  const auto name = store();
+  if (name.empty()) return {};  // no store before the first view (store_by_lineage)
+  return inherited_.without(ckpt::scan_held(name, "/dev/shm", owners()));
 }
 
 CheckpointCounters CheckpointService::counters() const {
@@ -501,7 +542,7 @@ CheckpointCounters CheckpointService::counters() const {
 std::string CheckpointService::ls_json(bool verify) const {
   control::CkptLsReply reply;
   reply.job = cfg_.job;
-  reply.store = cfg_.store;
+  reply.store = store();
   reply.replicas = cfg_.replicas;
   reply.budget_bytes = cfg_.budget_bytes;
   for (const auto& h : held()) {

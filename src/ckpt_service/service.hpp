@@ -37,6 +37,10 @@ struct CheckpointConfig {
   // aside until the first view tells whether they can be this run's (inherited_versions.hpp).
   bool job_named = false;
   std::string store;      // this host's segment names (default: the job; tests give hosts sharing a machine their own)
+  // Nobody named the job or the store (the agent's and a session's default): the segments are named after
+  // the cluster's lineage too, store_for_lineage(store, lineage), decided at the first committed view. So
+  // two clusters of one id on one host, or a new run and what an earlier one left, never share a segment.
+  bool store_by_lineage = false;
   uint32_t replicas = 1;  // R: peers that keep a copy of each version
   uint64_t budget_bytes = 0;   // replicas plus local versions on this host; 0: no limit
   uint32_t max_transfers = 8;  // concurrent inbound transfers; more are refused (the sender retries later)
@@ -113,7 +117,8 @@ class CheckpointService {
   CheckpointService& operator=(const CheckpointService&) = delete;
 
   // Opens the replica store (adopting replicas from an earlier run) and the persist directory when one is
-  // configured, and serves CKPT_STREAM on `listener`.
+  // configured, and serves CKPT_STREAM on `listener`. With store_by_lineage the store is opened at the
+  // first view instead (nothing is pushed or fetched before one).
   Status start(net::StreamListener& listener);
   // Cancels transfers in flight and joins every thread.
   void stop();
@@ -133,6 +138,9 @@ class CheckpointService {
   void committed(uint32_t rank, uint64_t step);
 
   const CheckpointConfig& config() const { return cfg_; }
+  // The segment prefix in use: config().store, or with store_by_lineage the lineage's (empty until the
+  // first view). Any thread.
+  std::string store() const;
   // Who is expected to have written this host's segments now: cfg.owners, the slots' owner as the last
   // trust_slot_writer set it. Any thread.
   ckpt::SegmentOwners owners() const;
@@ -170,6 +178,9 @@ class CheckpointService {
   TransferLimits limits(const std::atomic<bool>* cancel) const;
   // At the first view: removes the versions set aside at start when they are another run's.
   void settle_inherited(const membership::View& view);
+  // Opens the replica store `name` (adopting what an earlier run of it kept) and, without a named job,
+  // sets aside what it holds until settle_inherited; with persist_dir, loads what only the disk holds.
+  Status open_store(const std::string& name);
 
   CheckpointConfig cfg_;
   std::string self_;
@@ -178,6 +189,8 @@ class CheckpointService {
 
   mutable std::mutex store_mu_;  // the replica store
   std::optional<ckpt::ReplicaStore> replicas_;
+  mutable std::mutex name_mu_;  // store_ (taken alone, or after store_mu_: held() runs under it)
+  std::string store_;           // store(): empty until open_store
   InheritedVersions inherited_;  // without job_named: what /dev/shm held at start, until the first view
 
   mutable std::mutex mu_;  // everything below

@@ -15,8 +15,10 @@ spdlog::logger& logger() { return log::get(log::Component::ckpt); }
 
 ExitCleanup CheckpointService::remove_segments_at_exit() {
   ExitCleanup out;
+  const auto store_name = store();
+  if (store_name.empty()) return out;  // no view ever came: no segment was ever this job's
   // Only what this store's owners wrote: a refused object (another user's, a link, a FIFO) is never touched.
-  for (const auto& h : ckpt::scan_held(cfg_.store, "/dev/shm", owners())) {
+  for (const auto& h : ckpt::scan_held(store_name, "/dev/shm", owners())) {
     if (h.refused) {
       ++out.left;
       continue;
@@ -30,10 +32,10 @@ ExitCleanup CheckpointService::remove_segments_at_exit() {
     }
   }
   // Spare segments the replica store keeps ready for the next receive.
-  if (auto ok = ckpt::ReplicaStore::remove_all(cfg_.store); !ok) {
-    logger().warn("ckpt: could not remove every replica of store {} at exit: {}", cfg_.store, ok.error().message);
+  if (auto ok = ckpt::ReplicaStore::remove_all(store_name); !ok) {
+    logger().warn("ckpt: could not remove every replica of store {} at exit: {}", store_name, ok.error().message);
   }
-  logger().info("ckpt: left the cluster: removed {} segment(s) of store {} ({:.1f} MiB){}", out.removed, cfg_.store,
+  logger().info("ckpt: left the cluster: removed {} segment(s) of store {} ({:.1f} MiB){}", out.removed, store_name,
                 static_cast<double>(out.bytes) / (1 << 20),
                 out.left > 0 ? " (" + std::to_string(out.left) + " kept: not this job's to remove)" : "");
   return out;

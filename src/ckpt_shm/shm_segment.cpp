@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -62,6 +63,14 @@ std::string store_for_host(std::string_view job, std::string_view host) {
   }
   if (out.size() > kMaxJobNameBytes) out.resize(kMaxJobNameBytes);
   return out;
+}
+
+std::string store_for_lineage(std::string_view store, uint64_t lineage) {
+  if (lineage == 0) return std::string(store);
+  char suffix[24];
+  std::snprintf(suffix, sizeof suffix, "-%012llx", static_cast<unsigned long long>(lineage & 0xffffffffffffULL));
+  const size_t room = kMaxJobNameBytes - std::strlen(suffix);
+  return std::string(store.substr(0, std::min(store.size(), room))) + suffix;
 }
 
 Result<std::string> slot_segment_name(std::string_view job, uint32_t rank, uint32_t slot) {

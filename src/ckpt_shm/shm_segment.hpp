@@ -26,6 +26,10 @@ Status check_job_name(std::string_view job);
 // The segment prefix of one host among several sharing a machine (tests, demos): "<job>-<host>", with
 // every character a job name cannot hold replaced by '_' and cut to kMaxJobNameBytes.
 std::string store_for_host(std::string_view job, std::string_view host);
+// The segment prefix of a job nobody named, in the cluster of `lineage` (membership::View::lineage):
+// "<store>-<12 hex digits of the lineage>", the store cut so that the whole fits kMaxJobNameBytes. Two
+// clusters, or two runs of one, never share it; `store` itself when the lineage is 0 (unknown).
+std::string store_for_lineage(std::string_view store, uint64_t lineage);
 // The slot's object name (with its leading '/'); fails for an invalid job name.
 Result<std::string> slot_segment_name(std::string_view job, uint32_t rank, uint32_t slot);
 

@@ -90,7 +90,8 @@ void add_checkpoint_flags(CLI::App& app, AgentFlags& f) {
   const auto job_name = checked_by([](const std::string& v) { return ckpt::check_job_name(v); });
   text(app, "job", "NAME",
        "the job's name: every checkpoint version carries it, and its shared-memory segments are /dev/shm/shoal.NAME.* "
-       "(letters, digits, '-', '_'; default: the cluster id)",
+       "(letters, digits, '-', '_'; default: the cluster id, with segments /dev/shm/shoal.ID-LINEAGE.* that belong to "
+       "this cluster alone: LINEAGE is set by its first view, so a new cluster never sees an earlier run's)",
        f.job)
       ->check(job_name);
   number(app, "ckpt-replicas", "R", "peer hosts that keep a copy of each checkpoint version (default: 1)",
@@ -130,7 +131,9 @@ void add_checkpoint_flags(CLI::App& app, AgentFlags& f) {
        f.host)
       ->check(not_empty());
   text(app, "ckpt-store", "NAME",
-       "segment names on this host, /dev/shm/shoal.NAME.* (default: the job, or JOB-HOST with --host)", f.ckpt_store)
+       "segment names on this host, /dev/shm/shoal.NAME.* (default: the job, or JOB-HOST with --host; followed by "
+       "-LINEAGE when no --job is given)",
+       f.ckpt_store)
       ->check(job_name);
 }
 
@@ -324,6 +327,8 @@ Result<daemon::AgentConfig> agent_config(const AgentFlags& f, const ops::SlurmDe
   if (f.host) cfg.meta.host = *f.host;
   cfg.ckpt.store = f.ckpt_store ? *f.ckpt_store : f.host ? ckpt::store_for_host(cfg.ckpt.job, *f.host) : cfg.ckpt.job;
   if (auto ok = ckpt::check_job_name(cfg.ckpt.store); !ok) return fail("--ckpt-store: " + ok.error().message);
+  // A job nobody named: its segments carry the cluster's lineage as well (decided at the first view).
+  cfg.ckpt.store_by_lineage = !cfg.ckpt.job_named && !f.ckpt_store;
   cfg.ckpt.replicas = static_cast<uint32_t>(f.ckpt_replicas.value_or(1));
   cfg.ckpt.replicate_duty_percent = static_cast<uint32_t>(f.ckpt_replicate_duty.value_or(20));
   // Unbounded by default, replicas kept for peers could fill /dev/shm and starve the trainers here.

@@ -14,7 +14,11 @@ namespace shoal::cli {
 namespace {
 
 int print_table(const control::CkptLsReply& doc, bool verify) {
-  std::printf("job %s, segments /dev/shm/shoal.%s.*\n", doc.job.c_str(), doc.store.c_str());
+  if (doc.store.empty()) {
+    std::printf("job %s, segments named at the first committed view (after the cluster's lineage)\n", doc.job.c_str());
+  } else {
+    std::printf("job %s, segments /dev/shm/shoal.%s.*\n", doc.job.c_str(), doc.store.c_str());
+  }
   std::printf("%-8s %5s %10s %5s %12s %-8s %-28s %s\n", "KIND", "RANK", "STEP", "WORLD", "BYTES",
               verify ? "VERIFIED" : "SEALED", "FROM", "SEGMENT");
   for (const auto& h : doc.held) {

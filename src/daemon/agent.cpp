@@ -91,7 +91,8 @@ Agent::Agent(AgentConfig cfg) : cfg_(std::move(cfg)), leave_timer_(io_), join_ti
                        cfg_.meta.slots,
                        checkpoints_ ? checkpoints_->config().job : std::string(),
                        checkpoints_ ? checkpoints_->config().store : std::string(),
-                       cfg_.key_file};
+                       cfg_.key_file,
+                       checkpoints_ && checkpoints_->config().store_by_lineage};
   });
   control_handlers_.add("members", "this member's view of the cluster and the inputs it refused",
                         [this](std::span<const std::string> args) {

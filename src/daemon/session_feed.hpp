@@ -30,6 +30,7 @@ struct SessionInfo {
   std::string job;       // checkpoints: the job name
   std::string store;     // checkpoints: this host's segment names
   std::string key_file;  // the cluster key file (empty: an open cluster); connected trainers seal with it
+  bool store_by_lineage = false;  // the segments are store_for_lineage(store, the view's lineage)
 };
 
 class SessionFeed {

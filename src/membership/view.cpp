@@ -66,9 +66,10 @@ uint64_t fnv1a64(std::string_view bytes) {
   return h;
 }
 
-std::string canonical_encoding(uint64_t epoch, const std::vector<ViewMember>& members) {
-  std::string out = "shoal.view.v1";
+std::string canonical_encoding(uint64_t epoch, const std::vector<ViewMember>& members, uint64_t lineage) {
+  std::string out = lineage == 0 ? "shoal.view.v1" : "shoal.view.v2";
   put_u64(out, epoch);
+  if (lineage != 0) put_u64(out, lineage);
   put_u64(out, members.size());
   for (const ViewMember& m : members) {
     put_str(out, m.name);
@@ -81,16 +82,29 @@ std::string canonical_encoding(uint64_t epoch, const std::vector<ViewMember>& me
   return out;
 }
 
+uint64_t first_lineage(const std::vector<ViewMember>& members, std::string_view proposer, uint64_t generation) {
+  std::vector<ViewMember> sorted = members;
+  std::sort(sorted.begin(), sorted.end(), canonical_less);
+  std::string bytes = "shoal.lineage.v1" + canonical_encoding(1, sorted);
+  put_str(bytes, proposer);
+  put_u64(bytes, generation);
+  const uint64_t h = fnv1a64(bytes);
+  return h == 0 ? 1 : h;
+}
+
 View::View() : hash_(fnv1a64(canonical_encoding(0, {}))) {}
 
-View::View(uint64_t epoch, std::vector<ViewMember> members)
-    : epoch_(epoch), members_(std::move(members)), hash_(fnv1a64(canonical_encoding(epoch_, members_))) {
+View::View(uint64_t epoch, std::vector<ViewMember> members, uint64_t lineage)
+    : epoch_(epoch),
+      lineage_(lineage),
+      members_(std::move(members)),
+      hash_(fnv1a64(canonical_encoding(epoch_, members_, lineage_))) {
   by_name_.resize(members_.size());
   for (uint32_t i = 0; i < by_name_.size(); ++i) by_name_[i] = i;
   std::sort(by_name_.begin(), by_name_.end(), [this](uint32_t a, uint32_t b) { return members_[a].name < members_[b].name; });
 }
 
-Result<View> View::make(uint64_t epoch, std::vector<ViewMember> members) {
+Result<View> View::make(uint64_t epoch, std::vector<ViewMember> members, uint64_t lineage) {
   std::unordered_set<std::string_view> names;
   std::unordered_set<std::string_view> addrs;
   for (const ViewMember& m : members) {
@@ -116,7 +130,7 @@ Result<View> View::make(uint64_t epoch, std::vector<ViewMember> members) {
     }
   }
   std::sort(members.begin(), members.end(), canonical_less);
-  return View(epoch, std::move(members));
+  return View(epoch, std::move(members), lineage);
 }
 
 const ViewMember* View::find(std::string_view name) const {
@@ -138,10 +152,15 @@ uint64_t View::total_slots() const {
 }
 
 std::string View::to_string() const {
-  char head[96];
-  std::snprintf(head, sizeof head, "view e=%llu h=%016llx n=%zu [", static_cast<unsigned long long>(epoch_),
-                static_cast<unsigned long long>(hash_), members_.size());
+  char head[128];
+  std::snprintf(head, sizeof head, "view e=%llu h=%016llx", static_cast<unsigned long long>(epoch_),
+                static_cast<unsigned long long>(hash_));
   std::string out = head;
+  if (lineage_ != 0) {
+    std::snprintf(head, sizeof head, " l=%016llx", static_cast<unsigned long long>(lineage_));
+    out += head;
+  }
+  out += " n=" + std::to_string(members_.size()) + " [";
   for (size_t i = 0; i < members_.size(); ++i) {
     const ViewMember& m = members_[i];
     if (i > 0) out += ", ";

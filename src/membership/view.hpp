@@ -52,11 +52,15 @@ class View {
   // Validates the members and orders them canonically by (join_epoch, name), so that the order in
   // which they were supplied never matters. Refuses: an empty or duplicate name, an empty host, an
   // address that does not parse or that another member has too, slots above kMaxSlotsPerMember, a
-  // join_epoch after `epoch`.
-  static Result<View> make(uint64_t epoch, std::vector<ViewMember> members);
+  // join_epoch after `epoch`. `lineage` names the cluster (see lineage()).
+  static Result<View> make(uint64_t epoch, std::vector<ViewMember> members, uint64_t lineage = 0);
 
   uint64_t epoch() const { return epoch_; }
   const std::vector<ViewMember>& members() const { return members_; }
+  // The cluster's lineage: chosen once, by the proposer of the cluster's first view (first_lineage()), and
+  // copied into every later view, so every view of one cluster carries the same value and two clusters
+  // (two runs of one job, two concurrent clusters of one id) differ. 0: an agent too old to set it.
+  uint64_t lineage() const { return lineage_; }
   size_t size() const { return members_.size(); }
 
   // FNV-1a 64 over canonical_encoding(); equal views give equal hashes on every machine and build.
@@ -70,15 +74,19 @@ class View {
   uint64_t total_slots() const;
 
   // Equal epoch and equal members in the same (canonical) order; the hash then agrees too.
-  bool operator==(const View& other) const { return epoch_ == other.epoch_ && members_ == other.members_; }
+  bool operator==(const View& other) const {
+    return epoch_ == other.epoch_ && lineage_ == other.lineage_ && members_ == other.members_;
+  }
 
-  // One line for logs: "view e=7 h=1f2e3d4c5b6a7980 n=2 [a(h1 h1:7946 s=8 j=1 g=3), b(...)]".
+  // One line for logs: "view e=7 h=1f2e3d4c5b6a7980 n=2 [a(h1 h1:7946 s=8 j=1 g=3), b(...)]" (with
+  // " l=<lineage>" after the hash when it is set).
   std::string to_string() const;
 
  private:
-  View(uint64_t epoch, std::vector<ViewMember> members);
+  View(uint64_t epoch, std::vector<ViewMember> members, uint64_t lineage);
 
   uint64_t epoch_ = 0;
+  uint64_t lineage_ = 0;
   std::vector<ViewMember> members_;
   uint64_t hash_ = 0;
   // Member indices ordered by name: find() is a binary search (the keeper looks members up for every
@@ -90,9 +98,16 @@ class View {
 //   "shoal.view.v1" | u64 epoch | u64 member count |
 //   per member in canonical order: str name | str host | str addr | u32 slots | u64 join_epoch |
 //   u64 generation
-// where str is a u32 byte length followed by the bytes. Changing this layout changes every hash:
-// bump the "v1" tag and the pinned value in tests/ranks/view_test.cpp together.
-std::string canonical_encoding(uint64_t epoch, const std::vector<ViewMember>& members);
+// where str is a u32 byte length followed by the bytes; with a lineage (not 0) the tag is "shoal.view.v2"
+// and u64 lineage follows the epoch, so a view without one hashes as it always did. Changing this layout
+// changes every hash: bump the tag and the pinned values in tests/ranks/view_test.cpp together.
+std::string canonical_encoding(uint64_t epoch, const std::vector<ViewMember>& members, uint64_t lineage = 0);
+
+// The lineage the proposer of a cluster's first view gives it: a hash of that view's members (in
+// canonical order, generations included) and of the proposer's own name and gossip generation. A
+// generation is new at every start of an agent, so a cluster formed again, even of the same hosts, gets
+// another lineage; the same inputs give the same value (the simulator replays it). Never 0.
+uint64_t first_lineage(const std::vector<ViewMember>& members, std::string_view proposer, uint64_t generation);
 
 // FNV-1a, 64 bits (offset basis 0xcbf29ce484222325, prime 0x100000001b3). Also the stable hash that
 // replica placement uses for host keys.

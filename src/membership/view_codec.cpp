@@ -6,6 +6,7 @@ namespace shoal::membership {
 void to_msg(const View& v, wire::ViewMsg* out) {
   out->set_epoch(v.epoch());
   out->set_hash(v.hash());
+  out->set_lineage(v.lineage());
   out->mutable_members()->Reserve(static_cast<int>(v.size()));
   for (const ViewMember& m : v.members()) {
     auto* mm = out->add_members();
@@ -33,7 +34,7 @@ Result<View> from_msg(const wire::ViewMsg& msg) {
     }
     members.push_back(ViewMember{mm.name(), mm.host(), mm.addr(), mm.slots(), mm.join_epoch(), mm.generation()});
   }
-  auto v = View::make(msg.epoch(), std::move(members));
+  auto v = View::make(msg.epoch(), std::move(members), msg.lineage());
   if (!v) return fail("view of epoch " + std::to_string(msg.epoch()) + ": " + v.error().message);
   if (v->hash() != msg.hash()) return fail("view of epoch " + std::to_string(msg.epoch()) + ": hash mismatch");
   return v;

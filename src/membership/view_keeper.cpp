@@ -173,7 +173,10 @@ void ViewKeeper::evaluate(Time now, KeeperOutput& out) {
 }
 
 void ViewKeeper::start_round(const Desired& d, bool all_members_mode, Time now, KeeperOutput& out) {
-  auto value = View::make(view_.epoch() + 1, d.members);
+  // The first view of a cluster gets its lineage here; every later one copies it.
+  const uint64_t lineage =
+      view_.epoch() == 0 ? first_lineage(d.members, self_.name, self_.generation) : view_.lineage();
+  auto value = View::make(view_.epoch() + 1, d.members, lineage);
   if (!value) {
     logger().error("cannot form the next view: {}", value.error().message);
     backoff_until_ = now + cfg_.takeover_after;

@@ -1,6 +1,7 @@
 // Following a local agent over its control socket.
 #include "session/connected_session.hpp"
 
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -34,7 +35,14 @@ Result<membership::View> view_from_reply(const control::ViewReply& reply) {
     vm.generation = m.generation;
     list.push_back(std::move(vm));
   }
-  auto view = membership::View::make(reply.epoch, std::move(list));
+  uint64_t lineage = 0;  // an older agent names none
+  if (!reply.lineage.empty()) {
+    const auto* end = reply.lineage.data() + reply.lineage.size();
+    if (auto r = std::from_chars(reply.lineage.data(), end, lineage, 16); r.ec != std::errc{} || r.ptr != end) {
+      return fail("the agent sent an invalid lineage '" + reply.lineage + "'");
+    }
+  }
+  auto view = membership::View::make(reply.epoch, std::move(list), lineage);
   if (!view) return fail("the agent sent an invalid view: " + view.error().message);
   if (fmt::format("{:016x}", view->hash()) != reply.hash) {
     return fail("the agent's view does not match its hash " + reply.hash);
@@ -81,6 +89,7 @@ Status ConnectedSession::begin() {
       seal);
   id.checkpoints.job = doc->job;
   id.checkpoints.store = doc->store;
+  id.checkpoints.store_by_lineage = doc->store_by_lineage;
   id.checkpoints.holder = id.name;
   id.checkpoints.agent_addr = agent_addr_;
   id.checkpoints.ckpt_hello = net::OutgoingHello(

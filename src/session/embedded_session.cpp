@@ -33,6 +33,7 @@ Status EmbeddedSession::begin() {
   const auto& ckpt = agent_->checkpoints().config();
   id.checkpoints.job = ckpt.job;
   id.checkpoints.store = ckpt.store;
+  id.checkpoints.store_by_lineage = ckpt.store_by_lineage;
   id.checkpoints.holder = id.name;
   id.checkpoints.agent_addr = agent_->addr();
   id.checkpoints.ckpt_hello = agent_->hello(wire::Hello::CKPT_STREAM);

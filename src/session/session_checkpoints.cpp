@@ -90,6 +90,19 @@ comm::Bytes to_bytes(const std::string& s) { return comm::Bytes(s.begin(), s.end
 
 }  // namespace
 
+void SessionCheckpoints::follow_view(uint64_t lineage) {
+  std::lock_guard lock(mu_);
+  if (!ctx_.store_by_lineage || store_resolved_) return;
+  store_resolved_ = true;
+  ctx_.store = ckpt::store_for_lineage(ctx_.store, lineage);
+  stores_.clear();
+}
+
+std::string SessionCheckpoints::segment_store() const {
+  std::lock_guard lock(mu_);
+  return ctx_.store;
+}
+
 std::shared_ptr<ckpt::RankStore>& SessionCheckpoints::store_for(uint32_t rank, uint32_t world) {
   auto& store = stores_[rank];
   if (!store || store->config().world != world) {
@@ -184,7 +197,7 @@ std::optional<RestoredCheckpoint> SessionCheckpoints::restore(Communicator& comm
     wire::HolderReport mine;
     mine.set_holder(ctx_.holder);
     mine.set_addr(ctx_.agent_addr);
-    for (const auto& h : ckpt::scan_held(ctx_.store)) {
+    for (const auto& h : ckpt::scan_held(segment_store())) {
       if (!h.version || h.version->id.job != ctx_.job) continue;
       auto* e = mine.add_held();
       e->set_rank(h.version->id.rank);
@@ -226,7 +239,7 @@ std::optional<RestoredCheckpoint> SessionCheckpoints::restore(Communicator& comm
     }
     const uint32_t source = *wanted;
     // 3. Load: this host's memory first, then the peers that hold it, best first.
-    LoadRequest request{ctx_.job, ctx_.store, source, choice->step, place};
+    LoadRequest request{ctx_.job, segment_store(), source, choice->step, place};
     std::optional<RestoredCheckpoint> loaded;
     std::string placer_failed;
     try {

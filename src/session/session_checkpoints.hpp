@@ -25,6 +25,7 @@ namespace shoal::session {
 struct CheckpointContext {
   std::string job;
   std::string store;                                            // this host's segment names
+  bool store_by_lineage = false;  // ...after the first view: ckpt::store_for_lineage(store, its lineage)
   std::string holder;                                           // this host's member name
   std::string agent_addr;                                       // "ip:port" of this host's agent
   net::OutgoingHello ckpt_hello;                                // opens CKPT_STREAM connections as this member
@@ -48,14 +49,20 @@ class SessionCheckpoints {
                                             std::optional<uint32_t> saved_rank, const RestorePlacer* place = nullptr);
   // Session::wait_checkpoint_safe for every rank this process saved as.
   bool wait_safe(uint64_t step, std::chrono::milliseconds timeout);
+  // A view was committed: with store_by_lineage, the first one names the segments (as the agent's
+  // checkpoint service names them). Before the view reaches the trainer.
+  void follow_view(uint64_t lineage);
 
  private:
+  // The segment prefix in use (ctx_.store, resolved by follow_view).
+  std::string segment_store() const;
 
   // Under mu_: the rank's store, opened (again, for another world) when needed.
   std::shared_ptr<ckpt::RankStore>& store_for(uint32_t rank, uint32_t world);
 
   CheckpointContext ctx_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
+  bool store_resolved_ = false;
   std::map<uint32_t, std::shared_ptr<ckpt::RankStore>> stores_;  // per rank this process saved as
   std::shared_ptr<std::map<uint32_t, uint64_t>> last_committed_ =  // per rank: its newest step sealed here
       std::make_shared<std::map<uint32_t, uint64_t>>();

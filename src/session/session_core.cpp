@@ -29,6 +29,7 @@ void SessionCore::view_committed(const membership::View& view) {
   std::vector<std::function<void(uint64_t)>> callbacks;
   {
     std::lock_guard lock(mu_);
+    if (checkpoints_) checkpoints_->follow_view(view.lineage());  // before any trainer can use the view
     latest_ = view;
     if (comm_ && comm_->epoch() < view.epoch() && !comm_->aborted()) {
       // A member that failed was aborted for already (member_failed); what is left is a view that adds
@@ -83,6 +84,7 @@ void SessionCore::set_identity(SessionIdentity identity) {
   std::lock_guard lock(mu_);
   id_ = std::move(identity);
   checkpoints_ = std::make_unique<SessionCheckpoints>(id_.checkpoints);
+  if (latest_) checkpoints_->follow_view(latest_->lineage());
 }
 
 std::unique_ptr<CheckpointSave> SessionCore::begin_save(Communicator& comm, uint64_t step,

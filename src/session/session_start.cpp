@@ -86,6 +86,7 @@ std::unique_ptr<Session> Session::start(const SessionOptions& options) {
                    : options.host.empty()      ? cfg.ckpt.job
                                                : ckpt::store_for_host(cfg.ckpt.job, options.host);
   if (auto ok = ckpt::check_job_name(cfg.ckpt.store); !ok) throw bad("ckpt_store: " + ok.error().message);
+  cfg.ckpt.store_by_lineage = options.job.empty() && options.ckpt_store.empty();
   cfg.ckpt.replicas = options.ckpt_replicas;
   if (options.ckpt_replicate_duty < 1 || options.ckpt_replicate_duty > 100) {
     throw bad("ckpt_replicate_duty must be 1 to 100 (percent)");

@@ -22,6 +22,16 @@ TEST_CASE("segment names follow /shoal.<job>.r<rank>.v<slot> and refuse job name
   CHECK(slot_segment_name(std::string(kMaxJobNameBytes, 'j'), 0, 0).ok());
 }
 
+TEST_CASE("an unnamed job's store carries 12 hex digits of the cluster's lineage and stays a valid name") {
+  CHECK(store_for_lineage("default", 0x0123456789abcdefULL) == "default-456789abcdef");
+  CHECK(store_for_lineage("default", 0) == "default");  // no lineage known: the store itself
+  CHECK(store_for_lineage("default", 1) != store_for_lineage("default", 2));
+  const auto longest = store_for_lineage(std::string(kMaxJobNameBytes, 'j'), 0xabcULL);
+  CHECK(longest.size() == kMaxJobNameBytes);
+  CHECK(longest.ends_with("-000000000abc"));
+  CHECK(check_job_name(longest).ok());
+}
+
 TEST_CASE("a created segment is zero-filled, shared with a second mapping, and gone from /dev/shm once unlinked") {
   ShmTestJob job("seg");
   const std::string name = *slot_segment_name(job.name(), 0, 0);

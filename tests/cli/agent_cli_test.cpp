@@ -378,13 +378,19 @@ TEST_CASE("keygen --output writes a new key file with mode 0600 and never overwr
 TEST_CASE("shoal ckpt gc removes a dead job's segments, keeps a live agent's, and lists before --yes") {
   AgentCluster c;
   auto& a = c.start("a");
-  const auto ls = run_shoal({"ckpt", "ls", "--control", a.control, "--json"});
-  REQUIRE(ls.exit_code == 0);
-  const auto key = ls.out.find("\"store\":\"");
-  REQUIRE(key != std::string::npos);
-  const auto start = key + std::strlen("\"store\":\"");
-  const std::string live = ls.out.substr(start, ls.out.find('"', start) - start);
-  REQUIRE_FALSE(live.empty());
+  // An unnamed job's store is named at the agent's first view (after the cluster's lineage).
+  std::string live;
+  REQUIRE(AgentCluster::eventually(
+      [&] {
+        const auto ls = run_shoal({"ckpt", "ls", "--control", a.control, "--json"});
+        REQUIRE(ls.exit_code == 0);
+        const auto key = ls.out.find("\"store\":\"");
+        REQUIRE(key != std::string::npos);
+        const auto start = key + std::strlen("\"store\":\"");
+        live = ls.out.substr(start, ls.out.find('"', start) - start);
+        return !live.empty();
+      },
+      15s));
 
   // A scratch directory stands in for /dev/shm, so that no other test's segments are at stake.
   TempDir shm;

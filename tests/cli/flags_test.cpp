@@ -240,6 +240,11 @@ TEST_CASE("the agent's flags make its configuration; checks of several flags nam
   CHECK(plain->ckpt.budget_bytes > 0);
   CHECK_FALSE(plain->ckpt.job_named);
   CHECK(config_of({"--name", "a", "--bind", "127.0.0.1:0", "--insecure", "--job", "j"})->ckpt.job_named);
+  // ...so its segments are named after the cluster's lineage too, unless the job or the store is named.
+  CHECK(plain->ckpt.store_by_lineage);
+  CHECK_FALSE(config_of({"--name", "a", "--bind", "127.0.0.1:0", "--insecure", "--job", "j"})->ckpt.store_by_lineage);
+  CHECK_FALSE(
+      config_of({"--name", "a", "--bind", "127.0.0.1:0", "--insecure", "--ckpt-store", "s"})->ckpt.store_by_lineage);
   CHECK(config_of({"--bind", "127.0.0.1:0"}).error().message == "--name is required");
   CHECK(config_of({"--name", "a"}).error().message == "--bind is required");
   CHECK(config_of({"--name", "a", "--bind", "127.0.0.1:0", "--min-hosts", "3", "--max-hosts", "2"}).error().message ==

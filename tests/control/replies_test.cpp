@@ -29,6 +29,7 @@ ViewReply sample_view() {
   v.self = "a";
   v.epoch = 3;
   v.hash = "00000000000000ab";
+  v.lineage = "00000000000000cd";
   v.status = "stalled";
   v.reason = "below --min-hosts";
   v.world_size = 3;
@@ -135,7 +136,8 @@ TEST_CASE("the members and error documents keep their text") {
 
 TEST_CASE("the view and session documents keep their text") {
   const std::string view =
-      R"({"self":"a","epoch":3,"hash":"00000000000000ab","status":"stalled","reason":"below --min-hosts",)"
+      R"({"self":"a","epoch":3,"hash":"00000000000000ab","lineage":"00000000000000cd","status":"stalled",)"
+      R"("reason":"below --min-hosts",)"
       R"("world_size":3,"live_of_view":2,"in_view":true,"keyed":false,)"
       R"("members":[{"name":"a","host":"ha","addr":"10.0.0.1:7946","slots":2,"join_epoch":1,"generation":5},)"
       R"({"name":"b","host":"hb","addr":"10.0.0.2:7946","slots":1,"join_epoch":2,"generation":18446744073709551615}],)"
@@ -143,9 +145,9 @@ TEST_CASE("the view and session documents keep their text") {
       R"({"rank":1,"local_rank":1,"node_rank":0,"name":"a","slot":1},)"
       R"({"rank":2,"local_rank":0,"node_rank":1,"name":"b","slot":0}]})";
   CHECK(write_reply(sample_view()) == view);
-  CHECK(write_reply(SessionInfoReply{"a", 17, "10.0.0.1:7946", "c", 4, "j", "j.a", ""}) ==
+  CHECK(write_reply(SessionInfoReply{"a", 17, "10.0.0.1:7946", "c", 4, "j", "j.a", "", true}) ==
         R"({"name":"a","generation":17,"addr":"10.0.0.1:7946","cluster":"c","slots":4,"job":"j","store":"j.a",)"
-        R"("key_file":""})");
+        R"("key_file":"","store_by_lineage":true})");
   CHECK(write_reply(SessionWaitReply{5, 2, "member b is dead", 1, std::nullopt}) ==
         R"({"seq":5,"broken_epoch":2,"broken_why":"member b is dead","failures":1,"view":null})");
   CHECK(write_reply(SessionWaitReply{6, 0, "", 0, sample_view()}) ==

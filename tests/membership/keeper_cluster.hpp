@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "membership/view_codec.hpp"
 #include "membership/view_keeper.hpp"
 
 namespace shoal::membership::testing {

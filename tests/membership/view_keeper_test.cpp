@@ -3,6 +3,8 @@
 // members ever committed different views for one epoch.
 #include <doctest/doctest.h>
 
+#include <optional>
+
 #include "keeper_cluster.hpp"
 
 using namespace shoal::membership;
@@ -12,14 +14,19 @@ using std::chrono::milliseconds;
 
 namespace {
 
-// Safety: for every epoch, every member that committed a view for it committed the same one.
+// Safety: for every epoch, every member that committed a view for it committed the same one; and every
+// view of the cluster carries the lineage its first view was given.
 void check_one_view_per_epoch(KeeperCluster& c) {
   std::map<uint64_t, uint64_t> hash_of_epoch;
+  std::optional<uint64_t> lineage;
   for (size_t i = 0; i < c.size(); ++i) {
     for (const View& v : c.committed(i)) {
       const auto [it, fresh] = hash_of_epoch.emplace(v.epoch(), v.hash());
       INFO("member " << i << " epoch " << v.epoch());
       CHECK(it->second == v.hash());
+      CHECK(v.lineage() != 0);
+      if (!lineage) lineage = v.lineage();
+      CHECK(v.lineage() == *lineage);
     }
   }
 }
@@ -50,6 +57,28 @@ TEST_CASE("members that all see each other alive commit one identical first view
     CHECK(c.node(i).status().phase == KeeperPhase::stable);
   }
   CHECK(c.node(0).view().hash() == c.node(3).view().hash());
+  check_one_view_per_epoch(c);
+}
+
+TEST_CASE("the first view's lineage is kept by every later view, also through the wire codec") {
+  KeeperCluster c(4);
+  c.everyone_sees(range(4));
+  c.run_for(milliseconds(300));
+  REQUIRE(c.node(0).view().epoch() == 1);
+  const uint64_t lineage = c.node(0).view().lineage();
+  CHECK(lineage != 0);
+  c.crash(3);
+  c.everyone_sees({0, 1, 2}, {3});
+  c.run_for(milliseconds(300));
+  REQUIRE(c.node(1).view().epoch() == 2);
+  CHECK(c.node(1).view().lineage() == lineage);
+  shoal::wire::ViewMsg msg;
+  to_msg(c.node(1).view(), &msg);
+  auto back = from_msg(msg);
+  REQUIRE(back);
+  CHECK(*back == c.node(1).view());
+  msg.set_lineage(lineage + 1);  // a lineage changed on the way no longer matches the hash
+  CHECK_FALSE(from_msg(msg));
   check_one_view_per_epoch(c);
 }
 

@@ -59,6 +59,33 @@ TEST_CASE("the hash of a fixed view is pinned, so every machine and build agrees
   CHECK(canonical_encoding(0, {}) == std::string("shoal.view.v1") + std::string(16, '\0'));
 }
 
+TEST_CASE("a view with a lineage hashes under the v2 tag; one without hashes as it always did") {
+  const View plain = view(5, three_members());
+  auto with = View::make(5, three_members(), 0x0123456789abcdefULL);
+  REQUIRE(with);
+  CHECK(with->lineage() == 0x0123456789abcdefULL);
+  CHECK(with->hash() == 0xe9cce2cbf208448fULL);  // cross-checked with the same Python implementation
+  CHECK(plain.hash() == 0x2419e9643e915636ULL);
+  CHECK_FALSE(*with == plain);
+  CHECK(canonical_encoding(0, {}, 7).starts_with("shoal.view.v2"));
+  CHECK(with->to_string().find(" l=0123456789abcdef n=3 [") != std::string::npos);
+  CHECK(plain.to_string().find(" l=") == std::string::npos);
+}
+
+TEST_CASE("a first view's lineage depends on its members, its proposer and the proposer's generation") {
+  using shoal::membership::first_lineage;
+  auto shuffled = three_members();
+  std::swap(shuffled[0], shuffled[2]);
+  const uint64_t l = first_lineage(three_members(), "a", 100);
+  CHECK(l != 0);
+  CHECK(first_lineage(shuffled, "a", 100) == l);  // the order members are supplied in does not matter
+  CHECK(first_lineage(three_members(), "a", 101) != l);  // the same hosts formed again: another lineage
+  CHECK(first_lineage(three_members(), "b", 100) != l);
+  auto restarted = three_members();
+  restarted[1].generation = 9;
+  CHECK(first_lineage(restarted, "a", 100) != l);
+}
+
 TEST_CASE("changing any single field of a view changes its hash") {
   const View base = view(5, three_members());
   // clang-format off

@@ -233,9 +233,10 @@ TEST_CASE(
 
 TEST_CASE("the safety checker counts a second view for an epoch and a commit without a majority (synthetic)") {
   ViewSafetyChecker checker(QuorumPolicy::majority);
-  const View v1 = *View::make(1, {vm(0), vm(1), vm(2), vm(3), vm(4)});
-  const View v2 = *View::make(2, {vm(0), vm(1), vm(2), vm(3)});
-  const View v2b = *View::make(2, {vm(0), vm(1), vm(2)});
+  constexpr uint64_t kLineage = 5;
+  const View v1 = *View::make(1, {vm(0), vm(1), vm(2), vm(3), vm(4)}, kLineage);
+  const View v2 = *View::make(2, {vm(0), vm(1), vm(2), vm(3)}, kLineage);
+  const View v2b = *View::make(2, {vm(0), vm(1), vm(2)}, kLineage);
   for (uint32_t m = 0; m < 5; ++m) checker.on_commit(m, 1, v1, sec(1));
   // m0 proposes v2 and hears ACCEPTED from m1 and m2: with its own vote, 3 of 5.
   checker.on_accepted(0, 1, 1, 2, v2.hash(), sec(2));
@@ -248,11 +249,18 @@ TEST_CASE("the safety checker counts a second view for an epoch and a commit wit
   checker.on_commit(4, 1, v2b, sec(3));
   CHECK(checker.divergences() == 1);
   // Epoch 3 first committed by m3 with a single acceptance (m1) plus its own: 2 of 4.
-  const View v3 = *View::make(3, {vm(0), vm(1), vm(3)});
+  const View v3 = *View::make(3, {vm(0), vm(1), vm(3)}, kLineage);
   checker.on_accepted(3, 1, 1, 3, v3.hash(), sec(4));
   checker.on_commit(3, 1, v3, sec(4));
   CHECK(checker.minority_commits() == 1);
   CHECK(checker.findings().size() == 2);
+  // A view of another lineage (a cluster that formed again beside this one) diverges from it.
+  const View v4 = *View::make(4, {vm(0), vm(1), vm(3)}, kLineage + 1);
+  checker.on_accepted(0, 1, 1, 4, v4.hash(), sec(5));
+  checker.on_accepted(0, 3, 1, 4, v4.hash(), sec(5));
+  checker.on_commit(0, 1, v4, sec(5));
+  CHECK(checker.divergences() == 2);
+  CHECK(checker.findings().size() == 3);
 }
 
 TEST_CASE("a churn run replays exactly from its seed (seed 7)") {

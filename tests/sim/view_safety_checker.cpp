@@ -60,6 +60,16 @@ void ViewSafetyChecker::on_commit(uint32_t member, uint64_t generation, const me
          " was committed for that epoch before");
   }
   const bool first_for_epoch = first_.emplace(e, view).second;
+  // One cluster, one lineage: set by epoch 1's proposer, copied by every later one (never 0).
+  if (view.lineage() == 0 || (lineage_ && view.lineage() != *lineage_)) {
+    if (fresh_hash) {
+      ++divergences_;
+      note(format_time(now) + " " + member_name(member) + " committed " + brief(view) + " of lineage " +
+           std::to_string(view.lineage()) + (lineage_ ? ", not the cluster's " + std::to_string(*lineage_) : ""));
+    }
+  } else {
+    lineage_ = view.lineage();
+  }
   // The first commit of an epoch anywhere is the proposer's own install, right after its accept phase:
   // the acceptances it received are exactly what let it commit. Epoch 1 is a bootstrap (all members
   // accept, there is no earlier view), and the `any` policy does not promise a majority.

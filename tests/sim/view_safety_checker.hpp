@@ -63,6 +63,7 @@ class ViewSafetyChecker : public ViewObserver {
   // (proposer, epoch, hash) -> the (voter, generation) pairs whose ACCEPTED the proposer received.
   std::map<std::tuple<uint32_t, uint64_t, uint64_t>, std::set<std::pair<uint32_t, uint64_t>>> accepted_;
   std::set<uint64_t> forced_;
+  std::optional<uint64_t> lineage_;  // the lineage of the views committed so far
   membership::View empty_;
   uint64_t divergences_ = 0, minority_commits_ = 0, unconverged_ = 0, commits_ = 0;
   std::vector<std::string> findings_;

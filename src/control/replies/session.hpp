@@ -25,6 +25,9 @@ struct SessionInfoReply {
   std::string job;       // checkpoints: the job name; empty from agents that serve none
   std::string store;     // checkpoints: this host's segment names
   std::string key_file;  // the cluster key file; empty: an open cluster (or an agent before keys)
+  // The segments are "<store>-<the view's lineage>" (ckpt::store_for_lineage), the job being unnamed;
+  // false from agents before lineages.
+  bool store_by_lineage = false;
   bool operator==(const SessionInfoReply&) const = default;
 };
 

@@ -1,5 +1,5 @@
 // The `view` reply: the committed view, the keeper's status and the ranks derived from the view:
-//   {"self", "epoch", "hash", "status", "reason", "world_size", "live_of_view", "in_view",
+//   {"self", "epoch", "hash", "lineage", "status", "reason", "world_size", "live_of_view", "in_view",
 //    "members": [{"name", "host", "addr", "slots", "join_epoch", "generation"}...],
 //    "ranks": [{"rank", "local_rank", "node_rank", "name", "slot"}...]}
 #pragma once
@@ -38,6 +38,7 @@ struct ViewReply {
   std::string self;
   uint64_t epoch = 0;
   std::string hash;    // the view's hash, 16 hex digits
+  std::string lineage;  // the cluster's lineage (View::lineage), 16 hex digits; absent from older agents
   std::string status;  // forming, stable, proposing, stalled
   std::string reason;
   uint32_t world_size = 0;

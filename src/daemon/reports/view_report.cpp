@@ -14,6 +14,7 @@ control::ViewReply view_report(const std::string& self, const membership::View& 
   reply.self = self;
   reply.epoch = view.epoch();
   reply.hash = fmt::format("{:016x}", view.hash());
+  reply.lineage = fmt::format("{:016x}", view.lineage());
   reply.status = membership::to_string(status.phase);
   reply.reason = status.reason;
   reply.world_size = table.world_size();
