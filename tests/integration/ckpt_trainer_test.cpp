@@ -44,12 +44,27 @@ double now_s() { return std::chrono::duration<double>(std::chrono::system_clock:
 
 }  // namespace
 
+// The /dev/shm segments of `store` followed by a cluster lineage ("shoal.<store>-<12 hex digits>.").
+size_t lineage_segments(const std::string& store) {
+  size_t n = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/dev/shm", ec)) {
+    const auto file = e.path().filename().string();
+    const auto prefix = "shoal." + store + "-";
+    if (!file.starts_with(prefix) || file.size() < prefix.size() + 13 || file[prefix.size() + 12] != '.') continue;
+    const auto hex = file.substr(prefix.size(), 12);
+    n += hex.find_first_not_of("0123456789abcdef") == std::string::npos ? 1 : 0;
+  }
+  return n;
+}
+
 TEST_CASE("a host killed with SIGKILL: the host that replaces it restores that rank from a peer's replica") {
   JobSegments segments;
   TrainerCluster c;
   const int steps = 400;
+  // No --job: the job is the cluster id, and its segments belong to this cluster's lineage alone.
   const auto args = [&](const std::string& host) {
-    return std::vector<std::string>{"--ckpt-every", "10", "--min-hosts", "3", "--job", segments.job, "--host", host};
+    return std::vector<std::string>{"--ckpt-every", "10", "--min-hosts", "3", "--cluster", segments.job, "--host", host};
   };
   const std::string seed = c.start("t0", "", steps, args("t0")).addr;
   c.start("t1", seed, steps, args("t1"));
@@ -61,6 +76,7 @@ TEST_CASE("a host killed with SIGKILL: the host that replaces it restores that r
     }
     return true;
   }, 60s), "the three trainers never trained together; t0's log:\n" << c.log("t0"));
+  CHECK(lineage_segments(segments.job + "-t0") > 0);
 
   const double kill_t = now_s();
   c["t2"].process->send_signal(SIGKILL);
