@@ -23,6 +23,9 @@ RebuildPlan plan_rebuild(const ranks::RankTable& before, const ranks::RankTable&
     ++expected;
   }
   if (expected != after.world_size()) return FreshInit{"the survivors do not make up the new world"};
+  // NCCL 2.28 refuses a shrink that excludes nobody (invalid argument; seen on an H100/H200): the same
+  // world rebuilt after an abort inits afresh.
+  if (survivors.removed_old_ranks.empty()) return FreshInit{"nobody left the world: a shrink must exclude a rank"};
 
   Shrink plan;
   plan.excluded_old_ranks.assign(survivors.removed_old_ranks.begin(), survivors.removed_old_ranks.end());

@@ -43,6 +43,29 @@ bool allreduce_gives(NcclCommunicator& comm, ReduceOp op, float value, float wan
   return host[0] == want && host[n - 1] == want;
 }
 
+// What the elastic loop and node health hand any communicator: small host buffers (the step agreement's
+// int64 min, the state header's broadcast, 72-byte timing records gathered out of place).
+void host_memory(NcclCommunicator& comm) {
+  std::vector<int64_t> facts = {-1, 1, -41};
+  void* dev = nullptr;
+  cudaMalloc(&dev, 64);
+  expect(shoal::comm::needs_staging(facts.data()) && !shoal::comm::needs_staging(dev),
+         "host memory is told apart from device memory");
+  cudaFree(dev);
+  comm.allreduce(facts.data(), facts.size(), DataType::i64, ReduceOp::min);
+  expect(facts == std::vector<int64_t>{-1, 1, -41}, "an int64 min allreduce of host memory");
+  uint64_t header[2] = {17, 4096};
+  comm.broadcast(header, sizeof(header), 0);
+  expect(header[0] == 17 && header[1] == 4096, "a broadcast of host memory");
+  std::vector<unsigned char> record(72), gathered(72, 0);
+  for (size_t i = 0; i < record.size(); ++i) record[i] = static_cast<unsigned char>(i * 7 + 1);
+  comm.allgather(record.data(), gathered.data(), record.size());
+  expect(gathered == record, "an allgather of host records, out of place");
+  std::vector<float> big(1 << 20, 0.5f);  // larger than the staging buffer so far: it grows
+  comm.allreduce(big.data(), big.size(), DataType::f32, ReduceOp::sum);
+  expect(big.front() == 0.5f && big.back() == 0.5f, "a 4 MiB host allreduce (the staging buffer grows)");
+}
+
 void run() {
   shoal::comm::LocalRendezvousStore store1(1);
   NcclOptions o;
@@ -63,6 +86,7 @@ void run() {
   expect(true, "bf16 and f16 allreduce accepted");
   comm->barrier();
   expect(true, "barrier");
+  host_memory(*comm);
 
   comm->abort("smoke test");
   bool threw = false;
@@ -75,12 +99,24 @@ void run() {
 
   const auto state = comm->rebuild_state();
   expect(state.exists && !state.released && state.aborted, "an aborted communicator can still be shrunk");
+  // A world of one cannot lose a rank, and NCCL refuses a shrink that excludes nobody: refused before
+  // NCCL is called; the next epoch inits afresh (what plan_rebuild says for the same ranks).
   NcclOptions next = o;
   next.epoch = 2;
-  auto shrunk = NcclCommunicator::shrink(*comm, shoal::comm::Shrink{{}, true}, next);
-  expect(shrunk->epoch() == 2 && allreduce_gives(*shrunk, ReduceOp::sum, 4.0f, 4.0f),
-         "the shrunk communicator of the next epoch allreduces");
-  shrunk.reset();
+  bool refused = false;
+  try {
+    (void)NcclCommunicator::shrink(*comm, shoal::comm::Shrink{{}, true}, next);
+  } catch (const shoal::ViewChanged&) {
+    refused = false;  // NCCL itself said no: the check did not run
+  } catch (const shoal::Error&) {
+    refused = true;
+  }
+  expect(refused, "a shrink that excludes nobody is refused before NCCL sees it");
+  shoal::comm::LocalRendezvousStore store2(1);
+  auto fresh = NcclCommunicator::create(next, store2);
+  expect(fresh->epoch() == 2 && allreduce_gives(*fresh, ReduceOp::sum, 4.0f, 4.0f),
+         "a fresh communicator of the next epoch allreduces beside the aborted one");
+  fresh.reset();
   comm.reset();  // ncclCommAbort of the parent
   expect(true, "both released with ncclCommAbort");
 }

@@ -150,6 +150,7 @@ std::unique_ptr<NcclCommunicator> NcclCommunicator::shrink(NcclCommunicator& par
     }
   }
   std::vector<int> excluded = plan.excluded_old_ranks;
+  if (excluded.empty()) throw Error("nccl backend: a shrink must exclude a rank (plan_rebuild inits afresh otherwise)");
   ncclConfig_t config = non_blocking_config();
   ncclComm_t comm = nullptr;
   const int flags = plan.abort_in_flight ? NCCL_SHRINK_ABORT : NCCL_SHRINK_DEFAULT;
@@ -200,6 +201,7 @@ NcclCommunicator::~NcclCommunicator() {
 }
 
 void NcclCommunicator::allreduce(void* buf, size_t count, DataType type, ReduceOp op) {
+  if (needs_staging(buf)) return allreduce_staged(buf, count, type, op);
   run("allreduce", [&] { return ncclAllReduce(buf, buf, count, nccl_type(type), nccl_op(op), comm_, stream_); });
 }
 
@@ -208,11 +210,48 @@ void NcclCommunicator::broadcast(void* buf, size_t bytes, int root) {
     throw Error("nccl backend: broadcast root " + std::to_string(root) + " is outside [0, " +
                 std::to_string(world_size()) + ")");
   }
+  if (needs_staging(buf)) return broadcast_staged(buf, bytes, root);
   run("broadcast", [&] { return ncclBroadcast(buf, buf, bytes, ncclUint8, root, comm_, stream_); });
 }
 
 void NcclCommunicator::allgather(const void* in, void* out, size_t bytes_per_rank) {
+  if (needs_staging(in) || needs_staging(out)) return allgather_staged(in, out, bytes_per_rank);
   run("allgather", [&] { return ncclAllGather(in, out, bytes_per_rank, ncclUint8, comm_, stream_); });
+}
+
+void NcclCommunicator::allreduce_staged(void* buf, size_t count, DataType type, ReduceOp op) {
+  std::lock_guard lock(staging_mu_);
+  check_cuda(cudaSetDevice(options_.cuda_device), "cudaSetDevice");
+  const size_t bytes = count * size_of(type);
+  void* dev = staging_.reserve(bytes);
+  staging_.copy_in(buf, bytes);
+  run("allreduce", [&] { return ncclAllReduce(dev, dev, count, nccl_type(type), nccl_op(op), comm_, stream_); });
+  staging_.copy_out(buf, bytes);
+}
+
+void NcclCommunicator::broadcast_staged(void* buf, size_t bytes, int root) {
+  std::lock_guard lock(staging_mu_);
+  check_cuda(cudaSetDevice(options_.cuda_device), "cudaSetDevice");
+  void* dev = staging_.reserve(bytes);
+  staging_.copy_in(buf, bytes);
+  run("broadcast", [&] { return ncclBroadcast(dev, dev, bytes, ncclUint8, root, comm_, stream_); });
+  staging_.copy_out(buf, bytes);
+}
+
+void NcclCommunicator::allgather_staged(const void* in, void* out, size_t bytes_per_rank) {
+  std::lock_guard lock(staging_mu_);
+  check_cuda(cudaSetDevice(options_.cuda_device), "cudaSetDevice");
+  const size_t total = bytes_per_rank * static_cast<size_t>(world_size());
+  auto* dev = static_cast<std::byte*>(staging_.reserve(total));
+  // This rank's part goes where NCCL expects it in the output: the in-place form of allgather.
+  auto* mine = dev + bytes_per_rank * static_cast<size_t>(rank());
+  if (bytes_per_rank > 0) {
+    if (const auto e = cudaMemcpy(mine, in, bytes_per_rank, cudaMemcpyDefault); e != cudaSuccess) {
+      check_cuda(e, "copying an allgather's input to the staging buffer");
+    }
+  }
+  run("allgather", [&] { return ncclAllGather(mine, dev, bytes_per_rank, ncclUint8, comm_, stream_); });
+  staging_.copy_out(out, total);
 }
 
 void NcclCommunicator::barrier() {

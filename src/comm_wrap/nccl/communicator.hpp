@@ -16,6 +16,7 @@
 #include <string>
 
 #include "comm_wrap/communicator.hpp"
+#include "comm_wrap/nccl/host_staging.hpp"
 #include "comm_wrap/rebuild_plan.hpp"
 #include "comm_wrap/rendezvous_store.hpp"
 
@@ -57,8 +58,9 @@ class NcclCommunicator final : public Communicator {
   uint64_t epoch() const override { return options_.epoch; }
   const char* backend() const override { return "nccl"; }
 
-  // Buffers are device memory of options.cuda_device. Each call returns once the operation completed
-  // on the communicator's stream.
+  // Buffers are device memory of options.cuda_device (the fast path); host memory also works, through a
+  // device staging buffer (host_staging.hpp: for the small agreements the elastic loop and node health
+  // make). Each call returns once the operation completed on the communicator's stream.
   void allreduce(void* buf, size_t count, DataType type, ReduceOp op) override;
   void broadcast(void* buf, size_t bytes, int root) override;
   void allgather(const void* in, void* out, size_t bytes_per_rank) override;
@@ -81,11 +83,18 @@ class NcclCommunicator final : public Communicator {
   [[noreturn]] void throw_aborted() const;
   [[noreturn]] void fail(const std::string& why);
 
+  // Host buffers: through staging_, under staging_mu_ (taken before op_mu_).
+  void allreduce_staged(void* buf, size_t count, DataType type, ReduceOp op);
+  void broadcast_staged(void* buf, size_t bytes, int root);
+  void allgather_staged(const void* in, void* out, size_t bytes_per_rank);
+
   const NcclOptions options_;
   ncclComm* comm_ = nullptr;
   CUstream_st* stream_ = nullptr;
   void* scratch_ = nullptr;  // one device int for barrier()
   std::mutex op_mu_;         // one collective at a time on the owning thread
+  std::mutex staging_mu_;
+  HostStaging staging_;
   std::atomic<bool> aborted_{false};
   std::atomic<bool> revoked_{false};    // ncclCommRevoke was called
   std::atomic<bool> in_flight_{false};  // a collective is between enqueue and completion
