@@ -93,7 +93,8 @@ int check_command(std::span<const std::string> args) {
   app->add_option("--factor", factor, "how far from the median a figure may lie before it is flagged (default 1.5)")
       ->type_name("F")
       ->check(CLI::Range(1.01, 100.0));
-  app->add_option("--bytes", bytes, "bytes each link probe sends at most (default 64MiB; at most 1GiB)")
+  app->add_option("--bytes", bytes,
+                  "bytes each link probe sends at most: a number, or with K, M or G (default 64M; at most 1G)")
       ->type_name("SIZE")
       ->transform(byte_size());
   app->add_option("--ms", ms, "milliseconds each link probe sends for at most (default 500; at most 5000)")
@@ -104,7 +105,7 @@ int check_command(std::span<const std::string> args) {
       ->check(whole_number(1, 64));
   if (auto done = parse_command(*app, args)) return *done;
   if (bytes && (*bytes == 0 || *bytes > (uint64_t{1} << 30))) {
-    std::cerr << "shoal check: --bytes must lie in 1..1GiB (see `shoal check --help`)\n";
+    std::cerr << "shoal check: --bytes must lie in 1..1G (see `shoal check --help`)\n";
     return kExitUsage;
   }
   std::string request = "check";

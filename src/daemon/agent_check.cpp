@@ -28,6 +28,9 @@ std::optional<std::string> parse_check_args(std::span<const std::string> args, c
     const std::string value = word.substr(eq + 1);
     const char* first = value.data();
     const char* last = value.data() + value.size();
+    if (key != "factor" && key != "bytes" && key != "ms" && key != "pings") {
+      return "unknown key '" + key + "' (factor, bytes, ms, pings)";
+    }
     if (key == "factor") {
       double f = 0;
       const auto [end, ec] = std::from_chars(first, last, f);
@@ -47,11 +50,9 @@ std::optional<std::string> parse_check_args(std::span<const std::string> args, c
         return "ms must lie in 1.." + std::to_string(check::kMaxLinkTime.count());
       }
       options.max_time = std::chrono::milliseconds(n);
-    } else if (key == "pings") {
+    } else {
       if (n == 0 || n > check::kMaxPings) return "pings must lie in 1.." + std::to_string(check::kMaxPings);
       options.pings = static_cast<uint32_t>(n);
-    } else {
-      return "unknown key '" + key + "' (factor, bytes, ms, pings)";
     }
   }
   return std::nullopt;

@@ -53,7 +53,7 @@ TEST_CASE("shoal check --json against four agents: every host and both rounds of
   AgentCluster c;
   const auto names = start_cluster(c, 4);
   const auto start = std::chrono::steady_clock::now();
-  const auto json = run_shoal({"check", "--control", c[names[0]].control, "--json", "--bytes", "8MiB"});
+  const auto json = run_shoal({"check", "--control", c[names[0]].control, "--json", "--bytes", "8M"});
   const double took_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   INFO(json.out << json.err << c.log_tail(names[0]));
   REQUIRE(json.exit_code == 0);
@@ -96,7 +96,7 @@ TEST_CASE("shoal check --json against four agents: every host and both rounds of
     CHECK_MESSAGE(contains(json.out, key), key);
   }
 
-  const auto table = run_shoal({"check", "--control", c[names[1]].control, "--ms", "100", "--bytes", "4MiB"});
+  const auto table = run_shoal({"check", "--control", c[names[1]].control, "--ms", "100", "--bytes", "4M"});
   INFO(table.out << table.err);
   CHECK(table.exit_code == 0);
   CHECK(contains(table.out, "HOST"));
@@ -114,7 +114,7 @@ TEST_CASE("shoal check: help, usage errors, and an agent with no committed view 
   CHECK(contains(run_shoal({"--help"}).out, "check"));
   CHECK(run_shoal({"check", "--factor", "0.5"}).exit_code == 2);
   CHECK(run_shoal({"check", "--ms", "0"}).exit_code == 2);
-  CHECK(run_shoal({"check", "--bytes", "2GiB"}).exit_code == 2);
+  CHECK(run_shoal({"check", "--bytes", "2G"}).exit_code == 2);
 
   AgentCluster c;
   // A joiner whose seed never answers has no committed view.
