@@ -258,7 +258,7 @@ std::unique_ptr<CLI::App> agent_app(AgentFlags& flags) {
       "srun --ntasks-per-node=1 shoal agent [flags] [-- COMMAND ARGS...]",
       "Run one member of a shoal cluster: SWIM gossip over UDP and TCP on one port, committed views\n"
       "agreed with the other members, in-memory checkpoints replicated to peer hosts, and a control\n"
-      "socket (requests: members, view, view-force, stats, ckpt-ls, status, and the trainers'\n"
+      "socket (requests: members, view, view-force, stats, ckpt-ls, status, health, check, and the trainers'\n"
       "session-info, session-wait, ckpt-committed, ckpt-safe, peer-lost) for `shoal members`, `shoal view`\n"
       "and `shoal ckpt ls`. Once bound,\n"
       "prints one line:\n"
@@ -365,7 +365,9 @@ Result<daemon::AgentConfig> agent_config(const AgentFlags& f, const ops::SlurmDe
     if (!metrics) return fail("--metrics: " + metrics.error().message);
     cfg.metrics = *metrics;
   }
-  if ((f.precheck_factor || f.precheck_wait_s) && !f.precheck) return fail("--precheck-factor and --precheck-wait need --precheck");
+  if ((f.precheck_factor || f.precheck_wait_s) && !f.precheck) {
+    return fail("--precheck-factor and --precheck-wait need --precheck");
+  }
   cfg.precheck = f.precheck;
   cfg.precheck_options.factor = f.precheck_factor.value_or(cfg.precheck_options.factor);
   if (f.precheck_wait_s) cfg.precheck_wait = milliseconds(*f.precheck_wait_s);
