@@ -163,6 +163,7 @@ class Agent {
   void check_request(std::span<const std::string> args, control::ControlHandlers::Reply reply);
   Status run_check(check::CheckOptions options, check::CheckRun::Done done);
   void on_gated_view(const membership::View& v);
+  void start_precheck();
   void release_views(const std::string& why);
 
   AgentConfig cfg_;

@@ -19,6 +19,9 @@ spdlog::logger& logger() { return log::get(log::Component::agent); }
 // How long the control request may take: the compute deadline and two rounds of the longest link probes.
 constexpr std::chrono::milliseconds kCheckMaxWait{60'000};
 
+// --precheck: how long the coordinator lets the others commit the first view before it checks them.
+constexpr std::chrono::milliseconds kPrecheckSettle{500};
+
 // "key=value" words into `options`; the error names the word.
 std::optional<std::string> parse_check_args(std::span<const std::string> args, check::CheckOptions& options) {
   for (const auto& word : args) {
@@ -112,6 +115,25 @@ Status Agent::run_check(check::CheckOptions options, check::CheckRun::Done done)
   return Ok{};
 }
 
+void Agent::start_precheck() {
+  auto started = run_check(cfg_.precheck_options, [this](control::CheckReply r) {
+    for (const auto& h : r.hosts) {
+      if (!h.flagged) continue;
+      std::string why;
+      for (const auto& reason : h.reasons) why += (why.empty() ? "" : ", ") + reason;
+      logger().warn("precheck: host {} flagged ({}): {:.1f} GFLOP/s (median {:.1f}), best link {:.2f} Gb/s "
+                    "(median {:.2f})",
+                    h.name, why, h.gflops.value_or(0), r.median_gflops.value_or(0), h.gbps.value_or(0),
+                    r.median_gbps.value_or(0));
+    }
+    release_views("the precheck is over");
+  });
+  if (!started) {
+    logger().warn("precheck: {}", started.error().message);
+    release_views("the precheck could not start");
+  }
+}
+
 void Agent::on_gated_view(const membership::View& v) {
   if (cfg_.precheck && !precheck_started_ && v.find(cfg_.name) != nullptr) {
     precheck_started_ = true;
@@ -125,22 +147,13 @@ void Agent::on_gated_view(const membership::View& v) {
     });
     if (v.members().front().name == cfg_.name) {
       logger().info("precheck: checking the {} member(s) of epoch {} before handing the view on", v.size(), v.epoch());
-      auto started = run_check(cfg_.precheck_options, [this](control::CheckReply r) {
-        for (const auto& h : r.hosts) {
-          if (!h.flagged) continue;
-          std::string why;
-          for (const auto& reason : h.reasons) why += (why.empty() ? "" : ", ") + reason;
-          logger().warn("precheck: host {} flagged ({}): {:.1f} GFLOP/s (median {:.1f}), best link {:.2f} Gb/s "
-                        "(median {:.2f})",
-                        h.name, why, h.gflops.value_or(0), r.median_gflops.value_or(0), h.gbps.value_or(0),
-                        r.median_gbps.value_or(0));
-        }
-        release_views("the precheck is over");
+      // The others commit the same view a moment later; until they do they refuse requests from a member
+      // they do not have in a view yet. A short settle, then the check.
+      auto settle = std::make_shared<asio::steady_timer>(io_, kPrecheckSettle);
+      settle->async_wait([this, settle](boost::system::error_code ec) {
+        if (ec || leaving_ || !precheck_pending_) return;
+        start_precheck();
       });
-      if (!started) {
-        logger().warn("precheck: {}", started.error().message);
-        release_views("the precheck could not start");
-      }
     } else {
       logger().info("precheck: waiting for {}'s check of epoch {} (at most {:.0f} s)", v.members().front().name,
                     v.epoch(), std::chrono::duration<double>(cfg_.precheck_wait).count());

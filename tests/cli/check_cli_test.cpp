@@ -142,4 +142,7 @@ TEST_CASE("--precheck: the first view is handed on after the check, whose verdic
   INFO(c.log_tail(names[0], 60) << "\n---\n" << c.log_tail(names[1], 60));
   CHECK(logged);
   CHECK(contains(c.log_tail(names[0], 200), "check: done in"));
+  // Every member had committed the view when the check asked it (the coordinator lets them settle first).
+  CHECK_FALSE(contains(c.log_tail(names[0], 200), "unreachable"));
+  for (const auto& n : names) CHECK_FALSE(contains(c.log_tail(n, 200), "check: refused"));
 }
