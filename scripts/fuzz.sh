@@ -45,7 +45,8 @@ gossip="src/gossip/broadcast_queue.cpp src/gossip/codec.cpp src/gossip/member_ta
 # The control socket's typed replies (nlohmann-json is header-only: nothing to link).
 replies="src/control/replies/ckpt_ls.cpp src/control/replies/document.cpp src/control/replies/errors_and_acks.cpp
   src/control/replies/members.cpp src/control/replies/session.cpp src/control/replies/stats.cpp
-  src/control/replies/status.cpp src/control/replies/view.cpp src/control/replies/health.cpp"
+  src/control/replies/status.cpp src/control/replies/view.cpp src/control/replies/health.cpp
+  src/control/replies/check.cpp"
 declare -A sources=(
   [fuzz_packet]="src/wire/packet.cpp src/wire/reject.cpp $proto/envelope.pb.cc"
   [fuzz_sealed]="src/wire/sealed_packet.cpp src/wire/cluster_key.cpp src/wire/replay_guard.cpp"

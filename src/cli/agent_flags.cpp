@@ -211,6 +211,22 @@ void add_operation_flags(CLI::App& app, AgentFlags& f) {
        "probe round trips, traffic, refused input, checkpoints and replication lag; default: none)",
        f.metrics)
       ->check(checked_by([](const std::string& v) { return net::parse_host_port(v, net::PortZero::allowed); }));
+  app.add_flag("--precheck", f.precheck,
+               "run the pre-flight check of `shoal check` once, on the first committed view that includes this "
+               "member, before that view is handed to the workers: the view's first member coordinates it, the "
+               "others wait for its word (at most --precheck-wait). Flagged hosts are logged as warnings; the job "
+               "starts anyway")
+      ->group("Operation");
+  app.add_option("--precheck-factor", f.precheck_factor,
+                 "the precheck flags a host whose compute lies outside this factor of the median, and a link below "
+                 "the median bandwidth divided by it (default 1.5)")
+      ->type_name("F")
+      ->check(CLI::Range(1.01, 100.0))
+      ->group("Operation");
+  duration(app, "precheck-wait",
+           "how long the workers wait for the precheck at most before starting anyway (default 30)", f.precheck_wait_s,
+           ZeroSeconds::refused, 600)
+      ->group("Operation");
   app.add_flag("--no-slurm", f.no_slurm,
                "ignore Slurm's environment (SLURM_JOB_ID, node lists, SLURMD_NODENAME, GPUs)");
 }
@@ -245,7 +261,7 @@ std::unique_ptr<CLI::App> agent_app(AgentFlags& flags) {
       "srun --ntasks-per-node=1 shoal agent [flags] [-- COMMAND ARGS...]",
       "Run one member of a shoal cluster: SWIM gossip over UDP and TCP on one port, committed views\n"
       "agreed with the other members, in-memory checkpoints replicated to peer hosts, and a control\n"
-      "socket (requests: members, view, view-force, stats, ckpt-ls, status, and the trainers'\n"
+      "socket (requests: members, view, view-force, stats, ckpt-ls, status, health, check, and the trainers'\n"
       "session-info, session-wait, ckpt-committed, ckpt-safe, peer-lost) for `shoal members`, `shoal view`\n"
       "and `shoal ckpt ls`. Once bound,\n"
       "prints one line:\n"
@@ -354,6 +370,12 @@ Result<daemon::AgentConfig> agent_config(const AgentFlags& f, const ops::SlurmDe
     if (!metrics) return fail("--metrics: " + metrics.error().message);
     cfg.metrics = *metrics;
   }
+  if ((f.precheck_factor || f.precheck_wait_s) && !f.precheck) {
+    return fail("--precheck-factor and --precheck-wait need --precheck");
+  }
+  cfg.precheck = f.precheck;
+  cfg.precheck_options.factor = f.precheck_factor.value_or(cfg.precheck_options.factor);
+  if (f.precheck_wait_s) cfg.precheck_wait = milliseconds(*f.precheck_wait_s);
   cfg.control_path = f.control ? *f.control : control::default_control_path(cfg.name, control::probe_control_dirs());
   if (f.control_group) {
     auto gid = control::group_id(*f.control_group);

@@ -34,6 +34,8 @@ struct AgentFlags {
   bool no_slurm = false;
   bool ckpt_keep_on_exit = false;  // leave /dev/shm as it is after a graceful leave
   bool insecure = false;  // run with no cluster key: every host that reaches the port may join
+  bool precheck = false;  // the pre-flight check before the first view is handed on
+  std::optional<double> precheck_factor, precheck_wait_s;
   // The workers of `-- COMMAND`.
   std::optional<std::string> workers, run_id, role, devices;
   std::optional<double> worker_stop_timeout_s, failure_grace_s;

@@ -89,6 +89,8 @@ const std::vector<Subcommand>& subcommands() {
       {"view", "print a running agent's committed view and ranks; `view force` overrides a stall", view_command},
       {"health", "per-host compute and wait per step from the job's own steps, and the straggler verdict",
        health_command},
+      {"check", "pre-flight check: a compute probe on every host and link probes between pairs, flagging outliers",
+       check_command},
       {"ckpt", "list the checkpoint versions a running agent's host holds (`ckpt ls`)", ckpt_command},
       {"keygen", "print a new cluster key for --key-file", keygen_command},
       {"demo", "run the local multi-host demo", demo_command},

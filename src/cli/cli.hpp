@@ -33,6 +33,7 @@ int view_command(std::span<const std::string> args);
 int ckpt_command(std::span<const std::string> args);
 int status_command(std::span<const std::string> args);
 int health_command(std::span<const std::string> args);
+int check_command(std::span<const std::string> args);
 int keygen_command(std::span<const std::string> args);
 
 }  // namespace shoal::cli

@@ -24,14 +24,14 @@ Result<std::string> agent_socket(const std::optional<std::string>& control, cons
 
 std::optional<AgentAnswer> ask_agent_document(const std::string& who, const std::optional<std::string>& control,
                                               const std::optional<std::string>& name, const std::string& request,
-                                              int& exit_code) {
+                                              int& exit_code, std::chrono::milliseconds timeout) {
   exit_code = kExitFailure;
   auto path = agent_socket(control, name);
   if (!path) {
     std::cerr << who << ": " << path.error().message << "\n";
     return std::nullopt;
   }
-  auto reply = control::control_request(*path, request);
+  auto reply = control::control_request(*path, request, timeout);
   if (!reply) {
     std::cerr << who << ": " << reply.error().message << "\n";
     return std::nullopt;

@@ -3,6 +3,7 @@
 // a message and an exit status.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <iostream>
 #include <optional>
@@ -36,9 +37,11 @@ struct AgentAnswer {
 
 // The answer to `request`; otherwise prints why to stderr as "WHO: ..." (an error document: its message)
 // and sets `exit_code` to kExitFailure.
+// `timeout` bounds the whole exchange.
 std::optional<AgentAnswer> ask_agent_document(const std::string& who, const std::optional<std::string>& control,
                                               const std::optional<std::string>& name, const std::string& request,
-                                              int& exit_code);
+                                              int& exit_code,
+                                              std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
 // The reply type a printer takes: Reply for a callable `int(const Reply&, const std::string&)`.
 template <class Signature>
@@ -53,10 +56,11 @@ struct PrintedReply<std::function<int(const Reply&, const std::string&)>> {
 // and returns kExitFailure.
 template <class Print>
 int ask_agent(const std::string& who, const std::optional<std::string>& control, const std::optional<std::string>& name,
-              const std::string& request, const Print& print) {
+              const std::string& request, const Print& print,
+              std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
   using Reply = typename PrintedReply<decltype(std::function(print))>::type;
   int exit_code = kExitFailure;
-  auto answer = ask_agent_document(who, control, name, request, exit_code);
+  auto answer = ask_agent_document(who, control, name, request, exit_code, timeout);
   if (!answer) return exit_code;
   auto reply = control::read_reply<Reply>(answer->doc);
   if (!reply) {

@@ -2,6 +2,7 @@
 // daemon fills and writes them, the CLI, the connected session and the tests read them back.
 #pragma once
 
+#include "control/replies/check.hpp"
 #include "control/replies/ckpt_ls.hpp"
 #include "control/replies/document.hpp"
 #include "control/replies/errors_and_acks.hpp"

@@ -13,6 +13,7 @@
 #include "control/replies/errors_and_acks.hpp"
 #include "control/server.hpp"
 #include "control/socket_path.hpp"
+#include "daemon/check/check_member.hpp"
 #include "daemon/gossip_runtime.hpp"
 #include "gossip/member_table.hpp"
 #include "daemon/membership_runtime.hpp"
@@ -82,7 +83,8 @@ uint64_t new_generation() {
 
 }  // namespace
 
-Agent::Agent(AgentConfig cfg) : cfg_(std::move(cfg)), leave_timer_(io_), join_timer_(io_) {
+Agent::Agent(AgentConfig cfg)
+    : cfg_(std::move(cfg)), leave_timer_(io_), join_timer_(io_), precheck_timer_(io_) {
   session_feed_ = std::make_unique<SessionFeed>(io_, control_handlers_, [this] {
     return SessionInfo{cfg_.name,
                        generation_,
@@ -189,11 +191,7 @@ void Agent::add_member_observer(std::function<void(const gossip::MemberEvent&)> 
 const membership::ViewKeeper& Agent::keeper() const { return membership_->keeper(); }
 
 void Agent::add_view_observer(std::function<void(const membership::View&)> observer) {
-  if (membership_) {
-    membership_->add_view_observer(std::move(observer));
-  } else {
-    pending_view_observers_.push_back(std::move(observer));
-  }
+  gated_view_observers_.push_back(std::move(observer));  // on_gated_view (agent_check.cpp) calls them
 }
 
 std::string Agent::view_reply() const {
@@ -357,8 +355,8 @@ Status Agent::start() {
     history_.on_member(e);
     session_feed_->on_member(e);
   });
-  for (auto& o : pending_view_observers_) membership_->add_view_observer(std::move(o));
-  pending_view_observers_.clear();
+  serve_check_requests();
+  membership_->add_view_observer([this](const membership::View& v) { on_gated_view(v); });
   runtime_->add_observer([this](const gossip::MemberEvent&) { membership_->gossip_changed(); });
 
   // Only now: an agent that a bad address, control socket or directory stops never warned about a cluster it
@@ -498,6 +496,8 @@ void Agent::finish(Status outcome) {
   leaving_ = true;
   join_timer_.cancel();
   leave_timer_.cancel();
+  precheck_timer_.cancel();
+  if (check_member_) check_member_->stop();
   if (control_server_) control_server_->close();
   if (metrics_) metrics_->close();
   if (listener_) listener_->close();

@@ -15,6 +15,8 @@
 #include "base/result.hpp"
 #include "ckpt_service/service.hpp"
 #include "control/handlers.hpp"
+#include "daemon/check/check_run.hpp"
+#include "daemon/check/compute_probe.hpp"
 #include "daemon/health_board.hpp"
 #include "daemon/view_history.hpp"
 #include "envelope.pb.h"
@@ -68,6 +70,15 @@ struct AgentConfig {
   bool warn_open_cluster = true;  // false for the in-process demo, whose cluster lives on loopback only
   // Where to serve Prometheus metrics (/metrics); nullopt: nowhere.
   std::optional<net::HostPort> metrics;
+  // The pre-flight check's compute probe (daemon/check/compute_probe.hpp); empty: this agent has none.
+  check::ComputeProbe compute_probe;
+  // --precheck: the first committed view that includes this member is held back from the view observers
+  // (add_view_observer: the workers' launcher, an embedded session, systemd's status) until the check of that
+  // view is over: its first member coordinates it with `precheck_options`, the others wait for its word, all
+  // at most `precheck_wait`. A flagged host is logged as a warning; nothing is blocked for longer.
+  bool precheck = false;
+  check::CheckOptions precheck_options;
+  std::chrono::milliseconds precheck_wait{30'000};
 };
 
 class GossipRuntime;
@@ -75,6 +86,9 @@ class MembershipRuntime;
 class RendezvousService;
 class SessionFeed;
 class MetricsServer;
+namespace check {
+class CheckMember;
+}
 
 class Agent {
  public:
@@ -144,6 +158,13 @@ class Agent {
   std::string status_reply() const;  // agent_status.cpp
   std::string health_reply() const;  // agent_health.cpp
   std::string metrics_text() const;  // agent_metrics.cpp
+  // The pre-flight check (agent_check.cpp): the control request, one run, and --precheck's hold on views.
+  void serve_check_requests();
+  void check_request(std::span<const std::string> args, control::ControlHandlers::Reply reply);
+  Status run_check(check::CheckOptions options, check::CheckRun::Done done);
+  void on_gated_view(const membership::View& v);
+  void start_precheck();
+  void release_views(const std::string& why);
 
   AgentConfig cfg_;
   asio::io_context io_;
@@ -161,7 +182,13 @@ class Agent {
   std::unique_ptr<RendezvousService> rendezvous_;
   std::unique_ptr<SessionFeed> session_feed_;
   std::unique_ptr<ckpt_service::CheckpointService> checkpoints_;  // what connected trainers follow (control socket)
-  std::vector<std::function<void(const membership::View&)>> pending_view_observers_;
+  // The observers of add_view_observer, behind --precheck's hold (agent_check.cpp).
+  std::vector<std::function<void(const membership::View&)>> gated_view_observers_;
+  std::optional<membership::View> held_view_;  // the newest view held back while the precheck runs
+  bool precheck_pending_ = false;              // views are held back
+  bool precheck_started_ = false;              // the first view with this member came
+  bool check_running_ = false;                 // a check coordinated here is in flight
+  std::unique_ptr<check::CheckMember> check_member_;
   std::unique_ptr<control::ControlServer> control_server_;
   ViewHistory history_;  // the last committed views, for `shoal status`
   HealthBoard health_;   // the local trainer's straggler verdict, for `shoal health`
@@ -169,6 +196,7 @@ class Agent {
   std::vector<std::function<void(const gossip::MemberEvent&)>> pending_observers_;
   asio::steady_timer leave_timer_;
   asio::steady_timer join_timer_;
+  asio::steady_timer precheck_timer_;  // --precheck's longest wait
   bool joined_ = false;           // another member is alive now (until the first committed view)
   bool heard_of_others_ = false;  // some member answered since start
   bool leaving_ = false;

@@ -162,6 +162,9 @@ TEST_CASE("shoal agent's help tells the truth about --bind and lists every flag"
                            "--key-file",
                            "--metrics",
                            "--no-slurm",
+                           "--precheck",
+                           "--precheck-factor",
+                           "--precheck-wait",
                            "--log-level",
                            "--help"}) {
     CHECK_MESSAGE(contains(help, flag), flag);
@@ -251,6 +254,17 @@ TEST_CASE("the agent's flags make its configuration; checks of several flags nam
         "--max-hosts is below --min-hosts");
   CHECK(contains(config_of({"--name", "a", "--bind", "127.0.0.1:0", "--ckpt-dir-keep", "3"}).error().message,
                  "need --ckpt-dir"));
+  CHECK_FALSE(plain->precheck);
+  auto precheck = config_of({"--name", "a", "--bind", "127.0.0.1:0", "--insecure", "--precheck", "--precheck-factor",
+                             "2", "--precheck-wait", "12.5"});
+  REQUIRE(precheck.ok());
+  CHECK(precheck->precheck);
+  CHECK(precheck->precheck_options.factor == 2.0);
+  CHECK(precheck->precheck_wait == std::chrono::milliseconds(12500));
+  CHECK(contains(config_of({"--name", "a", "--bind", "127.0.0.1:0", "--insecure", "--precheck-factor", "2"})
+                     .error()
+                     .message,
+                 "need --precheck"));
   AgentFlags both;  // --key-file's own check (the file parses) runs at parse time; this is the combination
   both.name = "a";
   both.bind = "127.0.0.1:0";

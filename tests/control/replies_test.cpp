@@ -203,6 +203,74 @@ TEST_CASE("the health document keeps its text: hosts with their figures, the ver
   CHECK_FALSE(parse_reply<HealthReply>(R"({"self":"s1"})").ok());
 }
 
+CheckReply sample_check() {
+  CheckReply c;
+  c.self = "a";
+  c.epoch = 3;
+  c.factor = 1.5;
+  c.bytes = 1024;
+  c.max_ms = 500;
+  c.elapsed_ms = 812.5;
+  c.median_gflops = 50;
+  c.median_gbps = 9.5;
+  CheckHostRow a;
+  a.name = "a";
+  a.addr = "10.0.0.1:7946";
+  a.answered = true;
+  a.gflops = 50;
+  a.compute_ratio = 1;
+  a.gbps = 9.5;
+  a.links = 2;
+  a.matrix_n = 1536;
+  a.backend = "openblas";
+  CheckHostRow b;
+  b.name = "b";
+  b.addr = "10.0.0.2:7946";
+  b.flagged = true;
+  b.reasons = {"unreachable", "network"};
+  b.links = 1;
+  b.slow_links = 1;
+  b.error = "no answer: timed out";
+  c.hosts = {a, b};
+  CheckLinkRow l;
+  l.a = "a";
+  l.b = "b";
+  l.round = 1;
+  l.slow = true;
+  l.error = "no answer";
+  CheckLinkRow m;
+  m.a = "b";
+  m.b = "a";
+  m.round = 2;
+  m.gbps = 9.5;
+  m.rtt_us = 40;
+  m.rtt_min_us = 30;
+  m.bytes = 1024;
+  m.elapsed_ms = 0.5;
+  c.links = {l, m};
+  c.flagged = {"b"};
+  c.slow_links = {"a-b"};
+  c.dropped = 1;
+  return c;
+}
+
+TEST_CASE("the check document keeps its text: null for a figure not measured, the verdict beside the figures") {
+  CHECK(round_trip(sample_check()) == sample_check());
+  CHECK(write_reply(sample_check()) ==
+        R"({"self":"a","epoch":3,"factor":1.5,"bytes":1024,"max_ms":500,"elapsed_ms":812.5,"median_gflops":50.0,)"
+        R"("median_gbps":9.5,"hosts":[{"name":"a","addr":"10.0.0.1:7946","flagged":false,"reasons":[],)"
+        R"("answered":true,"gflops":50.0,"compute_ratio":1.0,"gbps":9.5,"links":2,"slow_links":0,"matrix_n":1536,)"
+        R"("backend":"openblas","error":null},{"name":"b","addr":"10.0.0.2:7946","flagged":true,)"
+        R"("reasons":["unreachable","network"],"answered":false,"gflops":null,"compute_ratio":null,"gbps":null,)"
+        R"("links":1,"slow_links":1,"matrix_n":0,"backend":"","error":"no answer: timed out"}],)"
+        R"("links":[{"a":"a","b":"b","round":1,"gbps":null,"rtt_us":null,"rtt_min_us":null,"bytes":0,)"
+        R"("elapsed_ms":0.0,"slow":true,"error":"no answer"},{"a":"b","b":"a","round":2,"gbps":9.5,"rtt_us":40.0,)"
+        R"("rtt_min_us":30.0,"bytes":1024,"elapsed_ms":0.5,"slow":false,"error":null}],"flagged":["b"],)"
+        R"("slow_links":["a-b"],"dropped":1})");
+  CHECK_FALSE(parse_reply<CheckReply>(R"({"hosts":[]})").ok());  // no "links": not a check
+  CHECK(parse_reply<CheckReply>(R"({"hosts":[],"links":[]})").ok());
+}
+
 TEST_CASE("the ckpt-ls document keeps its text: sealed, unsealed and the persist directory") {
   CHECK(
       write_reply(sample_ckpt_ls()) ==

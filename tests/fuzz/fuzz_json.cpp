@@ -44,6 +44,7 @@ void check_document(std::string_view text, size_t max_depth) {
   check_reply<ViewReply>(*doc);
   check_reply<StatusReply>(*doc);
   check_reply<HealthReply>(*doc);
+  check_reply<CheckReply>(*doc);
   check_reply<SessionInfoReply>(*doc);
   check_reply<SessionWaitReply>(*doc);
   check_reply<CkptLsReply>(*doc);

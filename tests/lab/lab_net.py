@@ -13,7 +13,8 @@ kind so that each kind is cleared on its own by flushing its chain:
                       on eth0 (the agent is the only thing talking there, so that is its UDP and TCP
                       port; TCP then retransmits, as on a real lossy link). Loopback is never touched.
   part_in / part_out  partition: drop everything from/to the listed peer addresses.
-A bandwidth cap is `tc qdisc tbf` on the host's eth0 (egress of that host).
+A bandwidth cap is `tc qdisc tbf` on the host's eth0 (egress of that host), and for its ingress on its veth
+peer in the switch namespace.
 """
 
 import atexit
@@ -267,6 +268,14 @@ table inet shoal_lab {
         """Caps host i's egress with a token bucket (tbf); tc netem is not available in this kernel."""
         run("tc", "-n", self.host_ns[i], "qdisc", "replace", "dev", "eth0", "root", "tbf",
             "rate", rate, "burst", burst, "latency", latency)
+
+    def cap_ingress(self, i, rate, burst, latency="100ms"):
+        """Caps what reaches host i (the egress of its veth peer h<i> on the switch) with a token bucket."""
+        run("tc", "-n", self.switch_ns, "qdisc", "replace", "dev", f"h{i}", "root", "tbf",
+            "rate", rate, "burst", burst, "latency", latency)
+
+    def uncap_ingress(self, i):
+        run("tc", "-n", self.switch_ns, "qdisc", "del", "dev", f"h{i}", "root", check=False)
 
     def tbf_sent_bytes(self, i):
         """Bytes host i's tbf qdisc has sent (0 without a cap)."""

@@ -34,6 +34,7 @@ from lab_hosts import (PORT, CheckFailed, Lab, check, common_view, epochs_stay, 
                        progress, victim_dead_ms, wait_removed)
 from lab_net import LabError, in_netns, missing_prerequisite, ns_exec  # noqa: E402
 import lab_replay  # noqa: E402
+from lab_check import CHECK_SCENARIOS  # noqa: E402
 from lab_flood import FLOOD_SCENARIOS  # noqa: E402
 from lab_training import TRAINING_SCENARIOS  # noqa: E402
 
@@ -438,6 +439,7 @@ SCENARIOS = {  # name: (function, Lab arguments)
     "loss10_all": (loss10_all, {}),
     "bandwidth_cap": (bandwidth_cap, {}),
     "garbage_and_wrong_key": (garbage_and_wrong_key, {"k": 9, "members": 6, "key": True}),
+    **CHECK_SCENARIOS,  # lab_check.py: `shoal check` flags a host whose link is capped to a tenth
     **FLOOD_SCENARIOS,  # lab_flood.py: a host killed while an outsider floods a survivor with connections
     **TRAINING_SCENARIOS,  # lab_training.py: example trainers beside the agents
 }
