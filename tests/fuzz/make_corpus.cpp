@@ -238,6 +238,7 @@ void control_text() {
   control::ViewReply view{"node-a",
                           3,
                           "00000000000000ab",
+                          "0000000000000abc",
                           "stable",
                           "",
                           2,
@@ -250,7 +251,7 @@ void control_text() {
   save("fuzz_json", "session-wait.json",
        control::write_reply(control::SessionWaitReply{4, 3, "member node-c is dead", 1, view}));
   save("fuzz_json", "session-info.json",
-       control::write_reply(control::SessionInfoReply{"node-a", 5, "10.0.0.1:7946", "c", 1, "j", "j", ""}));
+       control::write_reply(control::SessionInfoReply{"node-a", 5, "10.0.0.1:7946", "c", 1, "j", "j", "", true}));
   control::MembersReply members{"node-a", {{"node-a", "10.0.0.1:7946", "alive", 0, 5}}, {}};
   members.rejected.by_cause = {{"truncated", 0}, {"bad_magic", 2}};
   save("fuzz_json", "members.json", control::write_reply(members));
