@@ -66,7 +66,8 @@ uint64_t fnv1a64(std::string_view bytes) {
   return h;
 }
 
-std::string canonical_encoding(uint64_t epoch, const std::vector<ViewMember>& members) {
+std::string canonical_encoding(uint64_t epoch, const std::vector<ViewMember>& members,
+                               const std::vector<std::string>& evicted) {
   std::string out = "shoal.view.v1";
   put_u64(out, epoch);
   put_u64(out, members.size());
@@ -78,19 +79,27 @@ std::string canonical_encoding(uint64_t epoch, const std::vector<ViewMember>& me
     put_u64(out, m.join_epoch);
     put_u64(out, m.generation);
   }
+  if (!evicted.empty()) {
+    out += "evicted";
+    put_u64(out, evicted.size());
+    for (const auto& name : evicted) put_str(out, name);
+  }
   return out;
 }
 
-View::View() : hash_(fnv1a64(canonical_encoding(0, {}))) {}
+View::View() : hash_(fnv1a64(canonical_encoding(0, {}, {}))) {}
 
-View::View(uint64_t epoch, std::vector<ViewMember> members)
-    : epoch_(epoch), members_(std::move(members)), hash_(fnv1a64(canonical_encoding(epoch_, members_))) {
+View::View(uint64_t epoch, std::vector<ViewMember> members, std::vector<std::string> evicted)
+    : epoch_(epoch),
+      members_(std::move(members)),
+      evicted_(std::move(evicted)),
+      hash_(fnv1a64(canonical_encoding(epoch_, members_, evicted_))) {
   by_name_.resize(members_.size());
   for (uint32_t i = 0; i < by_name_.size(); ++i) by_name_[i] = i;
   std::sort(by_name_.begin(), by_name_.end(), [this](uint32_t a, uint32_t b) { return members_[a].name < members_[b].name; });
 }
 
-Result<View> View::make(uint64_t epoch, std::vector<ViewMember> members) {
+Result<View> View::make(uint64_t epoch, std::vector<ViewMember> members, std::vector<std::string> evicted) {
   std::unordered_set<std::string_view> names;
   std::unordered_set<std::string_view> addrs;
   for (const ViewMember& m : members) {
@@ -115,8 +124,22 @@ Result<View> View::make(uint64_t epoch, std::vector<ViewMember> members) {
                   std::to_string(m.join_epoch));
     }
   }
+  std::sort(evicted.begin(), evicted.end());
+  for (size_t i = 0; i < evicted.size(); ++i) {
+    if (evicted[i].empty()) return fail("view " + std::to_string(epoch) + ": an evicted member has an empty name");
+    if (i > 0 && evicted[i] == evicted[i - 1]) {
+      return fail("view " + std::to_string(epoch) + ": '" + evicted[i] + "' is evicted twice");
+    }
+    if (names.count(evicted[i])) {
+      return fail("view " + std::to_string(epoch) + ": member '" + evicted[i] + "' is evicted and a member");
+    }
+  }
   std::sort(members.begin(), members.end(), canonical_less);
-  return View(epoch, std::move(members));
+  return View(epoch, std::move(members), std::move(evicted));
+}
+
+bool View::evicts(std::string_view name) const {
+  return std::binary_search(evicted_.begin(), evicted_.end(), name, std::less<>());
 }
 
 const ViewMember* View::find(std::string_view name) const {
@@ -149,6 +172,11 @@ std::string View::to_string() const {
            " j=" + std::to_string(m.join_epoch) + " g=" + std::to_string(m.generation) + ")";
   }
   out += "]";
+  if (!evicted_.empty()) {
+    out += " evicted [";
+    for (size_t i = 0; i < evicted_.size(); ++i) out += (i > 0 ? ", " : "") + evicted_[i];
+    out += "]";
+  }
   return out;
 }
 
