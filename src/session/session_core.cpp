@@ -85,6 +85,11 @@ void SessionCore::set_identity(SessionIdentity identity) {
   checkpoints_ = std::make_unique<SessionCheckpoints>(id_.checkpoints);
 }
 
+std::shared_ptr<const wire::KeyRing> SessionCore::health_keys() const {
+  std::lock_guard lock(mu_);
+  return id_.keys;
+}
+
 std::unique_ptr<CheckpointSave> SessionCore::begin_save(Communicator& comm, uint64_t step,
                                                        const std::vector<CheckpointBuffer>& buffers) {
   {
