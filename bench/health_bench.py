@@ -38,14 +38,15 @@ def start(binary, name, seed, steps, extra, logdir):
     return p, first["addr"]
 
 
-def run_hosts(binary, hosts, steps, extra_of, timeout_s=180, done=None):
+def run_hosts(binary, hosts, steps, extra_of, timeout_s=180, done=None, min_hosts=None):
     """Starts the hosts (all needed for the first view) and returns each one's step lines; stops early (killing
     the rest) once done(lines) holds."""
     with tempfile.TemporaryDirectory() as logdir:
         procs, seed = {}, ""
         for i in range(hosts):
             name = "b%d" % i
-            procs[name], addr = start(binary, name, seed, steps, ["--min-hosts", str(hosts)] + extra_of(i), logdir)
+            procs[name], addr = start(binary, name, seed, steps, ["--min-hosts", str(min_hosts or hosts)] + extra_of(i),
+                                      logdir)
             seed = seed or addr
         lines = {n: [] for n in procs}
         deadline = time.monotonic() + timeout_s
@@ -161,7 +162,8 @@ def eviction(a, build, binary):
             # The survivors end after `steps`; the evicted host waits to be readmitted: stop once b0 is done.
             lines = run_hosts(binary, a.hosts, steps,
                               lambda i: ["--step-ms", str(slow_ms if i == a.hosts // 2 else a.step_ms)] + keyed,
-                              done=lambda ls: bool(ls["b0"]) and ls["b0"][-1]["step"] == steps - 1)
+                              done=lambda ls: bool(ls["b0"]) and ls["b0"][-1]["step"] == steps - 1,
+                              min_hosts=a.hosts - 1)  # the job may shrink by one: the straggler
             b0 = lines["b0"]
             named = [l for l in b0 if l["world"] == a.hosts and slow in l.get("stragglers", [])]
             rebuilt = [l for l in b0 if l["world"] == a.hosts - 1 and "rebuild_ms" in l]
