@@ -12,15 +12,23 @@ detection: N trainers with --step-ms MS, one of them with 30% more; reports for 
 the first step in the world of N until every host's line names the slow host, and whether any other host
 was ever named.
 
+eviction: N trainers with a cluster key and --evict-stragglers (--evict-after, default 3 s), one of them 30%
+slower, and the same N all healthy (the baseline, measured in the same run). From host b0's step lines: the
+healthy step time (median gap, all healthy), the step time while the slow host is named (world of N), the
+step time after its eviction (world of N - 1), the seconds from the first line that names it to the
+eviction's rebuild, and to the first step from which the median of 5 consecutive gaps is within 10% of the
+healthy figure (the target is 5 s).
+
 One JSON line per result.
 usage: bench/health_bench.py BUILD_DIR [--hosts 6] [--steps 400] [--runs 3] [--step-ms 100] [--cost-step-ms 20]
-                              [--only cost|detection]
+                              [--evict-after 3] [--only cost|detection|eviction]
 """
 import argparse, json, os, select, statistics, subprocess, sys, tempfile, time
 
 
 def start(binary, name, seed, steps, extra, logdir):
-    argv = [binary, "--insecure", "--name", name, "--bind", "127.0.0.1:0", "--steps", str(steps), "--cluster",
+    keyed = "--key-file" in extra
+    argv = [binary] + ([] if keyed else ["--insecure"]) + ["--name", name, "--bind", "127.0.0.1:0", "--steps", str(steps), "--cluster",
             "health-bench-%d" % os.getpid(), "--control-socket", "none"] + extra
     if seed:
         argv += ["--seeds", seed]
@@ -30,13 +38,15 @@ def start(binary, name, seed, steps, extra, logdir):
     return p, first["addr"]
 
 
-def run_hosts(binary, hosts, steps, extra_of, timeout_s=180):
-    """Starts the hosts (all needed for the first view) and returns each one's step lines."""
+def run_hosts(binary, hosts, steps, extra_of, timeout_s=180, done=None, min_hosts=None):
+    """Starts the hosts (all needed for the first view) and returns each one's step lines; stops early (killing
+    the rest) once done(lines) holds."""
     with tempfile.TemporaryDirectory() as logdir:
         procs, seed = {}, ""
         for i in range(hosts):
             name = "b%d" % i
-            procs[name], addr = start(binary, name, seed, steps, ["--min-hosts", str(hosts)] + extra_of(i), logdir)
+            procs[name], addr = start(binary, name, seed, steps, ["--min-hosts", str(min_hosts or hosts)] + extra_of(i),
+                                      logdir)
             seed = seed or addr
         lines = {n: [] for n in procs}
         deadline = time.monotonic() + timeout_s
@@ -55,6 +65,8 @@ def run_hosts(binary, hosts, steps, extra_of, timeout_s=180):
                     continue
                 if "step" in doc:
                     lines[n].append(doc)
+            if done is not None and done(lines):
+                break
         for p in procs.values():
             if p.poll() is None:
                 p.kill()
@@ -78,14 +90,17 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--step-ms", type=int, default=100)
     ap.add_argument("--cost-step-ms", type=int, default=20)
-    ap.add_argument("--only", choices=["cost", "detection"])
+    ap.add_argument("--evict-after", type=float, default=3.0)
+    ap.add_argument("--only", choices=["cost", "detection", "eviction"])
     a = ap.parse_args()
     binary = os.path.join(a.build, "examples", "allreduce_trainer")
 
-    if a.only != "detection":
+    if a.only in (None, "cost"):
         cost(a, binary)
-    if a.only != "cost":
+    if a.only in (None, "detection"):
         detection(a, binary)
+    if a.only in (None, "eviction"):
+        eviction(a, a.build, binary)
 
 
 def cost(a, binary):
@@ -122,6 +137,59 @@ def detection(a, binary):
         print(json.dumps({"bench": "health_detection", "run": run, "hosts": a.hosts, "step_ms": a.step_ms,
                           "slow_step_ms": slow_ms, "steps_until_every_host_named_it": worst,
                           "per_host": after, "another_host_named": wrong}), flush=True)
+
+
+def median_gap_s(lines, world, after_t=0.0, before_t=float("inf")):
+    steps = [l for l in lines if l["world"] == world and after_t < l["t"] < before_t]
+    gaps = [b["t"] - a["t"] for a, b in zip(steps, steps[1:]) if b["step"] == a["step"] + 1 and "rebuild_ms" not in b]
+    return statistics.median(gaps) if gaps else None
+
+
+def eviction(a, build, binary):
+    slow_ms = a.step_ms * 13 // 10
+    steps = 160
+    with tempfile.TemporaryDirectory() as keydir:
+        key = os.path.join(keydir, "cluster.key")
+        with open(key, "w") as f:
+            f.write(subprocess.run([os.path.join(build, "shoal"), "keygen"], capture_output=True, text=True,
+                                   check=True).stdout)
+        os.chmod(key, 0o600)
+        keyed = ["--key-file", key, "--evict-stragglers", "--evict-after", str(a.evict_after)]
+        slow = "b%d" % (a.hosts // 2)
+        for run in range(a.runs):
+            healthy = run_hosts(binary, a.hosts, 60, lambda i: ["--step-ms", str(a.step_ms)] + keyed)
+            healthy_s = median_gap_s(healthy["b0"], a.hosts)
+            # The survivors end after `steps`; the evicted host waits to be readmitted: stop once b0 is done.
+            lines = run_hosts(binary, a.hosts, steps,
+                              lambda i: ["--step-ms", str(slow_ms if i == a.hosts // 2 else a.step_ms)] + keyed,
+                              done=lambda ls: bool(ls["b0"]) and ls["b0"][-1]["step"] == steps - 1,
+                              min_hosts=a.hosts - 1)  # the job may shrink by one: the straggler
+            b0 = lines["b0"]
+            named = [l for l in b0 if l["world"] == a.hosts and slow in l.get("stragglers", [])]
+            rebuilt = [l for l in b0 if l["world"] == a.hosts - 1 and "rebuild_ms" in l]
+            out = {"bench": "health_eviction", "run": run, "hosts": a.hosts, "step_ms": a.step_ms,
+                   "slow_step_ms": slow_ms, "evict_after_s": a.evict_after,
+                   "healthy_step_ms": round(healthy_s * 1e3, 1) if healthy_s else None}
+            if named and rebuilt and healthy_s:
+                t_named, t_evicted = named[0]["t"], rebuilt[0]["t"]
+                slow_s = median_gap_s(b0, a.hosts, t_named - 5, t_evicted)
+                after_s = median_gap_s(b0, a.hosts - 1, t_evicted)
+                after = [l for l in b0 if l["t"] >= t_evicted and l["world"] == a.hosts - 1]
+                back = None
+                for i in range(len(after) - 5):
+                    window = [after[j + 1]["t"] - after[j]["t"] for j in range(i, i + 5)]
+                    if statistics.median(window) <= 1.1 * healthy_s:
+                        back = after[i]["t"] - t_named
+                        break
+                out.update({"named_step_ms": round(slow_s * 1e3, 1) if slow_s else None,
+                            "after_eviction_step_ms": round(after_s * 1e3, 1) if after_s else None,
+                            "verdict_to_eviction_s": round(t_evicted - t_named, 2),
+                            "verdict_to_within_10pct_s": round(back, 2) if back is not None else None,
+                            "target_s": 5.0})
+            else:
+                out.update({"error": "no verdict, no eviction or no healthy figure", "named": bool(named),
+                            "evicted": bool(rebuilt)})
+            print(json.dumps(out), flush=True)
 
 
 if __name__ == "__main__":

@@ -48,6 +48,7 @@ const char* kUsage =
     "                         [--slots 1] [--min-hosts N] [--steps N] [--step-ms MS | --step-cpu-ms MS]\n"
     "                         [--log-level SPEC] [--ckpt-every K] [--job NAME] [--host NAME] [--ckpt-dir DIR]\n"
     "                         [--abort-at STEP] [--control-socket PATH] [--health-every N]\n"
+    "                         [--evict-stragglers [--evict-after S] [--evict-window S] [--evict-hold-down S]]\n"
     "                         (--key-file PATH | --insecure)\n"
     "       allreduce_trainer --control PATH [--slot K] [--steps N] [--step-ms MS | --step-cpu-ms MS]\n"
     "                         [--log-level SPEC] [--ckpt-every K] [--abort-at STEP] [--health-every N]\n"
@@ -59,7 +60,10 @@ const char* kUsage =
     "would a real trainer's. \"stragglers\" lists the hosts the straggler verdict names (empty when none):\n"
     "shoal's elastic loop times every step and every rank judges alike from the same figures (see\n"
     "`shoal health --help`); --health-every N sets how many steps lie between two exchanges of the\n"
-    "figures (default 5, at most 8; 0: no exchange and no verdict). With --ckpt-every K it saves\n"
+    "figures (default 5, at most 8; 0: no exchange and no verdict). --evict-stragglers (embedded agent, needs\n"
+    "--key-file) removes a host the verdict has named for --evict-after S seconds (default 3) from the next\n"
+    "committed view, by majority, never below --min-hosts, one per --evict-window S (default 60); it stays out of\n"
+    "views, waiting, until --evict-hold-down S (default 60) has passed, then rejoins. With --ckpt-every K it saves\n"
     "its state every K steps into shoal's in-memory checkpoints and restores after a rebuild that lost a rank\n"
     "(restored_step, restore_source, state_ok in the next line); after a join the ranks go on from the live\n"
     "state (synced_step, synced_from, state_ok). --job names the checkpoints (default: the cluster id);\n"
@@ -153,14 +157,15 @@ int main(int argc, char** argv) {
       std::cout << kUsage;
       return 0;
     }
-    if (arg == "--insecure") {  // the one flag without a value
-      flags["insecure"] = "1";
+    if (arg == "--insecure" || arg == "--evict-stragglers") {  // the flags without a value
+      flags[arg.substr(2)] = "1";
       continue;
     }
     static const char* known[] = {"--name",      "--bind",       "--seeds",       "--cluster",        "--slots",
                                   "--min-hosts", "--steps",      "--step-ms",     "--log-level",      "--control",
                                   "--slot",      "--ckpt-every", "--job",         "--host",           "--ckpt-dir",
-                                  "--abort-at",  "--key-file",   "--step-cpu-ms", "--control-socket", "--health-every"};
+                                  "--abort-at",  "--key-file",   "--step-cpu-ms", "--control-socket", "--health-every",
+                                  "--evict-after", "--evict-window", "--evict-hold-down"};
     bool ok = false;
     for (const char* k : known) ok = ok || arg == k;
     if (!ok || i + 1 >= argc) {
@@ -215,6 +220,23 @@ int main(int argc, char** argv) {
   opt.ckpt_dir = flags["ckpt-dir"];
   opt.key_file = flags["key-file"];
   opt.insecure = flags.contains("insecure");
+  opt.evict_stragglers = flags.contains("evict-stragglers");
+  for (const auto& [flag, target] : {std::pair{"evict-after", &opt.evict_after}, std::pair{"evict-window", &opt.evict_window},
+                                     std::pair{"evict-hold-down", &opt.evict_hold_down}}) {
+    const auto it = flags.find(flag);
+    if (it == flags.end()) continue;
+    char* end = nullptr;
+    const double s = std::strtod(it->second.c_str(), &end);
+    if (it->second.empty() || *end != '\0' || !(s > 0) || s > 86400.0 * 365) {
+      std::cerr << "allreduce_trainer: --" << flag << " takes a positive number of seconds\n";
+      return 2;
+    }
+    if (!opt.evict_stragglers) {
+      std::cerr << "allreduce_trainer: --" << flag << " needs --evict-stragglers\n";
+      return 2;
+    }
+    *target = std::chrono::milliseconds(static_cast<int64_t>(s * 1000));
+  }
   // SIGTERM (scancel, systemctl stop): leave the cluster gracefully first, so the others commit a view
   // without this host at once instead of detecting a death.
   opt.leave_on_sigterm = true;

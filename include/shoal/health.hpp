@@ -49,6 +49,10 @@ struct JobHealth {
   std::vector<std::string> stragglers;  // the hosts named, in rank order
   uint64_t dropped_records = 0;         // ranks' records refused whole (bad header), since the loop started
   uint64_t dropped_figures = 0;         // single step figures out of range, since the loop started
+  uint64_t forged_records = 0;          // ranks' records whose cluster-key tag did not verify (dropped whole),
+                                        // since the loop started
+  bool authenticated = false;           // the records are sealed with the cluster key and were verified (false
+                                        // in an open cluster: the figures are then only as good as the network)
   StragglerOptions rule;                // the rule that produced it
 };
 

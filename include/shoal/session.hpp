@@ -59,6 +59,13 @@ struct SessionOptions {
                                        // gracefully, so the others commit a view without this host at once,
                                        // then end the process as SIGTERM would; a second SIGTERM ends it at
                                        // once. Off: SIGTERM keeps the program's own disposition
+  bool evict_stragglers = false;       // embedded: the agent removes a host that the straggler verdict (ElasticLoop's
+                                       // node health) has named for evict_after from the next committed view, by
+                                       // majority, never below min_hosts, one per evict_window; readmitted after
+                                       // evict_hold_down. Needs a cluster key (start() refuses it with insecure)
+  std::chrono::milliseconds evict_after{3'000};
+  std::chrono::milliseconds evict_window{60'000};
+  std::chrono::milliseconds evict_hold_down{60'000};
   std::string backend = "gloo";        // "gloo": CPU buffers over TCP; "nccl": GPU buffers (builds with NCCL)
   int cuda_device = -1;                // nccl: the device of this rank; -1: the local rank
   std::chrono::milliseconds view_timeout{120'000};        // communicator(): longest wait for a view

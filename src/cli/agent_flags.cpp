@@ -85,6 +85,26 @@ void add_member_flags(CLI::App& app, AgentFlags& f) {
       ->check(one_of({"majority", "any"}));
 }
 
+void add_health_flags(CLI::App& app, AgentFlags& f) {
+  app.option_defaults()->group("Node health");
+  app.add_flag("--evict-stragglers", f.evict_stragglers,
+               "remove a host from the next committed view when this agent's straggler verdict (its local trainer's, "
+               "measured on the job's own steps; identical on every rank) has named it for --evict-after, through the "
+               "ordinary majority path: never below --min-hosts, at most one host per --evict-window, and only when "
+               "every survivor's own verdict named it too. The evicted host stays alive out of views and is readmitted "
+               "after --evict-hold-down. Needs the cluster key (the figures are sealed with it) and trainers that "
+               "embed their agent (a connected trainer does not report its verdict yet). Off by default")
+      ->group("Node health");
+  duration(app, "evict-after", "with --evict-stragglers: how long the verdict must name a host without a break (default: 3)",
+           f.evict_after_s, ZeroSeconds::refused, kDay_s);
+  duration(app, "evict-window", "with --evict-stragglers: at most one eviction per this many seconds (default: 60)",
+           f.evict_window_s, ZeroSeconds::refused, kDay_s);
+  duration(app, "evict-hold-down",
+           "with --evict-stragglers: an evicted host is readmitted only after this long alive out of the view, "
+           "whatever its generation (default: 60; at least --hold-down)",
+           f.evict_hold_down_s, ZeroSeconds::refused, kYear_s);
+}
+
 void add_checkpoint_flags(CLI::App& app, AgentFlags& f) {
   app.option_defaults()->group("Checkpoints");
   const auto job_name = checked_by([](const std::string& v) { return ckpt::check_job_name(v); });
@@ -285,6 +305,7 @@ std::unique_ptr<CLI::App> agent_app(AgentFlags& flags) {
       "Exit status: 0 after a graceful stop, 1 on a runtime failure (port in use, control socket\n"
       "held by a live agent, join timeout), 2 on a usage error (a flag, the config file, the key file).");
   add_member_flags(*app, flags);
+  add_health_flags(*app, flags);
   add_checkpoint_flags(*app, flags);
   add_worker_flags(*app, flags);
   add_operation_flags(*app, flags);
@@ -330,6 +351,15 @@ Result<daemon::AgentConfig> agent_config(const AgentFlags& f, const ops::SlurmDe
   cfg.membership.max_hosts = static_cast<uint32_t>(f.max_hosts.value_or(0));
   if (f.max_hosts && f.min_hosts && *f.max_hosts < *f.min_hosts) return fail("--max-hosts is below --min-hosts");
   if (f.hold_down_s) cfg.membership.hold_down = std::chrono::duration_cast<gossip::Time>(milliseconds(*f.hold_down_s));
+  if (!f.evict_stragglers && (f.evict_after_s || f.evict_window_s || f.evict_hold_down_s)) {
+    return fail("--evict-after, --evict-window and --evict-hold-down need --evict-stragglers");
+  }
+  auto& ev = cfg.membership.eviction;
+  ev.enabled = f.evict_stragglers;
+  const auto micros = [](double s) { return gossip::Time(static_cast<int64_t>(s * 1e6)); };
+  if (f.evict_after_s) ev.after = micros(*f.evict_after_s);
+  if (f.evict_window_s) ev.window = micros(*f.evict_window_s);
+  if (f.evict_hold_down_s) ev.hold_down = micros(*f.evict_hold_down_s);
   if (f.quorum_policy) {
     cfg.membership.policy =
         *f.quorum_policy == "any" ? membership::QuorumPolicy::any : membership::QuorumPolicy::majority;
@@ -365,6 +395,10 @@ Result<daemon::AgentConfig> agent_config(const AgentFlags& f, const ops::SlurmDe
                 "or --insecure to run a cluster that any host reaching " + *f.bind + " can join");
   }
   if (f.key_file && f.insecure) return fail("--insecure and a cluster key exclude each other");
+  if (f.evict_stragglers && f.insecure) {
+    return fail("--evict-stragglers needs a cluster key: eviction acts only on timing figures sealed with it, and "
+                "with --insecure anyone who reaches the trainers' connections could evict a healthy host");
+  }
   if (f.metrics) {
     auto metrics = net::parse_host_port(*f.metrics, net::PortZero::allowed);
     if (!metrics) return fail("--metrics: " + metrics.error().message);

@@ -25,6 +25,9 @@ struct AgentFlags {
   std::optional<std::string> name, bind, seeds, cluster, advertise, quorum_policy;
   std::optional<double> join_timeout_s, hold_down_s;
   std::optional<int64_t> slots, min_hosts, max_hosts;
+  // Node health: eviction of stragglers.
+  bool evict_stragglers = false;
+  std::optional<double> evict_after_s, evict_window_s, evict_hold_down_s;
   // Checkpoints.
   std::optional<std::string> job, host, ckpt_store, ckpt_dir;
   std::optional<uint64_t> ckpt_budget_bytes;

@@ -37,10 +37,14 @@ int print_health(const control::HealthReply& doc) {
     std::printf("%-24s %12.1f %12.1f %8" PRIu32 "  %s\n", h.name.c_str(), h.compute_ms, h.wait_ms, h.samples,
                 h.straggler ? "yes" : (h.samples < doc.rule.min_samples ? "no data" : "no"));
   }
-  if (doc.dropped.records + doc.dropped.figures > 0) {
-    std::printf("dropped: %" PRIu64 " timing record(s), %" PRIu64 " figure(s) out of range\n", doc.dropped.records,
-                doc.dropped.figures);
+  if (doc.dropped.records + doc.dropped.figures + doc.dropped.forged > 0) {
+    std::printf("dropped: %" PRIu64 " timing record(s), %" PRIu64 " figure(s) out of range, %" PRIu64
+                " record(s) whose cluster-key tag did not verify\n",
+                doc.dropped.records, doc.dropped.figures, doc.dropped.forged);
   }
+  std::printf("figures %s; eviction: %s\n",
+              doc.authenticated ? "sealed with the cluster key and verified" : "not authenticated (open cluster)",
+              doc.eviction.empty() ? "off" : doc.eviction.c_str());
   return kExitOk;
 }
 

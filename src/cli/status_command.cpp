@@ -78,6 +78,9 @@ int print_status(const control::StatusReply& doc) {
   } else {
     std::printf("health   no figures yet (no local trainer reported its steps)\n");
   }
+  if (!h.eviction.empty() && h.eviction != "off") {
+    std::printf("evict    %s (%" PRIu64 " eviction(s) seen)\n", h.eviction.c_str(), h.evictions);
+  }
   return kExitOk;
 }
 

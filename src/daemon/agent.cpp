@@ -166,6 +166,9 @@ net::OutgoingHello Agent::hello(wire::Hello::Channel channel) const {
 
 void Agent::report_health(JobHealth health) {
   asio::post(io_, [this, health = std::move(health)]() mutable {
+    // Eviction acts only on figures verified under the cluster key (health/record_seal.hpp); start()
+    // refuses --evict-stragglers in an open cluster, this guards a session that could not seal.
+    if (membership_ && health.authenticated) membership_->verdict(health.epoch, health.stragglers, health.step);
     health_.update(std::move(health), std::chrono::steady_clock::now());
   });
 }
@@ -268,6 +271,12 @@ Status Agent::start() {
   auto keys = net::load_cluster_keys(cfg_.key_file);
   if (!keys) return fail("--key-file: " + keys.error().message);
   seal_ = std::make_shared<net::ClusterSeal>(std::move(*keys));
+  if (cfg_.membership.eviction.enabled && !seal_->keyed()) {
+    // The figures ride the job's own collectives, which no key protects in an open cluster: anyone who
+    // reaches them could evict a healthy host.
+    return fail("--evict-stragglers needs a cluster key (--key-file): eviction acts only on timing figures "
+                "sealed with it, and an open cluster (--insecure) has none");
+  }
   if (seal_->keyed()) {
     logger().info("cluster key from {}: key ids {} (the first seals); unsealed packets and connections are refused",
                   cfg_.key_file, seal_->key_ids());

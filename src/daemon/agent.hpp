@@ -157,6 +157,7 @@ class Agent {
   std::string peer_lost_reply(std::span<const std::string> args);
   std::string status_reply() const;  // agent_status.cpp
   std::string health_reply() const;  // agent_health.cpp
+  std::string eviction_line() const;  // agent_health.cpp: what eviction does now, for status and health
   std::string metrics_text() const;  // agent_metrics.cpp
   // The pre-flight check (agent_check.cpp): the control request, one run, and --precheck's hold on views.
   void serve_check_requests();

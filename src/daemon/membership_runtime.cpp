@@ -39,6 +39,13 @@ void MembershipRuntime::gossip_changed() {
   });
 }
 
+void MembershipRuntime::verdict(uint64_t epoch, const std::vector<std::string>& named, uint64_t step) {
+  if (stopped()) return;
+  membership::KeeperOutput out;
+  keeper_.on_verdict(epoch, named, step, now(), out);
+  perform(out);
+}
+
 Status MembershipRuntime::force() {
   membership::KeeperOutput out;
   auto st = keeper_.force(now(), out);

@@ -33,6 +33,8 @@ class MembershipRuntime : public CoreDriver {
   // Gossip changed: hand the keeper the new member list once this loop turn is over.
   void gossip_changed();
   void add_view_observer(ViewObserver o) { observers_.push_back(std::move(o)); }
+  // The local trainer's straggler verdict (see ViewKeeper::on_verdict: eviction, when enabled).
+  void verdict(uint64_t epoch, const std::vector<std::string>& named, uint64_t step);
   // The operator's override (see ViewKeeper::force).
   Status force();
   void close();

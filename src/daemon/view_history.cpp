@@ -36,6 +36,12 @@ void ViewHistory::on_view(const membership::View& view) {
     durations_.sum += *c.seconds;
     ++durations_.count;
   }
+  if (!view.evicted().empty()) {
+    // No gossip event led to it: the straggler verdict did.
+    std::string names;
+    for (const auto& n : view.evicted()) names += (names.empty() ? "" : ", ") + n;
+    c.trigger = names + " evicted (straggler)";
+  }
   c.committed_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   changes_.push_back(std::move(c));
   while (changes_.size() > kKept) changes_.pop_front();

@@ -79,6 +79,8 @@ void StragglerJudge::count_dropped(uint64_t records, uint64_t figures) {
   health_.dropped_figures += figures;
 }
 
+void StragglerJudge::count_forged(uint64_t records) { health_.forged_records += records; }
+
 const JobHealth& StragglerJudge::evaluate(std::span<const std::vector<StepFigure>> figures, uint64_t step) {
   const size_t n = hosts_.size();
   for (size_t i = 0; i < n && i < figures.size(); ++i) {

@@ -49,6 +49,10 @@ class StragglerJudge {
   const JobHealth& evaluate(std::span<const std::vector<StepFigure>> figures, uint64_t step);
   // Adds refused records and dropped figures to the counts the verdict reports.
   void count_dropped(uint64_t records, uint64_t figures);
+  // Adds records whose tag did not verify (health/record_seal.hpp) to the counts the verdict reports.
+  void count_forged(uint64_t records);
+  // Whether the figures are verified under the cluster key (reported in the verdict).
+  void set_authenticated(bool authenticated) { health_.authenticated = authenticated; }
 
   const JobHealth& health() const { return health_; }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gossip/types.hpp"
+#include "membership/eviction.hpp"
 #include "membership/view.hpp"
 
 namespace shoal::membership {
@@ -46,6 +47,8 @@ struct Config {
   // hosts leaving at once never strand the rest in a stall.
   Time leaver_votes_for{3'000'000};
   QuorumPolicy policy = QuorumPolicy::majority;
+  // Node health's eviction of stragglers (eviction.hpp); off by default.
+  EvictionConfig eviction;
 };
 
 // A TCP request/response to a peer: send `bytes` as one frame, read one frame back, then call
@@ -87,6 +90,16 @@ struct KeeperStatus {
   size_t live_of_view = 0;   // members of the committed view that gossip sees alive or suspect
   size_t view_size = 0;
   bool in_view = false;      // this member is in the committed view
+  // Set when the committed view evicted this member as a straggler: the epoch that did, the step from
+  // which its verdict named it, and when (keeper time) its hold-down ends.
+  struct Evicted {
+    uint64_t epoch = 0;
+    uint64_t since_step = 0;
+    Time until{0};
+  };
+  std::optional<Evicted> evicted;
+  uint64_t evictions = 0;    // views installed here that evicted someone
+  std::string eviction;      // for people: the eviction that is pending or why none is made (empty: none)
 };
 
 }  // namespace shoal::membership

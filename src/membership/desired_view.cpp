@@ -40,7 +40,7 @@ bool same_members(std::vector<ViewMember> a, std::vector<ViewMember> b) {
 }
 
 Desired desired_view(const View& committed, const std::vector<gossip::Member>& gossip, const FlapDamper& damper,
-                     const Config& cfg, Time now) {
+                     const Config& cfg, Time now, const std::optional<std::string>& evict) {
   Desired d;
   const uint64_t next_epoch = committed.epoch() + 1;
   // Hashed by name: this runs at every gossip change on every member, so at a thousand members an
@@ -53,11 +53,18 @@ Desired desired_view(const View& committed, const std::vector<gossip::Member>& g
   bool only_known_gone = true;  // left, or dead on a confirmed refusal
   size_t lingering = 0;  // left gracefully, recently: still answers as an acceptor
   std::vector<std::string> live_names, lost_names;
+  std::optional<ViewMember> evicted;  // live, left out as a straggler
   for (const ViewMember& vm : committed.members()) {
     const auto it = seen.find(vm.name);
     const gossip::Member* g = it == seen.end() ? nullptr : it->second;
     if (g != nullptr && g->id.generation == vm.generation && live(g->state)) {
       ViewMember keep = from_gossip(*g, vm.join_epoch);
+      if (evict && vm.name == *evict) {
+        // Alive, so it still counts as live for the majority; it simply is not wanted in the next view.
+        evicted = keep;
+        live_names.push_back(vm.name);
+        continue;
+      }
       d.members.push_back(keep);
       live_names.push_back(vm.name);
       if (!(keep == vm)) only_graceful = only_known_gone = false;  // metadata changed
@@ -99,6 +106,16 @@ Desired desired_view(const View& committed, const std::vector<gossip::Member>& g
     only_graceful = only_known_gone = false;
   }
 
+  if (evicted) {
+    if (d.members.size() < std::max<uint32_t>(cfg.min_hosts, 1)) {
+      d.evict_blocked = "not evicting " + evicted->name + ": the view would have " + std::to_string(d.members.size()) +
+                        " members, fewer than --min-hosts " + std::to_string(cfg.min_hosts);
+      d.members.push_back(*evicted);
+    } else {
+      d.evicted = evicted->name;
+      only_graceful = only_known_gone = false;
+    }
+  }
   d.differs = !same_members(d.members, committed.members());
   d.graceful_only = d.differs && only_graceful;
   d.refused_only = d.differs && !only_graceful && only_known_gone;

@@ -22,13 +22,16 @@ struct Desired {
   size_t live_of_view = 0;
   std::string blocked;              // non-empty: a change is wanted but may not be proposed (the reason)
   std::optional<Time> next_eligible;  // when a member in hold-down becomes admissible
+  std::optional<std::string> evicted;  // the member this list leaves out as a straggler
+  std::string evict_blocked;           // non-empty: an eviction was asked for but not made (the reason)
 };
 
 // Members of `committed` stay while gossip sees the same generation alive or suspect; dead, left,
 // restarted or forgotten members go. Alive members not in the view join when the flap damper allows,
-// up to max_hosts. `epoch_if_committed` is the epoch the result would be committed at.
+// up to max_hosts. `evict` (eviction.hpp) names a live member of the view to leave out as a straggler; it
+// stays in when the list would fall below min_hosts without it (evict_blocked says so).
 Desired desired_view(const View& committed, const std::vector<gossip::Member>& gossip, const FlapDamper& damper,
-                     const Config& cfg, Time now);
+                     const Config& cfg, Time now, const std::optional<std::string>& evict = std::nullopt);
 
 // True when both lists hold the same members with the same fields (order ignored).
 bool same_members(std::vector<ViewMember> a, std::vector<ViewMember> b);

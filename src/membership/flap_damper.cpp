@@ -16,8 +16,14 @@ void FlapDamper::observe(const std::vector<gossip::Member>& members, Time now) {
   std::erase_if(alive_, [mark](const auto& entry) { return entry.second.seen_in != mark; });
 }
 
-void FlapDamper::removed(const std::string& name, uint64_t generation, Time now) {
-  removed_[name] = Removal{generation, now};
+void FlapDamper::removed(const std::string& name, uint64_t generation, Time now, std::optional<Time> evicted_hold) {
+  removed_[name] = Removal{generation, now, evicted_hold};
+}
+
+std::optional<Time> FlapDamper::evicted_until(const std::string& name) const {
+  const auto r = removed_.find(name);
+  if (r == removed_.end() || !r->second.evicted_hold) return std::nullopt;
+  return r->second.at + *r->second.evicted_hold;
 }
 
 std::optional<Time> FlapDamper::alive_since(const std::string& name, uint64_t generation) const {
@@ -30,7 +36,12 @@ Time FlapDamper::eligible_at(const std::string& name, uint64_t generation, Time 
   const auto since = alive_since(name, generation);
   if (!since) return Time::max();
   const auto r = removed_.find(name);
-  if (r == removed_.end() || generation > r->second.generation) return *since;
+  if (r == removed_.end()) return *since;
+  if (r->second.evicted_hold) {
+    // An evicted member waits out the longer of both hold-downs, whatever its generation.
+    return std::max(*since, r->second.at) + std::max(hold_down, *r->second.evicted_hold);
+  }
+  if (generation > r->second.generation) return *since;
   return std::max(*since, r->second.at) + hold_down;
 }
 

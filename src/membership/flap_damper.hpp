@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <string>
 #include <vector>
@@ -19,8 +20,11 @@ class FlapDamper {
  public:
   // Feeds gossip's current opinion: tracks since when each member has been continuously alive.
   void observe(const std::vector<gossip::Member>& members, Time now);
-  // Records that `name` (at `generation`) left a committed view at `now`.
-  void removed(const std::string& name, uint64_t generation, Time now);
+  // Records that `name` (at `generation`) left a committed view at `now`. An eviction (node health) passes
+  // its own hold-down, which applies to every generation: restarting a slow host does not readmit it sooner.
+  void removed(const std::string& name, uint64_t generation, Time now, std::optional<Time> evicted_hold = {});
+  // The end of an evicted member's hold-down, counted from its removal (nullopt: not held as evicted).
+  std::optional<Time> evicted_until(const std::string& name) const;
 
   // Whether this member may be admitted now, and if not, from when (for the wake-up).
   bool eligible(const std::string& name, uint64_t generation, Time now, Time hold_down) const;
@@ -37,6 +41,7 @@ class FlapDamper {
   struct Removal {
     uint64_t generation = 0;
     Time at{0};
+    std::optional<Time> evicted_hold;  // set for an eviction: this hold-down, any generation
   };
   // Updated in place at every gossip change (hashed, no rebuild): this runs on every member for every
   // change, which at a thousand members made a rebuilt ordered map the keeper's main cost.

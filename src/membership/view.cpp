@@ -66,7 +66,8 @@ uint64_t fnv1a64(std::string_view bytes) {
   return h;
 }
 
-std::string canonical_encoding(uint64_t epoch, const std::vector<ViewMember>& members, uint64_t lineage) {
+std::string canonical_encoding(uint64_t epoch, const std::vector<ViewMember>& members, uint64_t lineage,
+                               const std::vector<std::string>& evicted) {
   std::string out = lineage == 0 ? "shoal.view.v1" : "shoal.view.v2";
   put_u64(out, epoch);
   if (lineage != 0) put_u64(out, lineage);
@@ -78,6 +79,11 @@ std::string canonical_encoding(uint64_t epoch, const std::vector<ViewMember>& me
     put_u32(out, m.slots);
     put_u64(out, m.join_epoch);
     put_u64(out, m.generation);
+  }
+  if (!evicted.empty()) {
+    out += "evicted";
+    put_u64(out, evicted.size());
+    for (const auto& name : evicted) put_str(out, name);
   }
   return out;
 }
@@ -94,17 +100,19 @@ uint64_t first_lineage(const std::vector<ViewMember>& members, std::string_view 
 
 View::View() : hash_(fnv1a64(canonical_encoding(0, {}))) {}
 
-View::View(uint64_t epoch, std::vector<ViewMember> members, uint64_t lineage)
+View::View(uint64_t epoch, std::vector<ViewMember> members, uint64_t lineage, std::vector<std::string> evicted)
     : epoch_(epoch),
       lineage_(lineage),
       members_(std::move(members)),
-      hash_(fnv1a64(canonical_encoding(epoch_, members_, lineage_))) {
+      evicted_(std::move(evicted)),
+      hash_(fnv1a64(canonical_encoding(epoch_, members_, lineage_, evicted_))) {
   by_name_.resize(members_.size());
   for (uint32_t i = 0; i < by_name_.size(); ++i) by_name_[i] = i;
   std::sort(by_name_.begin(), by_name_.end(), [this](uint32_t a, uint32_t b) { return members_[a].name < members_[b].name; });
 }
 
-Result<View> View::make(uint64_t epoch, std::vector<ViewMember> members, uint64_t lineage) {
+Result<View> View::make(uint64_t epoch, std::vector<ViewMember> members, uint64_t lineage,
+                        std::vector<std::string> evicted) {
   std::unordered_set<std::string_view> names;
   std::unordered_set<std::string_view> addrs;
   for (const ViewMember& m : members) {
@@ -129,8 +137,22 @@ Result<View> View::make(uint64_t epoch, std::vector<ViewMember> members, uint64_
                   std::to_string(m.join_epoch));
     }
   }
+  std::sort(evicted.begin(), evicted.end());
+  for (size_t i = 0; i < evicted.size(); ++i) {
+    if (evicted[i].empty()) return fail("view " + std::to_string(epoch) + ": an evicted member has an empty name");
+    if (i > 0 && evicted[i] == evicted[i - 1]) {
+      return fail("view " + std::to_string(epoch) + ": '" + evicted[i] + "' is evicted twice");
+    }
+    if (names.count(evicted[i])) {
+      return fail("view " + std::to_string(epoch) + ": member '" + evicted[i] + "' is evicted and a member");
+    }
+  }
   std::sort(members.begin(), members.end(), canonical_less);
-  return View(epoch, std::move(members), lineage);
+  return View(epoch, std::move(members), lineage, std::move(evicted));
+}
+
+bool View::evicts(std::string_view name) const {
+  return std::binary_search(evicted_.begin(), evicted_.end(), name, std::less<>());
 }
 
 const ViewMember* View::find(std::string_view name) const {
@@ -168,6 +190,11 @@ std::string View::to_string() const {
            " j=" + std::to_string(m.join_epoch) + " g=" + std::to_string(m.generation) + ")";
   }
   out += "]";
+  if (!evicted_.empty()) {
+    out += " evicted [";
+    for (size_t i = 0; i < evicted_.size(); ++i) out += (i > 0 ? ", " : "") + evicted_[i];
+    out += "]";
+  }
   return out;
 }
 

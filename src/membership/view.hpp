@@ -52,8 +52,11 @@ class View {
   // Validates the members and orders them canonically by (join_epoch, name), so that the order in
   // which they were supplied never matters. Refuses: an empty or duplicate name, an empty host, an
   // address that does not parse or that another member has too, slots above kMaxSlotsPerMember, a
-  // join_epoch after `epoch`. `lineage` names the cluster (see lineage()).
-  static Result<View> make(uint64_t epoch, std::vector<ViewMember> members, uint64_t lineage = 0);
+  // join_epoch after `epoch`. `lineage` names the cluster (see lineage()). `evicted` names the members of
+  // the previous view that this one removes as stragglers (node health's eviction, opt-in): none of them
+  // may be a member; kept sorted.
+  static Result<View> make(uint64_t epoch, std::vector<ViewMember> members, uint64_t lineage = 0,
+                           std::vector<std::string> evicted = {});
 
   uint64_t epoch() const { return epoch_; }
   const std::vector<ViewMember>& members() const { return members_; }
@@ -62,6 +65,9 @@ class View {
   // (two runs of one job, two concurrent clusters of one id) differ. 0: an agent too old to set it.
   uint64_t lineage() const { return lineage_; }
   size_t size() const { return members_.size(); }
+  // The members of the previous view this one removed as stragglers (sorted; usually empty).
+  const std::vector<std::string>& evicted() const { return evicted_; }
+  bool evicts(std::string_view name) const;
 
   // FNV-1a 64 over canonical_encoding(); equal views give equal hashes on every machine and build.
   uint64_t hash() const { return hash_; }
@@ -75,7 +81,8 @@ class View {
 
   // Equal epoch and equal members in the same (canonical) order; the hash then agrees too.
   bool operator==(const View& other) const {
-    return epoch_ == other.epoch_ && lineage_ == other.lineage_ && members_ == other.members_;
+    return epoch_ == other.epoch_ && lineage_ == other.lineage_ && members_ == other.members_ &&
+           evicted_ == other.evicted_;
   }
 
   // One line for logs: "view e=7 h=1f2e3d4c5b6a7980 n=2 [a(h1 h1:7946 s=8 j=1 g=3), b(...)]" (with
@@ -83,11 +90,12 @@ class View {
   std::string to_string() const;
 
  private:
-  View(uint64_t epoch, std::vector<ViewMember> members, uint64_t lineage);
+  View(uint64_t epoch, std::vector<ViewMember> members, uint64_t lineage, std::vector<std::string> evicted);
 
   uint64_t epoch_ = 0;
   uint64_t lineage_ = 0;
   std::vector<ViewMember> members_;
+  std::vector<std::string> evicted_;
   uint64_t hash_ = 0;
   // Member indices ordered by name: find() is a binary search (the keeper looks members up for every
   // gossip change, so a linear scan made each change O(N^2) at a thousand members).
@@ -98,10 +106,13 @@ class View {
 //   "shoal.view.v1" | u64 epoch | u64 member count |
 //   per member in canonical order: str name | str host | str addr | u32 slots | u64 join_epoch |
 //   u64 generation
+// and, only when the view evicts someone (so that every other view keeps its hash):
+//   "evicted" | u64 count | str name per evicted member, sorted
 // where str is a u32 byte length followed by the bytes; with a lineage (not 0) the tag is "shoal.view.v2"
 // and u64 lineage follows the epoch, so a view without one hashes as it always did. Changing this layout
 // changes every hash: bump the tag and the pinned values in tests/ranks/view_test.cpp together.
-std::string canonical_encoding(uint64_t epoch, const std::vector<ViewMember>& members, uint64_t lineage = 0);
+std::string canonical_encoding(uint64_t epoch, const std::vector<ViewMember>& members, uint64_t lineage = 0,
+                               const std::vector<std::string>& evicted = {});
 
 // The lineage the proposer of a cluster's first view gives it: a hash of that view's members (in
 // canonical order, generations included) and of the proposer's own name and gossip generation. A

@@ -17,6 +17,7 @@ void to_msg(const View& v, wire::ViewMsg* out) {
     mm->set_join_epoch(m.join_epoch);
     mm->set_generation(m.generation);
   }
+  for (const auto& name : v.evicted()) out->add_evicted(name);
 }
 
 Result<View> from_msg(const wire::ViewMsg& msg) {
@@ -34,7 +35,16 @@ Result<View> from_msg(const wire::ViewMsg& msg) {
     }
     members.push_back(ViewMember{mm.name(), mm.host(), mm.addr(), mm.slots(), mm.join_epoch(), mm.generation()});
   }
-  auto v = View::make(msg.epoch(), std::move(members), msg.lineage());
+  // A view removes at most a handful of stragglers (one per eviction window); more is no view of ours.
+  if (msg.evicted_size() > 16) return fail("a view that evicts " + std::to_string(msg.evicted_size()) + " members");
+  std::vector<std::string> evicted;
+  for (const auto& name : msg.evicted()) {
+    if (name.size() > kMaxViewTextBytes) {
+      return fail("an evicted member's name is longer than " + std::to_string(kMaxViewTextBytes) + " bytes");
+    }
+    evicted.push_back(name);
+  }
+  auto v = View::make(msg.epoch(), std::move(members), msg.lineage(), std::move(evicted));
   if (!v) return fail("view of epoch " + std::to_string(msg.epoch()) + ": " + v.error().message);
   if (v->hash() != msg.hash()) return fail("view of epoch " + std::to_string(msg.epoch()) + ": hash mismatch");
   return v;

@@ -22,7 +22,7 @@ const char* to_string(KeeperPhase p) {
 }
 
 ViewKeeper::ViewKeeper(Config cfg, gossip::Identity self, uint64_t seed)
-    : cfg_(std::move(cfg)), self_(std::move(self)), rng_(seed) {
+    : cfg_(std::move(cfg)), self_(std::move(self)), rng_(seed), eviction_(cfg_.eviction) {
   acceptor_.reset(1);
   status_.reason = "forming: no view yet";
 }
@@ -51,6 +51,13 @@ void ViewKeeper::on_tick(Time now, KeeperOutput& out) {
     commit_retries_.erase(commit_retries_.begin());
     if (p.commit_epoch == view_.epoch()) send_commit(p.name, p.addr, view_, true, p.attempts, now, out);
   }
+  evaluate(now, out);
+}
+
+void ViewKeeper::on_verdict(uint64_t epoch, const std::vector<std::string>& named, uint64_t step, Time now,
+                            KeeperOutput& out) {
+  if (!eviction_.enabled()) return;
+  eviction_.on_verdict(epoch, named, step, view_.epoch(), now);
   evaluate(now, out);
 }
 
@@ -108,13 +115,30 @@ bool ViewKeeper::designated_proposer() const {
   return smallest != nullptr && *smallest == self_.name;
 }
 
+std::string ViewKeeper::evicted_reason(Time now) const {
+  if (!status_.evicted) return "";
+  const Time left = status_.evicted->until > now ? status_.evicted->until - now : Time{0};
+  return "evicted as a straggler by epoch " + std::to_string(status_.evicted->epoch) + " (named from step " +
+         std::to_string(status_.evicted->since_step) + "); readmitted " +
+         (left.count() > 0 ? "once alive out of the view for " + std::to_string((left.count() + 999'999) / 1'000'000) +
+                                 " s more"
+                           : "at the next view change");
+}
+
 void ViewKeeper::evaluate(Time now, KeeperOutput& out) {
-  const Desired d = desired_view(view_, gossip_, damper_, cfg_, now);
+  // An eviction is proposed only by a member of the view, and never during a forced change.
   const ViewMember* me = view_.find(self_.name);
+  const bool in_view = me != nullptr && me->generation == self_.generation;
+  const auto evict = in_view && !force_requested_ ? eviction_.candidate(view_, now) : std::nullopt;
+  const Desired d = desired_view(view_, gossip_, damper_, cfg_, now, evict);
   status_.epoch = view_.epoch();
   status_.view_size = view_.size();
   status_.live_of_view = d.live_of_view;
-  status_.in_view = me != nullptr && me->generation == self_.generation;
+  status_.in_view = in_view;
+  status_.evicted = in_view ? std::nullopt : evicted_self_;
+  status_.eviction = d.evict_blocked;
+  if (d.evicted) status_.eviction = "evicting " + *d.evicted + " as a straggler";
+  if (const auto due = eviction_.next_due(view_, now)) out.wake_no_later_than(*due);
   if (d.next_eligible) out.wake_no_later_than(*d.next_eligible);
   if (!commit_retries_.empty()) out.wake_no_later_than(commit_retries_.begin()->first);
 
@@ -131,7 +155,7 @@ void ViewKeeper::evaluate(Time now, KeeperOutput& out) {
     last_desired_.clear();
     force_requested_ = false;
     status_.phase = view_.epoch() == 0 ? KeeperPhase::forming : KeeperPhase::stable;
-    status_.reason = view_.epoch() == 0 ? "forming: no members" : "";
+    status_.reason = view_.epoch() == 0 ? "forming: no members" : evicted_reason(now);
     return;
   }
   if (!same_members(d.members, last_desired_)) {
@@ -152,7 +176,7 @@ void ViewKeeper::evaluate(Time now, KeeperOutput& out) {
   // members may all be dead): it proposes like any member then.
   if (view_.epoch() > 0 && !status_.in_view && !force_requested_) {
     status_.phase = KeeperPhase::proposing;
-    status_.reason = "not in the committed view: waiting to be admitted";
+    status_.reason = status_.evicted ? evicted_reason(now) : "not in the committed view: waiting to be admitted";
     return;
   }
   const Time quiet = d.refused_only ? std::min(cfg_.settle_refused, cfg_.settle_quiet) : cfg_.settle_quiet;
@@ -176,7 +200,9 @@ void ViewKeeper::start_round(const Desired& d, bool all_members_mode, Time now, 
   // The first view of a cluster gets its lineage here; every later one copies it.
   const uint64_t lineage =
       view_.epoch() == 0 ? first_lineage(d.members, self_.name, self_.generation) : view_.lineage();
-  auto value = View::make(view_.epoch() + 1, d.members, lineage);
+  std::vector<std::string> evicted;
+  if (d.evicted) evicted.push_back(*d.evicted);
+  auto value = View::make(view_.epoch() + 1, d.members, lineage, std::move(evicted));
   if (!value) {
     logger().error("cannot form the next view: {}", value.error().message);
     backoff_until_ = now + cfg_.takeover_after;
@@ -213,7 +239,8 @@ void ViewKeeper::send_phase(Time now, KeeperOutput& out) {
   req.set_from_name(self_.name);
   req.set_from_generation(self_.generation);
   if (prepare) {
-    req.mutable_prepare();
+    auto* p = req.mutable_prepare();
+    for (const auto& name : round_->value().evicted()) p->add_evicting(name);
   } else {
     to_msg(round_->value(), req.mutable_accept()->mutable_view());
     req.mutable_accept()->set_forced(round_all_members_);
@@ -266,6 +293,11 @@ void ViewKeeper::advance_round(Time now, KeeperOutput& out) {
 void ViewKeeper::fail_round(Time now, const std::string& why) {
   logger().debug("round {} for epoch {} failed: {}", round_->id(), round_->epoch(), why);
   ++stats_.rounds_failed;
+  if (!round_->value().evicted().empty()) {
+    logger().info("the view that evicts {} was not committed ({}); no eviction for the next {} s", round_->value().evicted().front(),
+                  why, cfg_.eviction.after.count() / 1'000'000);
+    eviction_.round_failed(now);
+  }
   round_.reset();
   const auto base = cfg_.retry_backoff.count();
   backoff_until_ = now + Time(base + static_cast<int64_t>(rng_() % static_cast<uint64_t>(2 * base + 1)));
@@ -290,8 +322,27 @@ void ViewKeeper::install(const View& v, Time now, KeeperOutput& out) {
   undelivered_.clear();
   for (const auto& m : view_.members()) {
     const ViewMember* next = v.find(m.name);
-    if (next == nullptr || next->generation != m.generation) damper_.removed(m.name, m.generation, now);
+    if (next != nullptr && next->generation == m.generation) continue;
+    if (v.evicts(m.name)) {
+      damper_.removed(m.name, m.generation, now, std::max(cfg_.eviction.hold_down, cfg_.hold_down));
+      const uint64_t since = eviction_.first_named_step(m.name);
+      logger().warn("view epoch {} evicts {} as a straggler (the verdict named it from step {} of epoch {}); it stays "
+                    "out of views for the hold-down of {} s, then may rejoin",
+                    v.epoch(), m.name, since, view_.epoch(),
+                    std::max(cfg_.eviction.hold_down, cfg_.hold_down).count() / 1'000'000);
+      if (m.name == self_.name) {
+        evicted_self_ = KeeperStatus::Evicted{v.epoch(), since, now + std::max(cfg_.eviction.hold_down, cfg_.hold_down)};
+        logger().warn("this member ({}) was evicted from the job's view as a straggler: it stays alive out of views "
+                      "and asks to rejoin after the hold-down",
+                      self_.name);
+      }
+    } else {
+      damper_.removed(m.name, m.generation, now);
+    }
   }
+  if (!v.evicted().empty()) ++status_.evictions;
+  eviction_.on_install(v, now);
+  if (v.find(self_.name) != nullptr) evicted_self_.reset();
   logger().info("view epoch {} committed: {} members, hash {:016x} (was epoch {}, {} members)", v.epoch(), v.size(),
                 v.hash(), view_.epoch(), view_.size());
   view_ = v;

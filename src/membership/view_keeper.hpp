@@ -46,6 +46,10 @@ class ViewKeeper {
   void on_response(uint64_t token, std::optional<std::span<const std::byte>> bytes, Time now, KeeperOutput& out);
   void on_tick(Time now, KeeperOutput& out);
 
+  // The local trainer's straggler verdict (node health): the members named in `epoch` up to `step`. Feeds
+  // the eviction rule (eviction.hpp) when Config::eviction is enabled; ignored otherwise.
+  void on_verdict(uint64_t epoch, const std::vector<std::string>& named, uint64_t step, Time now, KeeperOutput& out);
+
   // The operator's override when a majority of the last view is lost: propose the live set now,
   // needing only that all its members accept. Risk: if the lost members are in fact alive on the other
   // side of a partition and do the same, the job splits. Returns why it cannot, if it cannot.
@@ -55,6 +59,7 @@ class ViewKeeper {
   KeeperStatus status() const { return status_; }
   const KeeperStats& stats() const { return stats_; }
   const gossip::Identity& self() const { return self_; }
+  const Eviction& eviction() const { return eviction_; }
 
  private:
   struct Pending {
@@ -66,6 +71,8 @@ class ViewKeeper {
   };
 
   void evaluate(Time now, KeeperOutput& out);
+  // The status line of a member the committed view evicted (empty when it was not).
+  std::string evicted_reason(Time now) const;
   bool designated_proposer() const;
   bool live(const std::string& name, uint64_t generation) const;
   bool live_by_name(const std::string& name) const;
@@ -81,6 +88,8 @@ class ViewKeeper {
   void install(const View& v, Time now, KeeperOutput& out);
 
   wire::ViewResponse answer(const wire::ViewRequest& req, Time now, KeeperOutput& out);
+  // The acceptor's check of a value that evicts `names` (eviction.hpp); logs a refusal once per epoch.
+  bool agrees_to_evict(const std::vector<std::string>& names, const std::string& proposer);
   Vote vote_from(const wire::ViewResponse& resp, bool prepare_phase) const;
   void learn_from(const wire::ViewResponse& resp, Time now, KeeperOutput& out);
 
@@ -90,6 +99,9 @@ class ViewKeeper {
   View view_;
   Acceptor acceptor_;
   FlapDamper damper_;
+  Eviction eviction_;
+  std::optional<KeeperStatus::Evicted> evicted_self_;
+  uint64_t refusal_logged_epoch_ = 0;  // the epoch of the last refusal to evict that was logged
   std::vector<gossip::Member> gossip_;
   std::unordered_map<std::string, size_t> gossip_index_;  // name -> index in gossip_ (one record per name)
 

@@ -74,12 +74,21 @@ wire::ViewResponse ViewKeeper::answer(const wire::ViewRequest& req, Time now, Ke
   highest_round_seen_ = std::max(highest_round_seen_, b.round);
   bool ok = false;
   if (prepare) {
+    const std::vector<std::string> evicting(req.prepare().evicting().begin(), req.prepare().evicting().end());
+    if (!evicting.empty() && !agrees_to_evict(evicting, req.from_name())) {
+      resp.set_verdict(wire::ViewResponse::NACK);
+      return resp;
+    }
     ok = acceptor_.prepare(b);
   } else {
     auto value = from_msg(req.accept().view());
     if (!value || value->epoch() != t) {
       stats_.rejected.add(wire::RejectCause::malformed);
       logger().warn("accept for epoch {} from {} carries a bad view", t, req.from_name());
+      resp.set_verdict(wire::ViewResponse::NACK);
+      return resp;
+    }
+    if (!value->evicted().empty() && !agrees_to_evict(value->evicted(), req.from_name())) {
       resp.set_verdict(wire::ViewResponse::NACK);
       return resp;
     }
@@ -96,6 +105,19 @@ wire::ViewResponse ViewKeeper::answer(const wire::ViewRequest& req, Time now, Ke
     to_msg(*acceptor_.accepted(), resp.mutable_accepted());
   }
   return resp;
+}
+
+bool ViewKeeper::agrees_to_evict(const std::vector<std::string>& names, const std::string& proposer) {
+  if (names.size() <= 1 && eviction_.agrees(names)) return true;
+  if (refusal_logged_epoch_ != view_.epoch()) {
+    refusal_logged_epoch_ = view_.epoch();
+    logger().warn("refusing {}'s view that evicts {} as a straggler: {}", proposer, names.front(),
+                  !eviction_.enabled()  ? "eviction is off here (--evict-stragglers)"
+                  : names.size() > 1    ? "it evicts more than one member at once"
+                                        : "this member's own verdict never named it in epoch " +
+                                             std::to_string(view_.epoch()));
+  }
+  return false;
 }
 
 Vote ViewKeeper::vote_from(const wire::ViewResponse& resp, bool prepare_phase) const {

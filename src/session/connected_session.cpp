@@ -42,7 +42,7 @@ Result<membership::View> view_from_reply(const control::ViewReply& reply) {
       return fail("the agent sent an invalid lineage '" + reply.lineage + "'");
     }
   }
-  auto view = membership::View::make(reply.epoch, std::move(list), lineage);
+  auto view = membership::View::make(reply.epoch, std::move(list), lineage, reply.evicted);
   if (!view) return fail("the agent sent an invalid view: " + view.error().message);
   if (fmt::format("{:016x}", view->hash()) != reply.hash) {
     return fail("the agent's view does not match its hash " + reply.hash);
@@ -81,6 +81,7 @@ Status ConnectedSession::begin() {
   // normally the same user; a trainer that may not read it gets this error rather than refusals).
   auto keys = net::load_cluster_keys(doc->key_file);
   if (!keys) return fail("the agent's cluster key: " + keys.error().message);
+  if (*keys) id.keys = std::make_shared<const wire::KeyRing>(**keys);
   auto seal = std::make_shared<net::ClusterSeal>(std::move(*keys));
   id.rendezvous_hello = net::OutgoingHello(
       net::encode_hello(

@@ -33,7 +33,7 @@ JobHealth ElasticLoop::health() const { return health_->health(); }
 void ElasticLoop::restart_health() {
   const RankInfo ranks = session_.ranks();
   std::vector<std::string> rank_hosts;
-  if (auto* core = dynamic_cast<session::SessionCore*>(&session_)) rank_hosts = core->rank_hosts(*comm_);
+  if (auto* c = dynamic_cast<session::SessionCore*>(&session_)) rank_hosts = c->rank_hosts(*comm_);
   if (rank_hosts.size() != static_cast<size_t>(comm_->world_size())) {
     // A session of another kind: one rank per member when the counts say so, else ranks as hosts.
     rank_hosts = ranks.members;
@@ -42,7 +42,8 @@ void ElasticLoop::restart_health() {
       for (int r = 0; r < comm_->world_size(); ++r) rank_hosts.push_back("rank-" + std::to_string(r));
     }
   }
-  health_->restart(std::move(rank_hosts), comm_->epoch());
+  auto* core = dynamic_cast<session::SessionCore*>(&session_);
+  health_->restart(std::move(rank_hosts), comm_->epoch(), ranks.attempt, core ? core->health_keys() : nullptr);
 }
 
 void ElasticLoop::sync_from(int root) {

@@ -4,6 +4,7 @@
 #include <csignal>
 
 #include "base/log.hpp"
+#include "net/cluster_seal.hpp"
 #include "net/host_port.hpp"
 
 namespace shoal::session {
@@ -44,6 +45,10 @@ Status EmbeddedSession::begin() {
   id.checkpoints.safety = [agent = agent_.get()](uint32_t rank) -> Result<ckpt_service::RankSafety> {
     return agent->checkpoints().safety(rank);
   };
+  // The ring that seals node health's timing records: the agent's key file, read again (it is a few lines).
+  auto keys = net::load_cluster_keys(agent_->key_file());
+  if (!keys) return fail("the cluster key: " + keys.error().message);
+  if (*keys) id.keys = std::make_shared<const wire::KeyRing>(**keys);
   set_identity(std::move(id));
   if (opt_.leave_on_sigterm) leave_on_sigterm();
   loop_ = std::thread([this] {

@@ -87,6 +87,11 @@ void SessionCore::set_identity(SessionIdentity identity) {
   if (latest_) checkpoints_->follow_view(latest_->lineage());
 }
 
+std::shared_ptr<const wire::KeyRing> SessionCore::health_keys() const {
+  std::lock_guard lock(mu_);
+  return id_.keys;
+}
+
 std::unique_ptr<CheckpointSave> SessionCore::begin_save(Communicator& comm, uint64_t step,
                                                        const std::vector<CheckpointBuffer>& buffers) {
   {

@@ -14,6 +14,7 @@
 #include "session/session_checkpoints.hpp"
 #include "shoal/health.hpp"
 #include "shoal/session.hpp"
+#include "wire/cluster_key.hpp"
 
 namespace shoal::session {
 
@@ -29,6 +30,10 @@ struct SessionIdentity {
   // launcher started for the same view (SHOAL_WORKER_ROUND), so that they never read the keys (Gloo
   // addresses, restore reports) of the workers they replace.
   std::string key_scope;
+  // The cluster's key ring, which seals and checks the timing records of node health
+  // (health/record_seal.hpp); nullptr in an open cluster. Read once at start: a key rotated in later (SIGHUP)
+  // reaches the records only when the trainer starts again.
+  std::shared_ptr<const wire::KeyRing> keys;
 };
 
 class SessionCore : public Session {
@@ -54,6 +59,8 @@ class SessionCore : public Session {
   // The elastic loop's latest straggler verdict, for this session's agent (shoal health, status, metrics).
   // From the loop's thread; must not block.
   virtual void report_health(const JobHealth& health) { (void)health; }
+  // The key ring of the timing records (SessionIdentity::keys); nullptr in an open cluster.
+  std::shared_ptr<const wire::KeyRing> health_keys() const;
 
  protected:
   // Before the first view arrives.

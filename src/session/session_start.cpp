@@ -103,6 +103,21 @@ std::unique_ptr<Session> Session::start(const SessionOptions& options) {
               " can join");
   }
   if (!cfg.key_file.empty() && options.insecure) throw bad("insecure and a cluster key exclude each other");
+  if (options.evict_stragglers) {
+    if (cfg.key_file.empty()) {
+      throw bad("evict_stragglers needs a cluster key: eviction acts only on timing figures sealed with it, and "
+                "with insecure anyone who reaches the trainers' connections could evict a healthy host");
+    }
+    const auto positive = [](std::chrono::milliseconds d) { return d.count() > 0 && d <= std::chrono::hours(24 * 365); };
+    if (!positive(options.evict_after) || !positive(options.evict_window) || !positive(options.evict_hold_down)) {
+      throw bad("evict_after, evict_window and evict_hold_down must be positive (and at most a year)");
+    }
+    auto& ev = cfg.membership.eviction;
+    ev.enabled = true;
+    ev.after = std::chrono::duration_cast<gossip::Time>(options.evict_after);
+    ev.window = std::chrono::duration_cast<gossip::Time>(options.evict_window);
+    ev.hold_down = std::chrono::duration_cast<gossip::Time>(options.evict_hold_down);
+  }
   if (options.backend != "gloo" && options.backend != "nccl") {
     throw bad("backend must be gloo or nccl, not '" + options.backend + "'");
   }

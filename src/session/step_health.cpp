@@ -24,13 +24,18 @@ StragglerOptions checked(const StragglerOptions& rule) {
 
 StepHealth::StepHealth(const StragglerOptions& rule) : rule_(checked(rule)), judge_(rule_) {}
 
-void StepHealth::restart(std::vector<std::string> rank_hosts, uint64_t epoch) {
+void StepHealth::restart(std::vector<std::string> rank_hosts, uint64_t epoch, uint32_t attempt,
+                         std::shared_ptr<const wire::KeyRing> keys) {
   rank_hosts_ = std::move(rank_hosts);
+  epoch_ = epoch;
+  attempt_ = attempt;
+  keys_ = std::move(keys);
   hosts_.clear();
   for (const auto& h : rank_hosts_) {
     if (std::find(hosts_.begin(), hosts_.end(), h) == hosts_.end()) hosts_.push_back(h);
   }
   judge_.reset(hosts_, epoch);
+  judge_.set_authenticated(keys_ != nullptr);
   pending_.clear();
   began_.reset();
 }
@@ -53,27 +58,42 @@ void StepHealth::step_ended(Communicator& comm) {
 
 bool StepHealth::exchange_if_due(Communicator& comm, uint64_t step) {
   if (!enabled() || (step + 1) % rule_.exchange_every != 0) return false;
-  const auto mine = health::encode_record(pending_);
-  pending_.clear();
   const auto world = static_cast<size_t>(comm.world_size());
-  std::vector<std::byte> all(world * health::kRecordBytes);
+  health::RecordPlace place{epoch_, attempt_, step, static_cast<uint32_t>(comm.rank()), static_cast<uint32_t>(world)};
+  const auto mine = health::seal_record(health::encode_record(pending_), keys_.get(), place);
+  pending_.clear();
+  std::vector<std::byte> all(world * health::kSealedRecordBytes);
   comm.allgather(std::span<const std::byte>(mine), std::span<std::byte>(all));
   std::vector<health::DecodedRecord> records;
-  uint64_t refused = 0, dropped = 0;
+  uint64_t refused = 0, dropped = 0, forged = 0;
   for (size_t r = 0; r < world; ++r) {
-    records.push_back(
-        health::decode_record(std::span<const std::byte>(all).subspan(r * health::kRecordBytes, health::kRecordBytes)));
+    place.rank = static_cast<uint32_t>(r);
+    const auto opened = health::open_record(
+        std::span<const std::byte>(all).subspan(r * health::kSealedRecordBytes, health::kSealedRecordBytes),
+        keys_.get(), place);
+    if (opened.trust == health::RecordTrust::forged) {
+      // Not this cluster's: nothing in it is used (no figure of that rank this time), never judged.
+      health::DecodedRecord none;
+      none.refused = true;
+      records.push_back(std::move(none));
+      ++forged;
+      continue;
+    }
+    records.push_back(health::decode_record(opened.record));
     refused += records.back().refused ? 1 : 0;
     dropped += records.back().dropped;
   }
-  if (refused + dropped > 0) {
-    judge_.count_dropped(refused, dropped);
+  if (refused + dropped > 0) judge_.count_dropped(refused, dropped);
+  if (forged > 0) judge_.count_forged(forged);
+  if (refused + dropped + forged > 0) {
     if (const auto held = warn_limiter_.admit("dropped", Clock::now())) {
       log::get(log::Component::comm)
           .warn(
-              "node health: {} timing record(s) refused and {} figure(s) out of range dropped at step {} ({} "
-              "in all; {} such warning(s) held back)",
-              refused, dropped, step, judge_.health().dropped_records + judge_.health().dropped_figures, *held);
+              "node health: {} timing record(s) whose cluster-key tag did not verify, {} refused and {} "
+              "figure(s) out of range dropped at step {} ({} in all; {} such warning(s) held back)",
+              forged, refused, dropped, step,
+              judge_.health().forged_records + judge_.health().dropped_records + judge_.health().dropped_figures,
+              *held);
     }
   }
   const auto figures = health::host_figures(hosts_, rank_hosts_, records);

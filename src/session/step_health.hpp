@@ -3,16 +3,20 @@
 // collectives) and wait (inside them). Every `exchange_every` steps the ranks allgather their figures in
 // fixed-size records (a few dozen bytes each) on the job's own communicator, so every rank holds the same
 // figures and the straggler judge (health/straggler_judge.hpp) reaches the same verdict everywhere. Nothing
-// of it rides on gossip. A new communicator starts the figures afresh on every rank alike.
+// of it rides on gossip. A new communicator starts the figures afresh on every rank alike. Each record is
+// sealed with a key derived from the cluster key (health/record_seal.hpp), because the communicator's
+// connections are not: a record that does not verify is dropped and counted, never judged.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "base/warn_limiter.hpp"
+#include "health/record_seal.hpp"
 #include "health/step_record.hpp"
 #include "health/straggler_judge.hpp"
 #include "shoal/communicator.hpp"
@@ -27,8 +31,11 @@ class StepHealth {
 
   bool enabled() const { return rule_.exchange_every > 0; }
 
-  // A new communicator whose rank r runs on host rank_hosts[r]: every figure and verdict is forgotten.
-  void restart(std::vector<std::string> rank_hosts, uint64_t epoch);
+  // A new communicator (attempt `attempt` of `epoch`) whose rank r runs on host rank_hosts[r]: every figure
+  // and verdict is forgotten. `keys`: the cluster's key ring, which seals and checks the records; nullptr
+  // in an open cluster (records unsealed, the verdict not authenticated).
+  void restart(std::vector<std::string> rank_hosts, uint64_t epoch, uint32_t attempt = 0,
+               std::shared_ptr<const wire::KeyRing> keys = nullptr);
   // Around one step on `comm`, the communicator of the latest restart().
   void step_began(Communicator& comm);
   void step_ended(Communicator& comm);
@@ -45,6 +52,9 @@ class StepHealth {
   StragglerOptions rule_;
   health::StragglerJudge judge_;
   std::vector<std::string> rank_hosts_;
+  uint64_t epoch_ = 0;
+  uint32_t attempt_ = 0;
+  std::shared_ptr<const wire::KeyRing> keys_;
   std::vector<std::string> hosts_;           // distinct, in rank order
   std::vector<health::StepFigure> pending_;  // this rank's figures since the last exchange
   std::optional<Clock::time_point> began_;

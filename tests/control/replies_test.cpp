@@ -61,7 +61,7 @@ StatusReply sample_status() {
   s.checkpoints.received = 4;
   s.checkpoints.receive_refused = 5;
   s.checkpoints.lag = {{0, 10, 8, 2}, {1, 10, std::nullopt, std::nullopt}};
-  s.health = {true, 4, 99, {"s2"}};
+  s.health = {true, 4, 99, {"s2"}, "off", 0};
   return s;
 }
 
@@ -143,7 +143,7 @@ TEST_CASE("the view and session documents keep their text") {
       R"({"name":"b","host":"hb","addr":"10.0.0.2:7946","slots":1,"join_epoch":2,"generation":18446744073709551615}],)"
       R"("ranks":[{"rank":0,"local_rank":0,"node_rank":0,"name":"a","slot":0},)"
       R"({"rank":1,"local_rank":1,"node_rank":0,"name":"a","slot":1},)"
-      R"({"rank":2,"local_rank":0,"node_rank":1,"name":"b","slot":0}]})";
+      R"({"rank":2,"local_rank":0,"node_rank":1,"name":"b","slot":0}],"evicted":[]})";
   CHECK(write_reply(sample_view()) == view);
   CHECK(write_reply(SessionInfoReply{"a", 17, "10.0.0.1:7946", "c", 4, "j", "j.a", "", true}) ==
         R"({"name":"a","generation":17,"addr":"10.0.0.1:7946","cluster":"c","slots":4,"job":"j","store":"j.a",)"
@@ -167,7 +167,7 @@ TEST_CASE("the status document keeps its text, optional members only where they 
       R"("pushed":3,"push_failed":1,"received":4,"receive_refused":5,)"
       R"("lag":[{"rank":0,"committed_step":10,"replicated_step":8,"steps_behind":2},)"
       R"({"rank":1,"committed_step":10}]},)"
-      R"("health":{"reported":true,"epoch":4,"step":99,"stragglers":["s2"]}})");
+      R"("health":{"reported":true,"epoch":4,"step":99,"stragglers":["s2"],"eviction":"off","evictions":0}})");
 }
 
 HealthReply sample_health() {
@@ -181,7 +181,9 @@ HealthReply sample_health() {
   h.hosts = {{"s1", 100.5, 30, 10, false}, {"s2", 130.5, 0.5, 10, true}};
   h.stragglers = {"s2"};
   h.changes = 1;
-  h.dropped = {0, 2};
+  h.dropped = {0, 2, 1};
+  h.authenticated = true;
+  h.eviction = "off";
   h.rule = {1.2, 5, 1.1, 10, 5, 2, 2, 5};
   return h;
 }
@@ -192,7 +194,8 @@ TEST_CASE("the health document keeps its text: hosts with their figures, the ver
         R"({"self":"s1","reported":true,"epoch":4,"step":49,"evaluations":10,"age_s":0.25,)"
         R"("hosts":[{"name":"s1","compute_ms":100.5,"wait_ms":30.0,"samples":10,"straggler":false},)"
         R"({"name":"s2","compute_ms":130.5,"wait_ms":0.5,"samples":10,"straggler":true}],)"
-        R"("stragglers":["s2"],"changes":1,"dropped":{"records":0,"figures":2},)"
+        R"("stragglers":["s2"],"changes":1,"dropped":{"records":0,"figures":2,"forged":1},)"
+        R"("authenticated":true,"eviction":"off",)"
         R"("rule":{"factor":1.2,"min_excess_ms":5.0,"clear_factor":1.1,"window_steps":10,"min_samples":5,)"
         R"("raise_after":2,"clear_after":2,"exchange_every":5}})");
   // Before any report: no age, no hosts; a document without "hosts" is not a health document.

@@ -246,7 +246,8 @@ void control_text() {
                           true,
                           true,
                           {{"node-a", "ha", "10.0.0.1:7946", 1, 1, 5}, {"node-b", "hb", "10.0.0.2:7946", 1, 2, 6}},
-                          {{0, 0, 0, "node-a", 0}, {1, 0, 1, "node-b", 0}}};
+                          {{0, 0, 0, "node-a", 0}, {1, 0, 1, "node-b", 0}},
+                          {}};
   save("fuzz_json", "view.json", control::write_reply(view));
   save("fuzz_json", "session-wait.json",
        control::write_reply(control::SessionWaitReply{4, 3, "member node-c is dead", 1, view}));

@@ -58,6 +58,13 @@ class KeeperCluster {
       set_gossip(i, ms);
     }
   }
+  // Node i's local trainer reports its straggler verdict (node health).
+  void feed_verdict(size_t i, uint64_t epoch, const std::vector<std::string>& named, uint64_t step) {
+    if (!up_[i]) return;
+    KeeperOutput out;
+    nodes_[i]->on_verdict(epoch, named, step, now_, out);
+    absorb(i, out);
+  }
   void crash(size_t i) { up_[i] = false; }
   void cut(size_t a, size_t b) { cut_.insert({a, b}), cut_.insert({b, a}); }
   void heal() { cut_.clear(); }

@@ -4,7 +4,7 @@
 namespace shoal::control {
 
 SHOAL_JSON_MEMBERS(HealthHostRow, name, compute_ms, wait_ms, samples, straggler)
-SHOAL_JSON_MEMBERS(HealthDropped, records, figures)
+SHOAL_JSON_MEMBERS(HealthDropped, records, figures, forged)
 SHOAL_JSON_MEMBERS(HealthRule, factor, min_excess_ms, clear_factor, window_steps, min_samples, raise_after, clear_after,
                    exchange_every)
 
@@ -20,6 +20,8 @@ void to_json(Json& j, const HealthReply& r) {
   j["stragglers"] = r.stragglers;
   j["changes"] = r.changes;
   j["dropped"] = r.dropped;
+  j["authenticated"] = r.authenticated;
+  j["eviction"] = r.eviction;
   j["rule"] = r.rule;
 }
 
@@ -36,6 +38,8 @@ void from_json(const Json& j, HealthReply& r) {
   read_member(j, "stragglers", r.stragglers);
   read_member(j, "changes", r.changes);
   read_member(j, "dropped", r.dropped);
+  read_member(j, "authenticated", r.authenticated);
+  read_member(j, "eviction", r.eviction);
   read_member(j, "rule", r.rule);
 }
 

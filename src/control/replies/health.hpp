@@ -2,7 +2,7 @@
 // and the straggler verdict every rank of the view shares), for `shoal health` and scripts:
 //   {"self", "reported", "epoch", "step", "evaluations", "age_s"?,
 //    "hosts": [{"name", "compute_ms", "wait_ms", "samples", "straggler"}...],
-//    "stragglers": [names], "changes", "dropped": {"records", "figures"},
+//    "stragglers": [names], "changes", "dropped": {"records", "figures", "forged"}, "authenticated", "eviction",
 //    "rule": {"factor", "min_excess_ms", "clear_factor", "window_steps", "min_samples", "raise_after",
 //             "clear_after", "exchange_every"}}
 // "reported" is false (and "hosts" empty) until a local trainer's session has reported figures.
@@ -30,6 +30,7 @@ struct HealthHostRow {
 struct HealthDropped {
   uint64_t records = 0;  // ranks' timing records refused whole
   uint64_t figures = 0;  // step figures out of range
+  uint64_t forged = 0;   // ranks' timing records whose cluster-key tag did not verify
   bool operator==(const HealthDropped&) const = default;
 };
 
@@ -54,6 +55,8 @@ struct HealthReply {
   std::vector<std::string> stragglers;
   uint64_t changes = 0;  // changes of the straggler list this agent has seen
   HealthDropped dropped;
+  bool authenticated = false;  // the figures were sealed with the cluster key and verified
+  std::string eviction;        // as in the status reply's health: "off", or what eviction does now
   HealthRule rule;
   bool operator==(const HealthReply&) const = default;
 };

@@ -7,7 +7,7 @@ SHOAL_JSON_MEMBERS(StatusView, epoch, members, status, reason, in_view, live_of_
 SHOAL_JSON_MEMBERS(MembersByState, alive, suspect, dead, left)
 SHOAL_JSON_MEMBERS(StatusCheckpoints, job, local_versions, local_bytes, replicas, replica_bytes, pushed, push_failed,
                    received, receive_refused, lag)
-SHOAL_JSON_MEMBERS(StatusHealth, reported, epoch, step, stragglers)
+SHOAL_JSON_MEMBERS(StatusHealth, reported, epoch, step, stragglers, eviction, evictions)
 SHOAL_JSON_MEMBERS(StatusReply, self, addr, generation, cluster, keyed, slots, view, members_by_state, view_changes,
                    checkpoints, health)
 

@@ -7,7 +7,7 @@
 //    "checkpoints": {"job", "local_versions", "local_bytes", "replicas", "replica_bytes", "pushed",
 //                    "push_failed", "received", "receive_refused",
 //                    "lag": [{"rank", "committed_step", "replicated_step"?, "steps_behind"?}...]},
-//    "health": {"reported", "epoch", "step", "stragglers": [names]}}
+//    "health": {"reported", "epoch", "step", "stragglers": [names], "eviction", "evictions"}}
 #pragma once
 
 #include <array>
@@ -68,6 +68,10 @@ struct StatusHealth {
   uint64_t epoch = 0;
   uint64_t step = 0;
   std::vector<std::string> stragglers;
+  // Eviction of stragglers (--evict-stragglers): "off", or what it does now, for people (e.g. "evicted: a
+  // straggler from step 25 (epoch 2), readmitted once alive out of the view for 52 s more").
+  std::string eviction;
+  uint64_t evictions = 0;  // views installed here that evicted someone
   bool operator==(const StatusHealth&) const = default;
 };
 

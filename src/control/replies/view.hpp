@@ -1,7 +1,7 @@
 // The `view` reply: the committed view, the keeper's status and the ranks derived from the view:
 //   {"self", "epoch", "hash", "lineage", "status", "reason", "world_size", "live_of_view", "in_view",
 //    "members": [{"name", "host", "addr", "slots", "join_epoch", "generation"}...],
-//    "ranks": [{"rank", "local_rank", "node_rank", "name", "slot"}...]}
+//    "ranks": [{"rank", "local_rank", "node_rank", "name", "slot"}...], "evicted": [names]}
 #pragma once
 
 #include <array>
@@ -47,6 +47,7 @@ struct ViewReply {
   bool keyed = false;  // the agent runs with a cluster key (false: --insecure)
   std::vector<ViewMemberRow> members;
   std::vector<RankRow> ranks;
+  std::vector<std::string> evicted;  // members of the previous view this one removed as stragglers (under the hash)
   bool operator==(const ViewReply&) const = default;
 };
 

@@ -141,6 +141,14 @@ std::string Agent::metrics_text() const {
             {{"kind", "record"}});
   m.counter("shoal_health_dropped_total", dropped, latest ? static_cast<double>(latest->dropped_figures) : 0,
             {{"kind", "figure"}});
+  m.counter("shoal_health_dropped_total", dropped, latest ? static_cast<double>(latest->forged_records) : 0,
+            {{"kind", "forged"}});
+  if (membership_) {
+    const auto ks = membership_->keeper().status();
+    m.counter("shoal_evictions_total", "committed views that evicted a straggler (--evict-stragglers), seen here",
+              static_cast<double>(ks.evictions));
+    m.gauge("shoal_evicted", "1 while this member is out of the view as an evicted straggler", ks.evicted ? 1 : 0);
+  }
   return m.str();
 }
 

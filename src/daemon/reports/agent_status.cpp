@@ -52,7 +52,9 @@ std::string Agent::status_reply() const {
       row.steps_behind = l.committed - *l.replicated;
     }
   }
-  if (const auto& h = health_.latest()) reply.health = {true, h->epoch, h->step, h->stragglers};
+  if (const auto& h = health_.latest()) reply.health = {true, h->epoch, h->step, h->stragglers, {}, 0};
+  reply.health.eviction = eviction_line();
+  reply.health.evictions = status.evictions;
   return control::write_reply(reply);
 }
 

@@ -26,6 +26,7 @@ control::ViewReply view_report(const std::string& self, const membership::View& 
   for (const auto& r : table.ranks()) {
     reply.ranks.push_back({r.global_rank, r.local_rank, r.node_rank, r.member, r.local_rank});
   }
+  reply.evicted = view.evicted();
   return reply;
 }
 
