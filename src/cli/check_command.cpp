@@ -81,8 +81,9 @@ int check_command(std::span<const std::string> args) {
       "Flagged: a host whose GFLOP/s lies outside --factor of the median (either side), a link below the\n"
       "median bandwidth divided by --factor (or failed), a host whose every link is slow (network), a host\n"
       "that did not answer (unreachable). A member that does not answer is waited for a few seconds, never\n"
-      "longer. With fewer than 4 hosts a slow host cannot always be told from a slow link. Takes about a\n"
-      "second for 8 hosts with the defaults. Exit status: 0 when the check ran (flagged hosts or not), 1 when\n"
+      "longer. With fewer than 4 hosts a slow host cannot always be told from a slow link. Takes seconds:\n"
+      "about 2 s for 8 hosts on one loaded 2-core machine with the defaults (bench/check_bench.py).\n"
+      "Exit status: 0 when the check ran (flagged hosts or not), 1 when\n"
       "no agent answers or it cannot run a check (no committed view yet, one running), 2 on a usage error.");
   add_agent_socket_flags(*app, control, name);
   app->add_flag("--json", json,
