@@ -74,7 +74,7 @@ SessionFeed::~SessionFeed() {
 }
 
 std::string SessionFeed::state_json() const {
-  control::SessionWaitReply reply{seq_, broken_epoch_, broken_why_, failures_, std::nullopt};
+  control::SessionWaitReply reply{seq_, broken_epoch_, broken_why_, failures_, std::nullopt, cleared_epoch_};
   // The view as `shoal view --json` shows it (null before the first view).
   if (view_) reply.view = view_report(info_().name, *view_, membership::KeeperStatus{});
   return control::write_reply(reply);
@@ -98,10 +98,22 @@ void SessionFeed::on_view(const membership::View& view) {
 
 void SessionFeed::on_member(const gossip::MemberEvent& event) {
   const auto state = event.member.state;
-  if (state != gossip::State::dead && state != gossip::State::left) return;
   if (!view_) return;
   const auto* m = view_->find(event.member.id.name);
   if (!m || m->generation != event.member.id.generation) return;
+  if (state == gossip::State::alive) {
+    // A verdict refuted in the same generation: when every member reported failed in the broken epoch
+    // answers again, trainers need not wait for a view that will not come.
+    if (broken_epoch_ == view_->epoch() && unconfirmed_.erase({m->name, m->generation}) > 0 && unconfirmed_.empty()) {
+      cleared_epoch_ = broken_epoch_;
+      notify();
+    }
+    return;
+  }
+  if (state != gossip::State::dead && state != gossip::State::left) return;
+  if (view_->epoch() > broken_epoch_) unconfirmed_.clear();
+  unconfirmed_.emplace(m->name, m->generation);
+  if (cleared_epoch_ >= view_->epoch()) cleared_epoch_ = 0;  // a new failure in an epoch cleared before
   // Every verdict counts, also a second one in the same epoch: after a false alarm (the member came back,
   // no view removed it) the trainers rebuilt for the same view, and a later failure must abort that too.
   broken_epoch_ = std::max(broken_epoch_, view_->epoch());

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "control/handlers.hpp"
@@ -58,6 +59,10 @@ class SessionFeed {
   uint64_t broken_epoch_ = 0;
   std::string broken_why_;
   uint64_t failures_ = 0;  // failure verdicts about members of the view at the time, ever
+  // The members reported failed in broken_epoch_ that have not answered again since, and the newest
+  // broken epoch whose every failure was taken back (they refuted: no view will remove them).
+  std::set<std::pair<std::string, uint64_t>> unconfirmed_;
+  uint64_t cleared_epoch_ = 0;
   std::map<uint64_t, std::shared_ptr<Waiter>> waiters_;
   uint64_t next_waiter_ = 1;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

@@ -169,6 +169,7 @@ void ConnectedSession::follow() {
       verdicts = std::max(verdicts, f);
       epoch_broken(broken, doc->broken_why);
     }
+    if (doc->cleared_epoch != 0 && doc->cleared_epoch == broken) failures_taken_back(broken);
   }
   source_stopped("the session left");
 }

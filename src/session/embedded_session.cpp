@@ -16,6 +16,8 @@ EmbeddedSession::EmbeddedSession(daemon::AgentConfig cfg, SessionOptions options
     const auto state = e.member.state;
     if (state == gossip::State::dead || state == gossip::State::left) {
       member_failed(e.member.id.name, e.member.id.generation, gossip::to_string(state));
+    } else if (state == gossip::State::alive) {
+      member_back(e.member.id.name, e.member.id.generation);  // a refuted verdict, if it was one
     }
   });
 }

@@ -51,6 +51,7 @@ void SessionCore::member_failed(const std::string& name, uint64_t generation, co
   // The view's communicator cannot complete another collective: stop the ranks' waits now, not at the
   // collective timeout. The next view (without this member) is what they rebuild on.
   mark_broken(latest_->epoch());
+  unconfirmed_.emplace(name, generation);
   if (comm_ && !comm_->aborted()) {
     logger().info("member {} is {}: aborting the communicator of epoch {}", name, state, comm_->epoch());
     // A member that left gracefully finished its last collective before it left: the peers may too.
@@ -60,6 +61,27 @@ void SessionCore::member_failed(const std::string& name, uint64_t generation, co
       comm_->abort("member " + name + " is " + state);
     }
   }
+  changed_.notify_all();
+}
+
+void SessionCore::member_back(const std::string& name, uint64_t generation) {
+  std::lock_guard lock(mu_);
+  if (!latest_ || latest_->epoch() != broken_epoch_ || !fresh_failure(broken_epoch_)) return;
+  if (unconfirmed_.erase({name, generation}) == 0 || !unconfirmed_.empty()) return;
+  end_grace(("member " + name + " answers again").c_str());
+}
+
+void SessionCore::failures_taken_back(uint64_t epoch) {
+  std::lock_guard lock(mu_);
+  if (epoch != broken_epoch_ || !fresh_failure(epoch)) return;
+  unconfirmed_.clear();
+  end_grace("the agent says every member reported failed answers again");
+}
+
+void SessionCore::end_grace(const char* why) {
+  logger().info("{}: nobody of epoch {} is lost, so no view will remove anyone; rebuilding it now", why,
+                broken_epoch_);
+  broken_since_ = Clock::now() - kUnconfirmedFailureGrace - std::chrono::milliseconds(1);
   changed_.notify_all();
 }
 
@@ -177,6 +199,7 @@ NetworkRendezvousStore::Options SessionCore::store_options(const membership::Vie
 
 void SessionCore::mark_broken(uint64_t epoch) {
   if (epoch < broken_epoch_) return;
+  if (epoch > broken_epoch_) unconfirmed_.clear();
   broken_epoch_ = epoch;
   broken_since_ = Clock::now();
 }

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <optional>
+#include <set>
 
 #include "membership/view.hpp"
 #include "net/stream_hello.hpp"
@@ -72,6 +73,12 @@ class SessionCore : public Session {
   // The communicator of `epoch` (and older) cannot work any more (the agent's verdict, for a session that
   // does not see member events itself).
   void epoch_broken(uint64_t epoch, const std::string& why);
+  // A member reported failed answers again in the same generation (it refuted gossip's verdict). When
+  // every member reported failed in the broken epoch is back, no view will remove anyone: the grace ends
+  // at once and the same view is rebuilt (issue 26's refuted death), instead of after kUnconfirmedFailureGrace.
+  void member_back(const std::string& name, uint64_t generation);
+  // The agent says every failure it reported in `epoch` was taken back (a connected session's feed).
+  void failures_taken_back(uint64_t epoch);
   // The source of views is gone: every wait ends with an error.
   void source_stopped(const std::string& why);
   // A collective's connection to `name`'s rank closed or was reset: the session's agent, if it can be
@@ -131,6 +138,10 @@ class SessionCore : public Session {
   // view is built; after it, this one again (see kUnconfirmedFailureGrace).
   uint64_t broken_epoch_ = 0;
   Clock::time_point broken_since_{};
+  // Under mu_: the members (name, generation) reported failed in broken_epoch_ and not back since.
+  std::set<std::pair<std::string, uint64_t>> unconfirmed_;
+  // Under mu_: ends the grace of broken_epoch_ (every failure in it was taken back).
+  void end_grace(const char* why);
   std::shared_ptr<Communicator> comm_;
   std::optional<membership::View> comm_view_;  // the view comm_ was built for
   uint32_t comm_attempt_ = 0;                  // comm_'s attempt within its epoch

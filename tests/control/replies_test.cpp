@@ -148,10 +148,10 @@ TEST_CASE("the view and session documents keep their text") {
   CHECK(write_reply(SessionInfoReply{"a", 17, "10.0.0.1:7946", "c", 4, "j", "j.a", "", true}) ==
         R"({"name":"a","generation":17,"addr":"10.0.0.1:7946","cluster":"c","slots":4,"job":"j","store":"j.a",)"
         R"("key_file":"","store_by_lineage":true})");
-  CHECK(write_reply(SessionWaitReply{5, 2, "member b is dead", 1, std::nullopt}) ==
-        R"({"seq":5,"broken_epoch":2,"broken_why":"member b is dead","failures":1,"view":null})");
-  CHECK(write_reply(SessionWaitReply{6, 0, "", 0, sample_view()}) ==
-        R"({"seq":6,"broken_epoch":0,"broken_why":"","failures":0,"view":)" + view + "}");
+  CHECK(write_reply(SessionWaitReply{5, 2, "member b is dead", 1, std::nullopt, 2}) ==
+        R"({"seq":5,"broken_epoch":2,"broken_why":"member b is dead","failures":1,"view":null,"cleared_epoch":2})");
+  CHECK(write_reply(SessionWaitReply{6, 0, "", 0, sample_view(), 0}) ==
+        R"({"seq":6,"broken_epoch":0,"broken_why":"","failures":0,"view":)" + view + R"(,"cleared_epoch":0})");
 }
 
 TEST_CASE("the status document keeps its text, optional members only where they apply") {

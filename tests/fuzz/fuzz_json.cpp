@@ -71,7 +71,7 @@ const ControlHandlers& handlers() {
     });
     h.add_async("wait", "answers at once", std::chrono::milliseconds(5),
                 [](std::span<const std::string> args, ControlHandlers::Reply reply) {
-                  reply(write_reply(SessionWaitReply{args.size(), 0, args.empty() ? "" : args.back(), 0, {}}));
+                  reply(write_reply(SessionWaitReply{args.size(), 0, args.empty() ? "" : args.back(), 0, {}, 0}));
                 });
     h.add_async("wait-throw", "an async handler that fails", std::chrono::milliseconds(5),
                 [](std::span<const std::string> args, const ControlHandlers::Reply&) {

@@ -250,7 +250,7 @@ void control_text() {
                           {}};
   save("fuzz_json", "view.json", control::write_reply(view));
   save("fuzz_json", "session-wait.json",
-       control::write_reply(control::SessionWaitReply{4, 3, "member node-c is dead", 1, view}));
+       control::write_reply(control::SessionWaitReply{4, 3, "member node-c is dead", 1, view, 0}));
   save("fuzz_json", "session-info.json",
        control::write_reply(control::SessionInfoReply{"node-a", 5, "10.0.0.1:7946", "c", 1, "j", "j", "", true}));
   control::MembersReply members{"node-a", {{"node-a", "10.0.0.1:7946", "alive", 0, 5}}, {}};

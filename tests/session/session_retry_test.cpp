@@ -9,6 +9,7 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "running_agent.hpp"
@@ -36,6 +37,8 @@ class FedSession : public shoal::session::SessionCore {
   }
   void feed(const shoal::membership::View& v) { view_committed(v); }
   void fail(const std::string& member) { member_failed(member, kGeneration, "dead"); }
+  void back(const std::string& member) { member_back(member, kGeneration); }
+  void taken_back(uint64_t epoch) { failures_taken_back(epoch); }  // a connected session's feed says so
   void leave() override {}
   std::string address() const override { return {}; }
 
@@ -160,6 +163,40 @@ TEST_CASE("a member's failure that no view confirms is waited out for the grace,
     CHECK(t.sessions[i]->ranks().attempt == 1);
   }
   check_allreduce(rebuilt);
+}
+
+namespace {
+// n2 is reported failed, then answers again 300 ms later: through gossip's alive event (an embedded
+// session) or through its agent's feed (a connected session).
+void refuted_then_rebuilt(bool from_feed) {
+  Three t;
+  for (auto& s : t.sessions) s->fail("n2");  // gossip's verdict; n2 refutes before any view removes it
+  for (auto& c : t.comms) CHECK(c->aborted());
+  const auto started = std::chrono::steady_clock::now();
+  auto refuted = std::async(std::launch::async, [&] {
+    std::this_thread::sleep_for(300ms);
+    for (auto& s : t.sessions) {  // n2 answers again, same generation
+      if (from_feed) {
+        s->taken_back(t.epoch);
+      } else {
+        s->back("n2");
+      }
+    }
+  });
+  auto rebuilt = build_all(t.sessions);
+  refuted.get();
+  CHECK(seconds_since(started) < 4.0);  // the refutation, not the 5 s grace, ended the wait
+  for (size_t i = 0; i < rebuilt.size(); ++i) {
+    CHECK(rebuilt[i]->epoch() == t.epoch);
+    CHECK(t.sessions[i]->ranks().attempt == 1);
+  }
+  check_allreduce(rebuilt);
+}
+}  // namespace
+
+TEST_CASE("a member's failure that it refutes ends the grace at once: the same view is rebuilt") {
+  SUBCASE("gossip says the member is alive again") { refuted_then_rebuilt(false); }
+  SUBCASE("the agent's feed says every failure was taken back") { refuted_then_rebuilt(true); }
 }
 
 TEST_CASE("a member's failure that a new view confirms within the grace is rebuilt for that view") {

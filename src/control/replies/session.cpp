@@ -12,6 +12,7 @@ void to_json(Json& j, const SessionWaitReply& r) {
   j["broken_why"] = r.broken_why;
   j["failures"] = r.failures;
   j["view"] = r.view ? Json(*r.view) : Json(nullptr);
+  j["cleared_epoch"] = r.cleared_epoch;
 }
 
 void from_json(const Json& j, SessionWaitReply& r) {
@@ -22,6 +23,7 @@ void from_json(const Json& j, SessionWaitReply& r) {
   read_member(j, "broken_why", r.broken_why);
   read_member(j, "failures", r.failures);
   read_member(j, "view", r.view);
+  read_member(j, "cleared_epoch", r.cleared_epoch);
 }
 
 }  // namespace shoal::control

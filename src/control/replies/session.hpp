@@ -39,6 +39,9 @@ struct SessionWaitReply {
   std::string broken_why;
   uint64_t failures = 0;  // failure verdicts about members of the view, ever; 0 from agents before it existed
   std::optional<ViewReply> view;
+  // The newest broken epoch whose every reported failure was taken back (the members answer again in the
+  // same generation: no view will remove them); 0 when none, and from agents before it existed.
+  uint64_t cleared_epoch = 0;
   bool operator==(const SessionWaitReply&) const = default;
 };
 
