@@ -13,6 +13,7 @@
 #include "ckpt_shm/replica_store.hpp"
 #include "ckpt_shm/shm_segment.hpp"
 #include "daemon/agent.hpp"
+#include "support/eventually.hpp"
 
 using namespace std::chrono_literals;
 using shoal::ckpt::store_for_lineage;
@@ -21,14 +22,7 @@ using shoal::daemon::AgentConfig;
 
 namespace {
 
-bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds timeout) {
-  const auto end = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < end) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return cond();
-}
+using shoal::test::eventually;
 
 // The segments whose names start with "shoal.<prefix>" (every lineage of a test's stores), removed at
 // the end of the test whatever happened.

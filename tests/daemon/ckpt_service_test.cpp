@@ -26,6 +26,7 @@
 #include "net/stream_hello.hpp"
 #include "wire/cluster_key.hpp"
 #include "wire/packet.hpp"
+#include "support/eventually.hpp"
 
 using namespace std::chrono_literals;
 using shoal::daemon::Agent;
@@ -77,14 +78,7 @@ struct RunningAgent {
   }
 };
 
-bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds timeout) {
-  const auto end = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < end) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return cond();
-}
+using shoal::test::eventually;
 
 std::byte pattern(uint64_t step, size_t i) { return std::byte((step * 131 + i * 7 + (i >> 12)) & 0xFF); }
 
@@ -395,6 +389,8 @@ TEST_CASE("a forged huge-step replica from outside the view is refused and leave
   }
   CHECK_FALSE(p.b.replica(0, kHuge).has_value());
   CHECK(p.b.replica(0, 10).has_value());
+  // The replica is visible in /dev/shm a moment before its receive is counted.
+  CHECK(eventually([&] { return p.b.agent->checkpoints().counters().received == 1; }, 5s));
   const auto c = p.b.agent->checkpoints().counters();
   CHECK(c.push_unauthorized[static_cast<size_t>(shoal::ckpt_service::Refusal::not_member)] == 3);
   CHECK(c.received == 1);

@@ -15,6 +15,7 @@
 #include "ckpt_shm/rank_store.hpp"
 #include "control/client.hpp"
 #include "daemon/agent.hpp"
+#include "support/eventually.hpp"
 
 using namespace std::chrono_literals;
 
@@ -45,14 +46,7 @@ int as_nobody(const std::string& job, const std::string& store, uint32_t rank, u
   return WEXITSTATUS(status);
 }
 
-bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds timeout) {
-  const auto end = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < end) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return cond();
-}
+using shoal::test::eventually;
 
 }  // namespace
 

@@ -26,6 +26,7 @@
 #include "../support/process.hpp"
 #include "control/client.hpp"
 #include "control/replies.hpp"
+#include "support/eventually.hpp"
 
 using shoal::test::ChildProcess;
 using shoal::test::free_loopback_port;
@@ -84,13 +85,9 @@ std::optional<Reply> ask(const std::string& control, const std::string& request)
   return std::move(*doc);
 }
 
+// Polls every 50 ms: each check asks an agent over its control socket.
 bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds timeout) {
-  const auto end = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < end) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(50ms);
-  }
-  return cond();
+  return shoal::test::eventually(cond, timeout, 50ms);
 }
 
 // A notify socket as systemd has one: an AF_UNIX datagram socket the test reads.

@@ -14,6 +14,7 @@
 
 #include "daemon/agent.hpp"
 #include "session/rendezvous_client.hpp"
+#include "support/eventually.hpp"
 
 namespace shoal::test {
 
@@ -50,13 +51,5 @@ struct RunningAgent {
   }
 };
 
-inline bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds timeout) {
-  const auto end = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < end) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return cond();
-}
 
 }  // namespace shoal::test
