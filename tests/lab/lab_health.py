@@ -268,10 +268,8 @@ def train_cpu_quota(lab, r):
         r["named_ms"] = max(x["ms"] for x in named.values())
         r["named_steps"] = max(x["steps"] for x in named.values())
         r["named_by"] = named
-        for h, x in named.items():
-            check(x["steps"] <= TARGET_STEPS or x["ms"] <= TARGET_S * 1000,
-                  f"{h} named {victim.name} {x['steps']} steps and {x['ms']} ms after the throttle: the target is "
-                  f"{TARGET_STEPS} steps or {TARGET_S} s, whichever is later")
+        # Checked at the end, once the slowdown it answers is measured too.
+        late = {h: x for h, x in named.items() if x["steps"] > TARGET_STEPS and x["ms"] > TARGET_S * 1000}
 
         # The view leaves it out: the survivors' lines go on in a world of n - 1.
         want = sorted(a.name for a in survivors)
@@ -308,6 +306,9 @@ def train_cpu_quota(lab, r):
     r["compute_ms_after"] = compute_after
     slowdown = (r["victim_step_ms_throttled"] or 0) / r["step_ms_before"]
     r["victim_slowdown"] = round(slowdown, 2)
+    for h, x in late.items():
+        check(False, f"{h} named {victim.name} {x['steps']} steps and {x['ms']} ms after the throttle that slowed it "
+              f"{slowdown:.2f}x: the target is {TARGET_STEPS} steps or {TARGET_S:g} s, whichever is later")
     check(slowdown >= 1.3, f"the quota slowed {victim.name}'s steps only {slowdown:.2f}x (from {r['step_ms_before']} "
           f"to {r['victim_step_ms_throttled']} ms): not the 30% the scenario needs")
     check(r["step_ms_after"] <= r["step_ms_before"] * 1.15,
