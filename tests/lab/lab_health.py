@@ -315,8 +315,9 @@ def train_cpu_quota(lab, r):
           f"the survivors step every {r['step_ms_after']} ms after the eviction, against {r['step_ms_before']} ms "
           f"before the throttle")
     check(not stragglers_after, f"after the eviction `shoal health` names {stragglers_after}")
-    # After the eviction nobody is named. The lines of the new view carry the old verdict (the victim, no
-    # longer in the world) until the first evaluation of fresh figures: counted, not a false verdict.
+    # After the eviction nobody is named. A line of the new view that still named the victim (no longer in the
+    # world: an old verdict, before the first evaluation of fresh figures) would be counted, not failed; none
+    # has been seen so far.
     r["stale_victim_lines"] = 0
     for h in survivors:
         late = [x for x in h.steps() if x["epoch"] > e0 and x.get("stragglers")]
