@@ -247,6 +247,43 @@ class Trainer:
         return file_tail(self.err_path, lines, "(no stderr)\n")
 
 
+class EmbeddedTrainer(Agent):
+    """A host whose only process is the example trainer with its agent embedded (`allreduce_trainer --name
+    ... --control-socket PATH`): to the lab an agent like any other (its control socket answers view,
+    members, health...), and a trainer (its stdout, one JSON object per step, goes to a file of its own;
+    its log, the embedded agent's, to log_path). Node health needs this form: the straggler verdict reaches,
+    and eviction acts through, only an agent embedded in the trainer that times the steps."""
+
+    def __init__(self, lab, index, name, argv):
+        super().__init__(lab, index, name, argv)
+        self.out_path = os.path.join(lab.tmp, f"{name}.trainer.jsonl")
+
+    def start(self):
+        with open(self.out_path, "a") as out, open(self.log_path, "a") as log:
+            log.write(f"=== lab: start {self.name} (embedded trainer) at {time.strftime('%H:%M:%S')} ===\n")
+            log.flush()
+            env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM", "SHOAL_"))}
+            self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=out, stderr=log, env=env,
+                                         start_new_session=True)
+        self.starts += 1
+        self.paused = False
+        self.expected_exit = False
+        deadline = time.monotonic() + 15
+        while self.query("view") is None:
+            if self.proc.poll() is not None:
+                raise LabError(f"{self.name} exited with {self.proc.returncode} at start:\n{self.log_tail()}")
+            if time.monotonic() > deadline:
+                raise LabError(f"{self.name}'s control socket did not answer within 15 s:\n{self.log_tail()}")
+            time.sleep(0.05)
+
+    lines = Trainer.lines
+    steps = Trainer.steps
+    last_step = Trainer.last_step
+
+    def stderr_tail(self, lines=10):
+        return self.log_tail(lines)
+
+
 class Monitor:
     """Polls every running, unpaused agent's committed view and remembers every (epoch, hash) each one
     ever showed, so that agreement (one hash per epoch across all hosts) is checked over the whole
@@ -341,7 +378,7 @@ class Lab:
     shared-memory segments included."""
 
     def __init__(self, binary, k=6, members=None, min_hosts=None, hold_down_s=2, key=False, extra=(),
-                 log_level=None, trainer_binary=None):
+                 log_level=None, trainer_binary=None, embedded=None):
         global _labs_started
         _labs_started += 1
         self.binary = binary
@@ -352,6 +389,9 @@ class Lab:
         self.min_hosts = min_hosts if min_hosts is not None else self.n_members // 2 + 1
         self.hold_down_s = hold_down_s
         self.extra = list(extra)
+        # embedded: the members are example trainers with their agent embedded (EmbeddedTrainer), started
+        # with these trainer flags on top of the lab's own (name, addresses, cluster, job, key, min-hosts).
+        self.embedded = None if embedded is None else list(embedded)
         self.agents = []
         self.trainers = []
         self.net = None
@@ -432,6 +472,8 @@ class Lab:
             key_file = self.key_file
         if seeds is None:
             seeds = [j for j in range(self.n_members) if j != i]
+        if self.embedded is not None and i < self.n_members:
+            return self._add_embedded(i, name, key_file, seeds)
         argv = [*ns_exec(self.net.host_ns[i]), self.binary, "--log-level", self.log_level, "agent", "--no-slurm",
                 "--name", name, "--bind", self.addr(i), "--seeds", ",".join(self.addr(j) for j in seeds),
                 "--cluster", self.prefix, "--job", self.job, "--host", name,
@@ -442,6 +484,18 @@ class Lab:
         else:
             argv += ["--insecure"]  # a lab run without the cluster key, or an outsider without one: on purpose
         agent = Agent(self, i, name, argv)
+        self.agents.append(agent)
+        return agent
+
+    def _add_embedded(self, i, name, key_file, seeds):
+        if not self.trainer_binary:
+            raise LabError("this Lab has no trainer binary")
+        argv = [*ns_exec(self.net.host_ns[i]), self.trainer_binary, "--log-level", self.log_level, "--name", name,
+                "--bind", self.addr(i), "--seeds", ",".join(self.addr(j) for j in seeds), "--cluster", self.prefix,
+                "--job", self.job, "--host", name, "--control-socket", os.path.join(self.tmp, f"{name}.sock"),
+                "--min-hosts", str(self.min_hosts), *self.embedded]
+        argv += ["--key-file", key_file] if key_file else ["--insecure"]
+        agent = EmbeddedTrainer(self, i, name, argv)
         self.agents.append(agent)
         return agent
 
