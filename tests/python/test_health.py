@@ -34,8 +34,36 @@ comm.barrier()
 s.leave()
 """
 
+# The same with shoal.torch.Elastic(health=...): DDP's gradient allreduce is the wait.
+ELASTIC_CHILD = r"""
+import json, subprocess, sys, time
+import torch
+import shoal, shoal.torch
+name, port, seed, step_ms, control, job, shoal_bin = sys.argv[1:8]
+s = shoal.Session.start(insecure=True, name=name, host=name, bind="127.0.0.1:" + port,
+                        seeds=[seed] if seed != "-" else [], min_hosts=3, control_path=control, cluster=job,
+                        job=job, log_spec="warn")
+torch.manual_seed(0)
+model = torch.nn.Linear(16, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+job_ = shoal.torch.Elastic(s, model, opt, health={"exchange_every": 5})
+x = torch.ones(8, 16)
+while job_.next_step < 45:
+    with job_.step():
+        time.sleep(int(step_ms) / 1000.0)
+        job_.model(x).sum().backward()
+        opt.step()
+        opt.zero_grad()
+health = job_.health()
+agent = subprocess.run([shoal_bin, "health", "--control", control, "--json"], stdout=subprocess.PIPE, timeout=10)
+print(json.dumps({"name": name, "health": health, "agent": json.loads(agent.stdout)}), flush=True)
+job_.comm.barrier()
+job_.close()
+s.leave()
+"""
 
-def run_three(job, slow):
+
+def run_three(job, slow, child=CHILD):
     ports = free_ports(3)
     names = ["p0", "p1", "p2"]
     with tempfile.TemporaryDirectory() as d:
@@ -45,7 +73,7 @@ def run_three(job, slow):
                 seed = "-" if i == 0 else "127.0.0.1:%d" % ports[0]
                 step_ms = 70 if n == slow else 50
                 procs.append(subprocess.Popen(
-                    [PYTHON, "-c", CHILD, n, str(ports[i]), seed, str(step_ms), os.path.join(d, n + ".sock"), job,
+                    [PYTHON, "-c", child, n, str(ports[i]), seed, str(step_ms), os.path.join(d, n + ".sock"), job,
                      SHOAL], env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE))
             docs = {}
             for n, p in zip(names, procs):
@@ -78,3 +106,10 @@ def test_equal_steps_name_nobody(job):
     for n, doc in docs.items():
         assert doc["health"]["evaluations"] > 0, doc
         assert doc["health"]["stragglers"] == [], (n, doc["health"])
+
+
+def test_elastic_with_health_names_the_slower_host_on_every_rank(job):
+    docs = run_three(job, "p2", ELASTIC_CHILD)
+    for n, doc in docs.items():
+        assert doc["health"]["stragglers"] == ["p2"], (n, doc["health"])
+        assert doc["agent"]["stragglers"] == ["p2"], doc["agent"]
