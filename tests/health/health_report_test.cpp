@@ -159,7 +159,7 @@ TEST_CASE("a malformed part is refused: version, counts, rule, figures, names") 
   CHECK_FALSE(with(12, "1.000,1.000,10,0," + std::string(200, 'n')));  // too long
   CHECK_FALSE(with(12, "1.000,1.000,10"));
   CHECK(with(12, "1.000,1.000,10,1,a,b"));  // a name may hold a comma
-  CHECK(with(12, "1.000,1.000,10,1,a,b")->health.stragglers == std::vector<std::string>{"a,b"});
+  CHECK(with(12, "1.000,1.000,10,1,a,b")->health.stragglers.front() == "a,b");
   // The same host twice in one report.
   auto twice = good;
   twice[13] = twice[12];
