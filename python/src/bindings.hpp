@@ -15,6 +15,7 @@ void bind_communicator(py::module_& m);  // communicator.cpp: RankInfo, Communic
 void bind_session(py::module_& m);       // session.cpp: Session (start, connect, views)
 void bind_checkpoints(py::module_& m);   // checkpoints.cpp: saves, restores, copies with checksums
 void bind_store(py::module_& m);         // store.cpp: EpochStore, Session.store
+void bind_health(py::module_& m);        // health.cpp: HealthMonitor (node health for Python loops)
 
 // Seconds (a float, as Python APIs take them) to milliseconds; refuses negative and non-finite values.
 std::chrono::milliseconds milliseconds_from(double seconds, const char* what);

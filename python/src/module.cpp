@@ -26,6 +26,7 @@ PYBIND11_MODULE(_shoal, m) {
   shoal::python::bind_session(m);
   shoal::python::bind_checkpoints(m);
   shoal::python::bind_store(m);
+  shoal::python::bind_health(m);
   m.attr("__version__") = std::string(shoal::build::version());
   m.attr("git_revision") = std::string(shoal::build::git_revision());
 }

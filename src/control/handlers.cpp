@@ -36,11 +36,21 @@ void ControlHandlers::add_with_caller(std::string name, std::string summary, Cal
 std::optional<std::string> ControlHandlers::refuse(const Entry& e, const Caller& caller) const {
   if (e.access == Access::query) return std::nullopt;
   const auto self = static_cast<uint32_t>(::geteuid());
+  const auto group = static_cast<uint32_t>(::getegid());
   if (caller.known && (caller.uid == 0 || caller.uid == self)) return std::nullopt;
+  if (e.access == Access::local && caller.known && caller.gid == group) return std::nullopt;
   ++refused_;
   const std::string who = caller.known
                               ? "uid " + std::to_string(caller.uid) + " (pid " + std::to_string(caller.pid) + ")"
                               : "a caller the kernel could not identify";
+  if (e.access == Access::local) {
+    log::get(log::Component::agent)
+        .warn("control request '{}' refused: {} is neither the agent's user (uid {}), of its group (gid {}), nor root",
+              e.name, who, self, group);
+    return error_reply("request '" + e.name + "' is a local trainer's report: only the agent's user (uid " +
+                       std::to_string(self) + "), its group (gid " + std::to_string(group) +
+                       ") or root may send it, not " + who);
+  }
   log::get(log::Component::agent)
       .warn(
           "control request '{}' refused: it changes the cluster, and {} is neither the agent's user (uid {}) nor "

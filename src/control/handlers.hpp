@@ -3,8 +3,9 @@
 //
 // Who may send what: the socket's file mode (0660) lets the agent's user and group connect, and every
 // request names the Access it needs. Queries (and a trainer's own notices) are open to whoever could
-// connect; a request that changes the cluster (view-force) is served only to the agent's own user or
-// root, as the kernel reports the caller (SO_PEERCRED), never as the caller claims.
+// connect; a local trainer's report that can change the cluster (health-report: a verdict that may evict)
+// only to the agent's user, its group or root; a request that changes the cluster (view-force) only to
+// the agent's own user or root, as the kernel reports the caller (SO_PEERCRED), never as the caller claims.
 #pragma once
 
 #include <chrono>
@@ -35,6 +36,7 @@ struct Caller {
 enum class Access {
   query,  // anyone who can connect: reads, long polls, a local trainer's notices
   owner,  // the agent's own user or root: changes the cluster
+  local,  // the agent's own user, a caller whose group is the agent's, or root: a local trainer's report
 };
 
 class ControlHandlers {

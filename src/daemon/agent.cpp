@@ -145,6 +145,10 @@ Agent::Agent(AgentConfig cfg)
                           if (!args.empty()) return control_handlers_.error_reply("health takes no arguments");
                           return health_reply();
                         });
+  control_handlers_.add(
+      health::kHealthReportRequest,
+      "a connected trainer's node-health figures and straggler verdict, in parts: health-report 1 SLOT PART PARTS ...",
+      [this](std::span<const std::string> args) { return health_report_reply(args); }, control::Access::local);
   control_handlers_.add("stats", "the gossip core's counters and local health", [this](std::span<const std::string>) {
     if (!runtime_) return control_handlers_.error_reply("the agent has not started");
     return stats_json(runtime_->swim(), listener_->rejected());
@@ -166,11 +170,15 @@ net::OutgoingHello Agent::hello(wire::Hello::Channel channel) const {
 
 void Agent::report_health(JobHealth health) {
   asio::post(io_, [this, health = std::move(health)]() mutable {
-    // Eviction acts only on figures verified under the cluster key (health/record_seal.hpp); start()
-    // refuses --evict-stragglers in an open cluster, this guards a session that could not seal.
-    if (membership_ && health.authenticated) membership_->verdict(health.epoch, health.stragglers, health.step);
-    health_.update(std::move(health), std::chrono::steady_clock::now());
+    take_health(std::move(health));
   });
+}
+
+void Agent::take_health(JobHealth health) {
+  // Eviction acts only on figures verified under the cluster key (health/record_seal.hpp); start()
+  // refuses --evict-stragglers in an open cluster, this guards a session that could not seal.
+  if (membership_ && health.authenticated) membership_->verdict(health.epoch, health.stragglers, health.step);
+  health_.update(std::move(health), std::chrono::steady_clock::now());
 }
 
 Status Agent::reload_keys() {

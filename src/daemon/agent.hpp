@@ -13,11 +13,13 @@
 #include <vector>
 
 #include "base/result.hpp"
+#include "base/warn_limiter.hpp"
 #include "ckpt_service/service.hpp"
 #include "control/handlers.hpp"
 #include "daemon/check/check_run.hpp"
 #include "daemon/check/compute_probe.hpp"
 #include "daemon/health_board.hpp"
+#include "health/health_report.hpp"
 #include "daemon/view_history.hpp"
 #include "envelope.pb.h"
 #include "gossip/swim.hpp"
@@ -157,6 +159,10 @@ class Agent {
   std::string peer_lost_reply(std::span<const std::string> args);
   std::string status_reply() const;  // agent_status.cpp
   std::string health_reply() const;  // agent_health.cpp
+  // agent_health.cpp: a connected trainer's `health-report` part (health/health_report.hpp), checked.
+  std::string health_report_reply(std::span<const std::string> args);
+  // On the loop: a verdict from the local trainer(s); several slots report the same one, the newest counts.
+  void take_health(JobHealth health);
   std::string eviction_line() const;  // agent_health.cpp: what eviction does now, for status and health
   std::string metrics_text() const;  // agent_metrics.cpp
   // The pre-flight check (agent_check.cpp): the control request, one run, and --precheck's hold on views.
@@ -193,6 +199,9 @@ class Agent {
   std::unique_ptr<control::ControlServer> control_server_;
   ViewHistory history_;  // the last committed views, for `shoal status`
   HealthBoard health_;   // the local trainer's straggler verdict, for `shoal health`
+  health::ReportAssembler health_parts_;  // connected trainers' reports, part by part
+  uint64_t health_reports_rejected_ = 0;  // health-report parts refused (malformed, out of order, unknown epoch)
+  log::WarnLimiter health_report_warn_{std::chrono::seconds(60)};
   std::unique_ptr<MetricsServer> metrics_;
   std::vector<std::function<void(const gossip::MemberEvent&)>> pending_observers_;
   asio::steady_timer leave_timer_;

@@ -7,9 +7,11 @@
 #include <string_view>
 
 #include "base/log.hpp"
+#include "base/warn_limiter.hpp"
 #include "control/client.hpp"
 #include "control/replies/errors_and_acks.hpp"
 #include "control/replies/session.hpp"
+#include "health/health_report.hpp"
 #include "net/host_port.hpp"
 #include "net/stream_hello.hpp"
 #include "wire/packet.hpp"
@@ -123,12 +125,60 @@ Status ConnectedSession::begin() {
     return fail("the agent at " + opt_.control_path + " serves no checkpoints (an older version?)");
   set_identity(std::move(id));
   poller_ = std::thread([this] { follow(); });
+  reporter_ = std::thread([this] { send_reports(); });
   return Ok{};
 }
 
 void ConnectedSession::leave() {
   stop_ = true;
+  {
+    std::lock_guard lock(report_mu_);
+    report_stop_ = true;
+  }
+  report_cv_.notify_all();
   if (poller_.joinable()) poller_.join();
+  if (reporter_.joinable()) reporter_.join();
+}
+
+void ConnectedSession::report_health(const JobHealth& health) {
+  {
+    std::lock_guard lock(report_mu_);
+    report_ = health;
+  }
+  report_cv_.notify_all();
+}
+
+void ConnectedSession::send_reports() {
+  log::WarnLimiter warn_limiter(std::chrono::seconds(60));
+  std::unique_lock lock(report_mu_);
+  while (true) {
+    report_cv_.wait(lock, [this] { return report_stop_ || report_.has_value(); });
+    if (report_stop_) return;
+    const JobHealth health = std::move(*report_);
+    report_.reset();
+    lock.unlock();
+    const auto lines = health::encode_health_report(health, opt_.slot);
+    std::string failed;
+    if (lines.empty()) failed = "the job has more hosts than a report may carry";
+    for (const auto& line : lines) {
+      auto r = control::control_request(opt_.control_path, line, std::chrono::milliseconds(2000));
+      auto ack = r ? control::parse_reply<control::CommittedReply>(*r)
+                   : Result<control::CommittedReply>(fail(r.error().message));
+      if (!ack) {
+        failed = ack.error().message;
+        break;
+      }
+    }
+    if (!failed.empty()) {
+      if (const auto held = warn_limiter.admit("health-report", std::chrono::steady_clock::now())) {
+        log::get(log::Component::comm)
+            .warn("node health: could not tell the agent the verdict of step {} (epoch {}): {} ({} such warning(s) "
+                  "held back)",
+                  health.step, health.epoch, failed, *held);
+      }
+    }
+    lock.lock();
+  }
 }
 
 void ConnectedSession::follow() {

@@ -5,6 +5,9 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
 #include <thread>
 
 #include "session/session_core.hpp"
@@ -21,6 +24,9 @@ class ConnectedSession final : public SessionCore {
 
   void leave() override;
   std::string address() const override { return agent_addr_; }
+  // Hands the verdict to the reporter thread, which sends it to the agent (`health-report`, in parts);
+  // a newer verdict replaces one not sent yet. Never blocks the loop.
+  void report_health(const JobHealth& health) override;
 
  protected:
   // Tells the agent over the control socket (`peer-lost`), so that it probes the member at once.
@@ -28,10 +34,16 @@ class ConnectedSession final : public SessionCore {
 
  private:
   void follow();
+  void send_reports();
 
   std::string agent_addr_;
   std::atomic<bool> stop_{false};
   std::thread poller_;
+  std::mutex report_mu_;
+  std::condition_variable report_cv_;
+  std::optional<JobHealth> report_;  // the newest verdict not sent yet
+  bool report_stop_ = false;
+  std::thread reporter_;
 };
 
 }  // namespace shoal::session

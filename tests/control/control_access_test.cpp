@@ -1,5 +1,6 @@
 // Who may send what on the control socket: queries for anyone who can connect, cluster-changing requests
-// (view-force) for the agent's own user or root only, as the kernel reports the caller (SO_PEERCRED).
+// (view-force) for the agent's own user or root only, a local trainer's report (health-report) for its user,
+// group or root, as the kernel reports the caller (SO_PEERCRED).
 #include <doctest/doctest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -55,6 +56,27 @@ TEST_CASE("a cluster-changing request is served to the agent's user and root, re
   // A caller the kernel could not identify never gets a change, even "as root".
   CHECK(h.dispatch("view-force yes", Caller{0, 0, 0, false}).find("could not identify") != std::string::npos);
   CHECK(h.dispatch("view", Caller{0, 0, 0, false}) == "{\"view\":1}");
+}
+
+TEST_CASE("a local trainer's report is served to the agent's user, its group and root, refused to others") {
+  ControlHandlers h;
+  h.add(
+      "health-report", "report", [](std::span<const std::string>) { return std::string("{\"ok\":true}"); },
+      Access::local);
+  const auto self = static_cast<uint32_t>(::geteuid());
+  const auto group = static_cast<uint32_t>(::getegid());
+  CHECK(h.dispatch("health-report 1", Caller{self, kNobody, 1, true}) == "{\"ok\":true}");
+  CHECK(h.dispatch("health-report 1", Caller{0, kNobody, 1, true}) == "{\"ok\":true}");
+  if (self != kNobody && group != kNobody) {
+    CHECK(h.dispatch("health-report 1", Caller{kNobody, group, 7, true}) == "{\"ok\":true}");
+    const auto reply = h.dispatch("health-report 1", Caller{kNobody, kNobody, 42, true});
+    const auto error = shoal::control::parse_reply<shoal::control::ErrorReply>(reply);
+    REQUIRE(error.ok());
+    CHECK(error->error.find("local trainer's report") != std::string::npos);
+    CHECK(error->error.find("uid 65534 (pid 42)") != std::string::npos);
+    CHECK(h.refused() == 1);
+  }
+  CHECK(h.dispatch("health-report 1", Caller{0, group, 0, false}).find("could not identify") != std::string::npos);
 }
 
 TEST_CASE("over a real socket, the kernel's credentials decide: another user is refused view-force") {

@@ -150,3 +150,41 @@ TEST_CASE("--evict-stragglers refuses an open cluster: a forged figure could evi
   CHECK(a.exit_code == 2);
   CHECK(a.err.find("needs a cluster key") != std::string::npos);
 }
+
+TEST_CASE("with `shoal agent --evict-stragglers` and connected trainers, the slow host is evicted the same way") {
+  // The verdict reaches the agents over their control sockets (health-report): each agent's own verdict
+  // names b, so the proposer leaves it out and every acceptor agrees.
+  TrainerCluster c;
+  shoal::test::TempDir keys;
+  const std::string key_file = write_key(keys);
+  const std::vector<std::string> agents = {"a", "b", "c", "d"};
+  std::string seed;
+  for (const auto& a : agents) {
+    const auto addr = c.start_agent(a, seed, 1,
+                                    {"--key-file", key_file, "--min-hosts", "3", "--evict-stragglers", "--evict-after",
+                                     "2", "--evict-hold-down", "120", "--log-level", "warn"});
+    if (seed.empty()) seed = addr;
+  }
+  for (const auto& a : agents) {
+    c.start_connected(a + "0", a, 0, kSteps, {"--step-ms", std::to_string(a == "b" ? kStepMs * 13 / 10 : kStepMs)});
+  }
+  const std::vector<std::string> survivors = {"a0", "c0", "d0"};
+  const auto in_three = [&](const std::string& n) {
+    const auto& s = c[n].steps;
+    return std::count_if(s.begin(), s.end(), [](const StepRecord& r) { return r.world == 3; }) >= 5;
+  };
+  const bool evicted = c.until(
+      [&] { return std::all_of(survivors.begin(), survivors.end(), [&](const std::string& n) { return in_three(n); }); },
+      45s);
+  REQUIRE_MESSAGE(evicted, "the survivors never trained as three; a0's log:\n" << c.log("a0") << "\nb0's log:\n"
+                                                                               << c.log("b0"));
+  const auto view = ask(c.socket_of("c"), "view");
+  CHECK(view["members"].size() == 3);
+  for (const auto& m : view["members"]) CHECK(m["name"] != "b");
+  const auto health = ask(c.socket_of("a"), "health");
+  CHECK(health["authenticated"] == true);
+  c["b0"].process->kill_and_reap();  // waiting, out of the view, to be readmitted
+  c["b0"].exit_code = 137;
+  c.finish(60s);
+  for (const auto& n : survivors) CHECK(c[n].exit_code == std::optional<int>(0));
+}

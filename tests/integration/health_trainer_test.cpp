@@ -118,3 +118,37 @@ TEST_CASE("six hosts with equal steps never name a straggler") {
     }
   }
 }
+
+TEST_CASE("trainers connected to 4 `shoal agent`s hand their verdict to their agents: each names the slow host") {
+  // The connected route: each trainer computes the verdict and reports it over its agent's control socket
+  // (health-report); `shoal health --json` on every agent then names b, whose trainer steps 30% longer.
+  TrainerCluster c;
+  const std::vector<std::string> agents = {"a", "b", "c", "d"};
+  std::string seed;
+  for (const auto& a : agents) {
+    const auto addr = c.start_agent(a, seed, 1, {"--min-hosts", "4"});
+    if (seed.empty()) seed = addr;
+  }
+  for (const auto& a : agents) {
+    c.start_connected(a + "0", a, 0, 80, {"--step-ms", std::to_string(a == "b" ? kStepMs * 13 / 10 : kStepMs)});
+  }
+  const auto names_b = [&](const std::string& agent) {
+    const auto r = shoal::test::run_command({SHOAL_BINARY, "health", "--control", c.socket_of(agent), "--json"}, 10s);
+    const auto doc = nlohmann::json::parse(r.out, nullptr, false);
+    return r.exit_code == 0 && doc.is_object() && doc.value("reported", false) &&
+           doc["stragglers"] == nlohmann::json::array({"b"});
+  };
+  const bool all_named = c.until(
+      [&] { return std::all_of(agents.begin(), agents.end(), [&](const std::string& a) { return names_b(a); }); },
+      40s);
+  REQUIRE_MESSAGE(all_named, "not every agent was told b is a straggler; a0's log:\n" << c.log("a0"));
+  const auto health = ask(c.socket_of("d"), "health");
+  REQUIRE(health["hosts"].size() == 4);
+  for (const auto& h : health["hosts"]) {
+    INFO(h.dump());
+    CHECK(h["straggler"] == (h["name"] == "b"));
+  }
+  CHECK(health["authenticated"] == false);  // an open (--insecure) cluster
+  c.finish(60s);
+  for (const auto& a : agents) CHECK(c[a + "0"].exit_code == std::optional<int>(0));
+}

@@ -88,11 +88,16 @@ class Elastic:
     optimizer: its optimizer. sampler: an ElasticSampler (the data position); optional for loops that
     bring their own data. checkpointer, ckpt_every: save a flash checkpoint every ckpt_every completed
     steps, and load the newest at the start of the job. ddp_kwargs: passed to DistributedDataParallel.
+    health: node health (as shoal::ElasticLoop's): True, or a dict of shoal.HealthMonitor's keywords
+    (StragglerOptions: factor, exchange_every, ...). Every step is then timed (compute outside collectives,
+    wait inside them), the ranks exchange the figures every exchange_every steps and judge stragglers
+    alike; job.health() gives the verdict and the session's agent is told it (`shoal health`). Every rank
+    must pass the same options.
     """
 
     def __init__(self, session: "shoal.Session", model: torch.nn.Module, optimizer: torch.optim.Optimizer, *,
                  sampler: Optional[ElasticSampler] = None, checkpointer: Optional[Checkpointer] = None,
-                 ckpt_every: int = 0, ddp_kwargs: Optional[dict] = None):
+                 ckpt_every: int = 0, ddp_kwargs: Optional[dict] = None, health: Any = None):
         if isinstance(model, DDP):
             raise TypeError("pass the plain module to shoal.torch.Elastic, not a DistributedDataParallel: "
                             "it wraps the module in DDP itself for every view")
@@ -119,6 +124,9 @@ class Elastic:
         self.rebuild_ms: Optional[float] = None  # the last rebuild's duration, for the caller's log
         self.restored_step: Optional[int] = None  # the checkpoint step loaded at the last build, if any
         self.rebuilds = 0
+        self._health: Optional["shoal.HealthMonitor"] = None
+        if health:
+            self._health = shoal.HealthMonitor(session, **(health if isinstance(health, dict) else {}))
         # optimizer.step() marks the step applied: a view change after it cannot undo the update, so that
         # step counts as completed on this rank (and the state sync rolls the others forward to it).
         self._applied = False
@@ -252,6 +260,8 @@ class Elastic:
         self.ensure_world()
         comm = self.comm
         self._applied = False
+        if self._health is not None:
+            self._health.step_began(comm)
         try:
             yield self
         except Exception as e:  # noqa: BLE001 (sorted below)
@@ -266,7 +276,24 @@ class Elastic:
             else:
                 log.info("shoal: step %d discarded: %s", self.next_step, str(e).splitlines()[0] if str(e) else e)
             return
+        if self._health is not None:
+            self._health.step_ended(comm)
         self._complete(comm)
+        if self._health is not None:
+            try:
+                self._health.completed(comm, self.completed)
+            except Exception as e:  # noqa: BLE001 (sorted below)
+                if not is_view_change(e, comm):
+                    raise
+                # The step stands; this view's figures are lost, the next view's start afresh.
+                self._broken_at = time.monotonic()
+                log.info("shoal: the node-health exchange after step %d failed: %s", self.completed,
+                         str(e).splitlines()[0] if str(e) else e)
+
+    def health(self) -> Optional[dict]:
+        """The latest node-health verdict (shoal.HealthMonitor.health()), the same on every rank of the view;
+        None when Elastic was made without health."""
+        return self._health.health() if self._health is not None else None
 
     def _complete(self, comm: "shoal.Communicator", save: bool = True) -> None:
         if self.sampler is not None:

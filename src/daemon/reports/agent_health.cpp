@@ -1,6 +1,8 @@
 // The `health` control reply: the local trainer's latest node-health figures and straggler verdict.
 #include <fmt/format.h>
 
+#include "base/log.hpp"
+#include "control/replies/errors_and_acks.hpp"
 #include "control/replies/health.hpp"
 #include "daemon/agent.hpp"
 #include "daemon/membership_runtime.hpp"
@@ -56,6 +58,40 @@ std::string Agent::health_reply() const {
   reply.dropped = {latest->dropped_records, latest->dropped_figures, latest->forged_records};
   reply.authenticated = latest->authenticated;
   return control::write_reply(reply);
+}
+
+std::string Agent::health_report_reply(std::span<const std::string> args) {
+  const auto refuse = [&](const std::string& why) {
+    ++health_reports_rejected_;
+    if (const auto held = health_report_warn_.admit("health-report", std::chrono::steady_clock::now())) {
+      log::get(log::Component::agent).warn("node health: a local trainer's report refused: {} ({} refused in all; {} such warning(s) held back)",
+                    why, health_reports_rejected_, *held);
+    }
+    return control_handlers_.error_reply(why);
+  };
+  if (!membership_) return control_handlers_.error_reply("the agent has not started");
+  auto part = health::parse_health_report(args);
+  if (!part) return refuse(part.error().message);
+  if (part->slot >= std::max<uint32_t>(cfg_.meta.slots, 1)) {
+    return refuse("health-report: slot " + std::to_string(part->slot) + " does not exist here");
+  }
+  auto whole = health_parts_.add(std::move(*part));
+  if (!whole) return refuse(whole.error().message);
+  if (*whole) {
+    JobHealth& h = **whole;
+    const uint64_t committed = membership_->keeper().view().epoch();
+    if (h.epoch > committed) {
+      return refuse("health-report: epoch " + std::to_string(h.epoch) + " is newer than the committed view's " +
+                    std::to_string(committed));
+    }
+    // Every local slot reports the same verdict (every rank of a view holds it): the newest one counts, an
+    // older or repeated one is acknowledged and dropped.
+    const auto& latest = health_.latest();
+    if (!latest || h.epoch > latest->epoch || (h.epoch == latest->epoch && h.step > latest->step)) {
+      take_health(std::move(h));
+    }
+  }
+  return control::write_reply(control::CommittedReply{true});
 }
 
 }  // namespace shoal::daemon

@@ -143,6 +143,9 @@ std::string Agent::metrics_text() const {
             {{"kind", "figure"}});
   m.counter("shoal_health_dropped_total", dropped, latest ? static_cast<double>(latest->forged_records) : 0,
             {{"kind", "forged"}});
+  m.counter("shoal_health_reports_refused_total",
+            "connected trainers' health-report parts this agent refused (malformed, out of order, unknown epoch)",
+            static_cast<double>(health_reports_rejected_));
   if (membership_) {
     const auto ks = membership_->keeper().status();
     m.counter("shoal_evictions_total", "committed views that evicted a straggler (--evict-stragglers), seen here",
