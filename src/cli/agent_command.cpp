@@ -8,7 +8,7 @@
 #include "base/log.hpp"
 #include "cli/agent_flags.hpp"
 #include "cli/cli.hpp"
-#include "cli/compute_probe_blas.hpp"
+#include "cli/compute_probe_cuda.hpp"
 #include "cli/command_line.hpp"
 #include "daemon/agent.hpp"
 #include "launcher/worker_launcher.hpp"
@@ -76,7 +76,7 @@ int agent_command(std::span<const std::string> command_line) {
   }
   auto cfg = agent_config(flags, *slurm);
   if (!cfg) return usage_error(cfg.error().message);
-  cfg->compute_probe = blas_compute_probe();
+  cfg->compute_probe = host_compute_probe();  // cuBLAS where a GPU is usable, else OpenBLAS
   const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
   auto launch =
       launch_config(flags, split.command, cfg->ckpt.job,

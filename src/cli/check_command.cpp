@@ -72,8 +72,8 @@ int check_command(std::span<const std::string> args) {
       "shoal check",
       "shoal check [--control PATH | --name NAME] [--json] [--factor F] [--bytes N] [--ms MS] [--pings N]",
       "Pre-flight check of a formed cluster, coordinated by the agent asked over the members of its committed\n"
-      "view. Every host runs a compute probe (single-precision matrix multiplies with OpenBLAS on one core;\n"
-      "no GPU probe yet), all at once. Then link probes over TCP between the hosts' agent addresses (the\n"
+      "view. Every host runs a compute probe (single-precision matrix multiplies: cuBLAS on the first GPU\n"
+      "where the CUDA 13 runtime and a GPU are there, else OpenBLAS on one core), all at once. Then link probes over TCP between the hosts' agent addresses (the\n"
       "addresses the trainers' Gloo traffic uses too), sealed with the cluster key when there is one: round\n"
       "1 pairs the hosts in rank order; round 2 pairs the slowest of round 1 with the fastest, so that a slow\n"
       "host (every link of it slow) is told apart from one slow link. Each probe times a few round trips, then\n"
