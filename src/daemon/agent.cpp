@@ -364,10 +364,12 @@ Status Agent::start() {
   // The store learns of a view before anyone else on this loop, so a superseded wait fails first.
   membership_->add_view_observer([this](const membership::View& v) {
     rendezvous_->on_committed(v.epoch());
-    session_feed_->on_view(v);
     checkpoints_->on_view(v);
     history_.on_view(v);
   });
+  // Connected trainers see a view when in-process observers do: after --precheck's check of the first one.
+  gated_view_observers_.insert(gated_view_observers_.begin(),
+                               [this](const membership::View& v) { session_feed_->on_view(v); });
   runtime_->add_observer([this](const gossip::MemberEvent& e) {
     history_.on_member(e);
     session_feed_->on_member(e);
