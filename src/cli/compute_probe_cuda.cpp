@@ -127,7 +127,11 @@ daemon::check::ComputeProbe cuda_compute_probe() {
 }
 
 daemon::check::ComputeProbe host_compute_probe() {
-  return cuda_probe_available() ? cuda_compute_probe() : blas_compute_probe();
+  // Decided at the first check, not when the agent starts: loading CUDA and cuBLAS (or finding out there
+  // is no GPU) takes a second or more, which an agent's start must not pay (it delayed joins in tests).
+  return [gpu = cuda_compute_probe(), cpu = blas_compute_probe()]() {
+    return cuda_probe_available() ? gpu() : cpu();
+  };
 }
 
 }  // namespace shoal::cli

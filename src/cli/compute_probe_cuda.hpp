@@ -17,7 +17,8 @@ inline constexpr int kCudaRuns = 5;
 bool cuda_probe_available();
 // The cuBLAS probe (backend "cublas"); its result is an error when CUDA fails along the way.
 daemon::check::ComputeProbe cuda_compute_probe();
-// The probe the `shoal` program hands its agent: cuBLAS where a GPU is usable, else OpenBLAS's.
+// The probe the `shoal` program hands its agent: cuBLAS where a GPU is usable, else OpenBLAS's (decided at
+// the first probe, so that an agent's start never loads CUDA).
 daemon::check::ComputeProbe host_compute_probe();
 
 }  // namespace shoal::cli
