@@ -45,6 +45,40 @@ def log_times(path, pattern, since):
     return out
 
 
+def recovery_phases(logs, victim, world, since):
+    """When each phase of a recovery from losing `victim` happened (epoch seconds), read from the
+    survivors' logs: the earliest survivor for collective_failed, suspect and dead_first, the last one
+    for dead_all, view_committed (a view of `world` members) and rebuilt. A phase no log shows is absent."""
+    seen = {
+        "collective_failed": [min(log_times(p, "aborted (", since) or [None]) for p in logs],
+        "suspect": [min(log_times(p, "member %s suspect" % victim, since) or [None]) for p in logs],
+        "dead": [min(log_times(p, "member %s dead" % victim, since) or [None]) for p in logs],
+        "view_committed": [min(log_times(p, "committed: %d members" % world, since) or [None]) for p in logs],
+        "rebuilt": [min(log_times(p, "ready: rank", since) or [None]) for p in logs],
+    }
+    first = lambda xs: min([x for x in xs if x is not None], default=None)
+    last = lambda xs: None if any(x is None for x in xs) else max(xs)
+    out = {"collective_failed": first(seen["collective_failed"]), "suspect": first(seen["suspect"]),
+           "dead_first": first(seen["dead"]), "dead_all": last(seen["dead"]),
+           "view_committed": last(seen["view_committed"]), "rebuilt": last(seen["rebuilt"])}
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def spread(values):
+    """p50, p99 and max of durations in seconds, as whole milliseconds."""
+    return {"p50_ms": round(pct(values, 50) * 1000), "p99_ms": round(pct(values, 99) * 1000),
+            "max_ms": round(max(values) * 1000)}
+
+
+def print_phases(base, result, phases):
+    """One JSON line per phase with samples: p50 and p99 in milliseconds."""
+    for name, values in phases.items():
+        if values:
+            got = spread(values)
+            print(json.dumps(dict(base, result=result, phase=name, samples=len(values), p50_ms=got["p50_ms"],
+                                  p99_ms=got["p99_ms"])))
+
+
 def pct(values, p):
     v = sorted(values)
     if not v:
@@ -172,22 +206,9 @@ def run(a, job):
             sys.exit("survivors did not resume after kill %d (logs in %s)" % (k, logdir))
         kill_s.append(max(first_step_after(h, t_kill, n - 1) for h in survivors) - t_kill)
         pump(survivors, 0.2)  # let the last log lines land
-        seen = {
-            "collective_failed": [min(log_times(h.log, "aborted (", t_kill) or [None]) for h in survivors],
-            "suspect": [min(log_times(h.log, "member %s suspect" % victim.name, t_kill) or [None]) for h in survivors],
-            "dead": [min(log_times(h.log, "member %s dead" % victim.name, t_kill) or [None]) for h in survivors],
-            "view_committed": [min(log_times(h.log, "committed: %d members" % (n - 1), t_kill) or [None])
-                               for h in survivors],
-            "rebuilt": [min(log_times(h.log, "ready: rank", t_kill) or [None]) for h in survivors],
-        }
-        first = lambda xs: min([x for x in xs if x is not None], default=None)
-        last = lambda xs: None if any(x is None for x in xs) else max(xs)
-        for name, value in (("collective_failed", first(seen["collective_failed"])), ("suspect", first(seen["suspect"])),
-                            ("dead_first", first(seen["dead"])), ("dead_all", last(seen["dead"])),
-                            ("view_committed", last(seen["view_committed"])), ("rebuilt", last(seen["rebuilt"])),
-                            ("next_step", t_kill + kill_s[-1])):
-            if value is not None:
-                phases[name].append(value - t_kill)
+        for name, value in recovery_phases([h.log for h in survivors], victim.name, n - 1, t_kill).items():
+            phases[name].append(value - t_kill)
+        phases["next_step"].append(kill_s[-1])
         hosts = survivors
         before_join = {h.name: max((s[1] for s in h.steps), default=-1) for h in hosts}
         joiner = Host(binary, "h%03d" % next_id, hosts[0].addr, a.step_ms, logdir, a.ckpt_every, job)
@@ -211,14 +232,9 @@ def run(a, job):
         h.kill()
     base = {"hosts": n, "kills": a.kills, "step_ms": a.step_ms, "ckpt_every": a.ckpt_every,
             "restores": len(restores), "baseline_step_ms": round(step_s * 1000, 1), "failed_checks": bad}
-    print(json.dumps(dict(base, result="kill_to_first_allreduce", p50_ms=round(pct(kill_s, 50) * 1000),
-                          p99_ms=round(pct(kill_s, 99) * 1000), max_ms=round(max(kill_s) * 1000))))
-    print(json.dumps(dict(base, result="join_to_first_allreduce", p50_ms=round(pct(join_s, 50) * 1000),
-                          p99_ms=round(pct(join_s, 99) * 1000), max_ms=round(max(join_s) * 1000))))
-    for name, values in phases.items():
-        if values:
-            print(json.dumps(dict(base, result="kill_phase", phase=name, samples=len(values),
-                                  p50_ms=round(pct(values, 50) * 1000), p99_ms=round(pct(values, 99) * 1000))))
+    print(json.dumps(dict(base, result="kill_to_first_allreduce", **spread(kill_s))))
+    print(json.dumps(dict(base, result="join_to_first_allreduce", **spread(join_s))))
+    print_phases(base, "kill_phase", phases)
     print(json.dumps(dict(base, result="steps_redone_after_join", joins=a.kills, steps=redone)))
 
 

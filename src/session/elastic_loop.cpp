@@ -7,8 +7,11 @@
 #include <limits>
 #include <span>
 
+#include <sodium.h>
+
 #include "session/session_core.hpp"
 #include "session/step_health.hpp"
+#include "wire/cluster_key.hpp"
 
 namespace shoal {
 namespace {
@@ -16,6 +19,20 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+// settle_state packs a step number and a rank into one int64: steps below 2^42, ranks below 2^20.
+constexpr unsigned kSettleRankBits = 20;
+constexpr uint64_t kSettleStepLimit = uint64_t{1} << 42;
+
+// 64 bits of the state's BLAKE2b digest (libsodium): whether two ranks hold the same state.
+uint64_t state_digest(const std::vector<std::byte>& state) {
+  (void)wire::init_sodium();
+  unsigned char out[crypto_generichash_BYTES_MIN];
+  crypto_generichash(out, sizeof out, reinterpret_cast<const unsigned char*>(state.data()), state.size(), nullptr, 0);
+  uint64_t v = 0;
+  std::memcpy(&v, out, sizeof v);
+  return v;
+}
 
 }  // namespace
 
@@ -62,22 +79,37 @@ void ElasticLoop::sync_from(int root) {
 void ElasticLoop::settle_state() {
   const RankInfo now = session_.ranks();
   // Did this rank train before, and is every rank it trained with still here? One allreduce (min) tells
-  // every rank the same answers: [-(someone trained before), every such rank kept its whole view, -(the
-  // newest step any of them completed)]. A failure can cut a step short on some ranks only: the newest
-  // completed step wins, so no rank redoes a step it finished.
+  // every rank the same answers; it is also the new communicator's first collective, so a peer whose own
+  // build failed fails it at once, before any state moves. A failure can cut a step short on some ranks
+  // only: the newest completed step wins, so no rank redoes a step it finished.
   const bool trained = !trained_in_.empty();
   bool kept = true;
   for (const auto& name : trained_in_) {
     if (std::find(now.members.begin(), now.members.end(), name) == now.members.end()) kept = false;
   }
-  const auto mine = static_cast<int64_t>(next_step_);
-  int64_t facts[3] = {trained ? -1 : 0, kept ? 1 : 0, trained ? -mine : 0};
+  const uint64_t mine = next_step_;
+  if (mine >= kSettleStepLimit) throw Error("ElasticLoop: step counter " + std::to_string(mine) + " out of range");
+  const int64_t rank = comm_->rank();
+  // Two halves of the state's digest, so that min and max of each tell whether every rank holds the same.
+  const uint64_t digest = trained ? state_digest(snapshot_) : 0;
+  constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
+  int64_t facts[7] = {
+      trained ? -1 : 0,  // < 0: someone trained
+      trained ? 1 : 0,   // 1: every rank trained
+      kept ? 1 : 0,      // 1: every rank that trained still has all it trained with
+      // The newest step anyone completed and the lowest rank that holds it, in one number.
+      trained ? static_cast<int64_t>(((kSettleStepLimit - mine) << kSettleRankBits) | static_cast<uint64_t>(rank))
+              : kNone,
+      trained ? static_cast<int64_t>(mine) : kNone,  // the oldest step anyone trained to
+      trained ? static_cast<int64_t>(digest >> 1) : kNone,
+      trained ? -static_cast<int64_t>(digest >> 1) : 0,
+  };
   comm_->allreduce(std::span<int64_t>(facts), ReduceOp::min);
   const bool anyone_trained = facts[0] < 0;
-  const bool nothing_lost = anyone_trained && facts[1] == 1;
-  // The lowest rank that holds that step's state hands it out.
-  int64_t holder = trained && mine == -facts[2] ? comm_->rank() : std::numeric_limits<int64_t>::max();
-  comm_->allreduce(std::span<int64_t>(&holder, 1), ReduceOp::min);
+  const bool everyone_trained = facts[1] == 1;
+  const bool nothing_lost = anyone_trained && facts[2] == 1;
+  const uint64_t newest = kSettleStepLimit - (static_cast<uint64_t>(facts[3]) >> kSettleRankBits);
+  const auto holder = static_cast<int>(static_cast<uint64_t>(facts[3]) & ((uint64_t{1} << kSettleRankBits) - 1));
   if (!nothing_lost && hooks_.restore) {
     if (const auto restored = hooks_.restore(*comm_)) {
       next_step_ = *restored + 1;
@@ -85,8 +117,12 @@ void ElasticLoop::settle_state() {
       return;
     }
   }
-  const int root = anyone_trained ? static_cast<int>(holder) : 0;
-  sync_from(root);
+  const int root = anyone_trained ? holder : 0;
+  // Every rank holds the same state of the same step (the survivors of a loss in data-parallel training,
+  // a same-view rebuild): handing it out would copy every byte onto itself. Sync only when it differs.
+  const bool same_everywhere =
+      everyone_trained && static_cast<uint64_t>(facts[4]) == newest && facts[5] == -facts[6];
+  if (!same_everywhere) sync_from(root);
   if (anyone_trained && hooks_.synced) hooks_.synced(next_step_, root);
 }
 
@@ -103,9 +139,6 @@ uint64_t ElasticLoop::run(uint64_t last_step) {
       continue;  // the world moved again before it settled: build for the next view
     }
     try {
-      // Every rank's connections work before any state moves: a peer whose own build failed (and that
-      // waits to rebuild) fails this at once, not the restore's exchange at its timeout.
-      comm_->barrier();
       settle_state();
     } catch (const ViewChanged&) {
       continue;  // the world moved again before it settled: build for the next view

@@ -20,6 +20,7 @@
 #include "base/log.hpp"
 #include "comm_wrap/gloo/collective_runner.hpp"
 #include "comm_wrap/gloo/pair_sockets.hpp"
+#include "comm_wrap/gloo/mesh_connect.hpp"
 #include "comm_wrap/gloo/store_adapter.hpp"
 #include "shoal/errors.hpp"
 
@@ -300,14 +301,14 @@ std::unique_ptr<Communicator> make_gloo_communicator(const GlooOptions& options,
   }
 
   GlooStoreAdapter adapter(store, "gloo/", options.connect_timeout, options.world_size, options.rank);
-  auto context = std::make_shared<gloo::rendezvous::Context>(options.rank, options.world_size);
+  auto context = std::make_shared<MeshContext>(options.rank, options.world_size);
   // A pair waits 5 times its context's timeout for its TCP connection (gloo/transport/tcp/pair.h,
   // waitUntil), so a fifth of connect_timeout bounds the connect by connect_timeout.
   context->setTimeout(std::max(std::chrono::milliseconds(1), options.connect_timeout / 5));
   const std::string who = "gloo rank " + std::to_string(options.rank) + " of epoch " + std::to_string(options.epoch);
   try {
     // shoal::ViewChanged and shoal::Timeout thrown by the store pass through unchanged.
-    context->connectFullMesh(adapter, device);
+    context->connect_mesh(adapter, device);
   } catch (const gloo::IoException& e) {
     if (is_timeout(e.what())) throw Timeout(who + ": connecting to the peers: " + e.what());
     throw ViewChanged(options.epoch, who + ": a peer failed while connecting: " + e.what());
