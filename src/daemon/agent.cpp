@@ -16,6 +16,7 @@
 #include "daemon/check/check_member.hpp"
 #include "daemon/gossip_runtime.hpp"
 #include "gossip/member_table.hpp"
+#include "membership/desired_view.hpp"
 #include "daemon/membership_runtime.hpp"
 #include "daemon/metrics_server.hpp"
 #include "daemon/rendezvous_service.hpp"
@@ -366,6 +367,8 @@ Status Agent::start() {
     rendezvous_->on_committed(v.epoch());
     checkpoints_->on_view(v);
     history_.on_view(v);
+    // Joiners of the view whose news has not reached this member's gossip yet stay in its next view.
+    if (runtime_ && !leaving_) runtime_->vouch(membership::vouched_by(v));
   });
   // Connected trainers see a view when in-process observers do: after --precheck's check of the first one.
   gated_view_observers_.insert(gated_view_observers_.begin(),

@@ -157,6 +157,13 @@ void GossipRuntime::hint_failed(const std::string& name, uint64_t generation) {
   perform(fx);
 }
 
+void GossipRuntime::vouch(const std::vector<gossip::Member>& members) {
+  if (stopped()) return;
+  gossip::Effects fx;
+  swim_.vouch(members, now(), fx);
+  perform(fx);
+}
+
 void GossipRuntime::on_wake() {
   gossip::Effects fx;
   swim_.on_tick(now(), fx);

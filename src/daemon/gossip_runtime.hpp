@@ -47,6 +47,8 @@ class GossipRuntime : public CoreDriver {
   const gossip::Swim& swim() const { return swim_; }
   // Evidence from the data plane: a trainer's connection to `name` broke; the core probes it at once.
   void hint_failed(const std::string& name, uint64_t generation);
+  // The members of a committed view (gossip::Swim::vouch).
+  void vouch(const std::vector<gossip::Member>& members);
 
  private:
   void receive_next();

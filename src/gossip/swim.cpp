@@ -46,6 +46,7 @@ void Swim::on_stream_refused(uint64_t token, Time now, Effects& out) { core_->on
 void Swim::hint_failed(const std::string& name, uint64_t generation, Time now, Effects& out) {
   core_->hint_failed(name, generation, now, out);
 }
+void Swim::vouch(std::span<const Member> members, Time now, Effects& out) { core_->vouch(members, now, out); }
 void Swim::on_tick(Time now, Effects& out) { core_->on_tick(now, out); }
 void Swim::leave(Time now, Effects& out) { core_->leave(now, out); }
 const Identity& Swim::self() const { return core_->self(); }

@@ -211,6 +211,13 @@ class Swim {
   // suspects anyone (a member that answers stays). Ignored when the member is unknown, not live, of
   // another generation, already being probed, or hinted less than hint_interval_ms ago.
   void hint_failed(const std::string& name, uint64_t generation, Time now, Effects& out);
+  // Members that a committed view holds (passed as alive records: identity, metadata): each one this
+  // member has no record of, or only of an older generation, is taken as alive, as a roster entry would
+  // be (events emitted, nothing broadcast), and probed like any member from then on. A view vouches for
+  // them: its proposer saw them alive, though their news may not have reached here yet; without this a
+  // member that proposes next would leave out a live member it had not heard of. Records of the same
+  // or a newer generation are left as they are (dead stays dead).
+  void vouch(std::span<const Member> members, Time now, Effects& out);
   void on_tick(Time now, Effects& out);
   // Graceful: marks itself left and broadcasts it. The runtime should keep delivering for a short
   // while (a few gossip intervals) so that the news gets out, then stop.

@@ -42,6 +42,7 @@ class SwimCore {
   void on_stream_response(uint64_t token, std::optional<std::span<const std::byte>> bytes, Time now, Effects& out);
   void on_stream_refused(uint64_t token, Time now, Effects& out);
   void hint_failed(const std::string& name, uint64_t generation, Time now, Effects& out);
+  void vouch(std::span<const Member> members, Time now, Effects& out);
   void on_tick(Time now, Effects& out);
   void leave(Time now, Effects& out);
 

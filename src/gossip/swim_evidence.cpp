@@ -1,6 +1,7 @@
 // Evidence from the data plane: hints (a trainer's connection to a member broke: probe it at once)
 // and the refusal rule (a member's own agent port refused us and others: it may die below the
-// normal suspicion floor). The rule is stated in README.md, "Evidence from the data plane".
+// normal suspicion floor). The rule is stated in README.md, "Evidence from the data plane". And the
+// evidence of a committed view: members it holds that gossip has not told this member of yet (vouch).
 #include <algorithm>
 
 #include "base/log.hpp"
@@ -42,6 +43,28 @@ void SwimCore::hint_failed(const std::string& name, uint64_t generation, Time no
       .debug("{}: a connection to {} broke: probing it now", self().name, name);
   // A probe of it in its direct phase goes on to the indirect one now; else a new one, escalated at once.
   escalate_probe(running != probes_.end() ? running->first : start_probe(m, false));
+  finish(out);
+}
+
+void SwimCore::vouch(std::span<const Member> members, Time now, Effects& out) {
+  out_ = &out;
+  enter(now);
+  if (!started_ || leaving_) {
+    finish(out);
+    return;
+  }
+  merging_join_ = true;  // what a view holds is no news to the members that committed it
+  for (const Member& m : members) {
+    if (m.id.name.empty() || m.id.generation == 0 || m.id.addr.empty() || m.id.name == self().name) continue;
+    const MemberRef known = table_.find(m.id.name);
+    if (known && known.generation() >= m.id.generation) continue;
+    shoal::log::get(shoal::log::Component::gossip)
+        .info("{}: member {} is in a committed view but its news has not reached here yet: taken as alive, and "
+              "probed from now on",
+              self().name, m.id.name);
+    handle_claim(Claim{m.id, State::alive, 0, m.meta, {}}, std::string(), true);
+  }
+  merging_join_ = false;
   finish(out);
 }
 

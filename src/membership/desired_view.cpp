@@ -31,6 +31,20 @@ std::string names_of(const std::vector<std::string>& names) {
 
 }  // namespace
 
+std::vector<gossip::Member> vouched_by(const View& committed) {
+  std::vector<gossip::Member> out;
+  out.reserve(committed.members().size());
+  for (const ViewMember& vm : committed.members()) {
+    if (vm.join_epoch != committed.epoch()) continue;
+    gossip::Member m;
+    m.id = gossip::Identity{vm.name, vm.generation, vm.addr};
+    m.meta.host = vm.host;
+    m.meta.slots = vm.slots;
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
 bool same_members(std::vector<ViewMember> a, std::vector<ViewMember> b) {
   if (a.size() != b.size()) return false;
   auto by_name = [](const ViewMember& x, const ViewMember& y) { return x.name < y.name; };

@@ -33,6 +33,13 @@ struct Desired {
 Desired desired_view(const View& committed, const std::vector<gossip::Member>& gossip, const FlapDamper& damper,
                      const Config& cfg, Time now, const std::optional<std::string>& evict = std::nullopt);
 
+// The members that joined in a committed view (join_epoch == its epoch), as gossip records (alive,
+// incarnation 0, the view's metadata): what gossip::Swim::vouch takes, so that a member that has not
+// heard of a joiner yet (its news travels from the member it joined through, which may die right after
+// proposing the view) keeps it in its next view instead of removing a live member. Members of earlier
+// views are left to gossip alone: a member long dead and forgotten is never brought back this way.
+std::vector<gossip::Member> vouched_by(const View& committed);
+
 // True when both lists hold the same members with the same fields (order ignored).
 bool same_members(std::vector<ViewMember> a, std::vector<ViewMember> b);
 

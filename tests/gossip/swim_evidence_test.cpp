@@ -1,6 +1,7 @@
 // Evidence from the data plane, on small clusters wired by TestNet: hints probe at once, a refusal
 // from a member's own port (confirmed by others) kills below the normal suspicion floor, and nothing
-// else does: a live member, a silent host and a paused process keep the normal path.
+// else does: a live member, a silent host and a paused process keep the normal path. And the evidence
+// of a committed view: a joiner it holds is alive where its news had not arrived yet (vouch).
 #include <doctest/doctest.h>
 
 #include "gossip/swim.hpp"
@@ -183,4 +184,55 @@ TEST_CASE("a restart with the same address is admitted; its predecessor's refusa
     CHECK(m->id.generation == 2);
     CHECK(m->state == State::alive);
   }
+}
+
+namespace {
+
+// What a committed view says of one member (membership::vouched_by's record).
+Member vouched(const std::string& name, uint64_t generation = 1) {
+  Member m;
+  m.id = Identity{name, generation, TestNet::addr_of(name)};
+  m.meta = MemberMeta{name, 8, {}};
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("a member a committed view vouches for is alive at once where its news had not arrived, then probed") {
+  TestNet net(17);
+  start_all(net, {"a", "b", "c"});
+  REQUIRE_FALSE(net.view("b", "d").has_value());
+  const size_t events_before = net.state("b").events.size();
+  const size_t queued_before = net.node("b").queued_updates();
+  net.vouch("b", {vouched("d")});
+  CHECK(net.view("b", "d") == State::alive);
+  REQUIRE(net.state("b").events.size() == events_before + 1);
+  CHECK_FALSE(net.state("b").events.back().previous.has_value());  // announced as newly seen
+  CHECK(net.node("b").queued_updates() == queued_before);  // and not gossiped on: the view's members know it
+  // d never started: b's probes find nothing there, and the normal path declares it dead.
+  net.run_for(ms_(5000), [&] { return net.view("b", "d") == State::dead; });
+  CHECK(net.view("b", "d") == State::dead);
+  // A vouched member that does answer stays alive.
+  net.start("e", {"a"});
+  net.vouch("c", {vouched("e")});
+  net.run_for(ms_(3000));
+  CHECK(all_see(net, {"a", "b", "c"}, "e", State::alive));
+}
+
+TEST_CASE("a view's vouching leaves a record of the same or a newer generation alone; a restart replaces one") {
+  TestNet net(19);
+  start_all(net, {"a", "b", "c", "d"});
+  const size_t events_before = net.state("a").events.size();
+  net.vouch("a", {vouched("a"), vouched("b")});  // itself, and a member it knows at that generation
+  CHECK(net.state("a").events.size() == events_before);
+  net.crash("d");
+  net.run_for(ms_(5000), [&] { return net.view("a", "d") == State::dead; });
+  REQUIRE(net.view("a", "d") == State::dead);
+  net.vouch("a", {vouched("d", 1)});  // an old view's word does not raise the dead
+  CHECK(net.view("a", "d") == State::dead);
+  net.vouch("a", {vouched("d", 2)});  // d restarted (a new generation) and joined a view
+  const auto d = net.node("a").find("d");
+  REQUIRE(d);
+  CHECK(d->id.generation == 2);
+  CHECK(d->state == State::alive);
 }

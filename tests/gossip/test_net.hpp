@@ -65,6 +65,12 @@ class TestNet {
     node(observer).hint_failed(subject, m ? m->id.generation : 1, now, out);
     apply(addr_of(observer), out);
   }
+  // A committed view vouches for `members` at `observer` (Swim::vouch).
+  void vouch(const std::string& observer, const std::vector<Member>& members) {
+    Effects out;
+    node(observer).vouch(members, now, out);
+    apply(addr_of(observer), out);
+  }
   // TCP connections to `name` are refused while its UDP works (a firewall rejecting its agent port):
   // what a forged or mistaken refusal looks like.
   void refuse_streams_to(const std::string& name) { refusing_.insert(addr_of(name)); }

@@ -139,3 +139,19 @@ TEST_CASE("a member started with seeds never forms a cluster of itself alone") {
   cfg.joining = false;
   CHECK(desired_view(View{}, alone, damper, cfg, milliseconds(50)).blocked.empty());
 }
+
+TEST_CASE("a view vouches for the members that joined in it, as alive gossip records with its metadata") {
+  std::vector<ViewMember> ms;
+  ms.push_back(ViewMember{name_of(0), "host0", addr_of(0), 2, 1, 1});  // joined in epoch 1
+  ms.push_back(ViewMember{name_of(1), "host1", addr_of(1), 4, 3, 7});  // joined in this view, epoch 3
+  const View v = View::make(3, ms).value();
+  const auto vouched = vouched_by(v);
+  REQUIRE(vouched.size() == 1);
+  CHECK(vouched[0].id.name == name_of(1));
+  CHECK(vouched[0].id.generation == 7);
+  CHECK(vouched[0].id.addr == addr_of(1));
+  CHECK(vouched[0].meta.host == "host1");
+  CHECK(vouched[0].meta.slots == 4);
+  CHECK(vouched[0].state == State::alive);
+  CHECK(vouched[0].incarnation == 0);
+}

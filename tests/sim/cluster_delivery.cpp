@@ -24,6 +24,15 @@ void Cluster::perform(uint32_t m, uint8_t channel, gossip::Effects& out) {
     schedule_wake(m, channel, *out.wake_at);
   }
   if (!out.events.empty() && channel == 0) announce(m, out.events);
+  if (channel > 0 && channel <= n.layers.size() && n.swim) {
+    const auto vouched = n.layers[channel - 1]->take_vouched();
+    if (!vouched.empty()) {
+      gossip::Effects& fx = scratch();
+      n.swim->vouch(vouched, now(), fx);
+      perform(m, 0, fx);
+      release_scratch();
+    }
+  }
 }
 
 void Cluster::send_packet(uint32_t m, uint8_t channel, gossip::SendPacket& p) {

@@ -42,6 +42,9 @@ class Layer {
   virtual void on_stream_response(uint64_t token, std::optional<std::span<const std::byte>> bytes, gossip::Time now,
                                   gossip::Effects& out) = 0;
   virtual void on_tick(gossip::Time now, gossip::Effects& out) = 0;
+  // Members the layer wants its member's gossip core to take as alive (gossip::Swim::vouch), as the
+  // agent does with the joiners of every view it commits; the harness hands them over after each call.
+  virtual std::vector<gossip::Member> take_vouched() { return {}; }
 };
 
 // Builds the layers of one member at each (re)start; `seed` differs per member and generation.

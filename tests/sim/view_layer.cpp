@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "addresses.hpp"
+#include "membership/desired_view.hpp"
 #include "membership/view_codec.hpp"
 
 namespace shoal::sim {
@@ -114,6 +115,8 @@ void ViewLayer::perform(membership::KeeperOutput& kout, gossip::Time now, gossip
   }
   for (const membership::View& v : kout.committed) {
     for (ViewObserver* o : observers_) o->on_commit(member_, keeper_.self().generation, v, now);
+    auto joiners = membership::vouched_by(v);
+    vouched_.insert(vouched_.end(), std::make_move_iterator(joiners.begin()), std::make_move_iterator(joiners.end()));
   }
   if (kout.wake_at) out.wake_no_later_than(*kout.wake_at);
   kout.clear();

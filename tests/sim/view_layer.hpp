@@ -6,6 +6,8 @@
 // checker needs to judge a run from outside the keepers.
 #pragma once
 
+#include <utility>
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -51,6 +53,7 @@ class ViewLayer : public Layer {
   void on_stream_response(uint64_t token, std::optional<std::span<const std::byte>> bytes, gossip::Time now,
                           gossip::Effects& out) override;
   void on_tick(gossip::Time now, gossip::Effects& out) override;
+  std::vector<gossip::Member> take_vouched() override { return std::exchange(vouched_, {}); }
 
   membership::ViewKeeper& keeper() { return keeper_; }
   const membership::ViewKeeper& keeper() const { return keeper_; }
@@ -82,6 +85,7 @@ class ViewLayer : public Layer {
   std::vector<std::byte> last_accept_bytes_;  // one round sends the same accept to everyone: decode it once
   uint64_t last_accept_epoch_ = 0, last_accept_hash_ = 0;
   membership::KeeperOutput scratch_;
+  std::vector<gossip::Member> vouched_;  // joiners of the views committed since the harness last took them
   bool force_requested_ = false;
   std::optional<Status> last_force_;
 };

@@ -5,6 +5,7 @@
 #include <gloo/transport/tcp/address.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <optional>
@@ -50,6 +51,11 @@ void MeshContext::connect_mesh(gloo::rendezvous::Store& store, const std::shared
     own[static_cast<size_t>(i)] = pair->address().bytes();
     published.insert(published.end(), own[static_cast<size_t>(i)].begin(), own[static_cast<size_t>(i)].end());
   }
+  // Gloo's own connect (a trainer of an older shoal in the same job, during a rolling upgrade) reads
+  // every lower rank's host name before it connects: publish it too, although nothing here reads it.
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  store.set("rank_" + std::to_string(rank), std::vector<char>(host, host + std::strlen(host)));
   store.set(std::to_string(rank), published);
 
   // The peers' addresses for their pair with this rank (the first get fetches every peer's at once
