@@ -48,10 +48,16 @@ void NetworkModel::block_one_way(std::span<const uint32_t> from, std::span<const
   blocked_[1 * 3 + 2] = 1;
 }
 
+void NetworkModel::deafen(uint32_t member) {
+  deaf_.resize(group_.size(), 0);
+  deaf_.at(member) = 1;
+}
+
 void NetworkModel::heal() {
   std::fill(group_.begin(), group_.end(), uint16_t{0});
   groups_ = 1;
   blocked_.clear();
+  deaf_.clear();
 }
 
 Time NetworkModel::sample_delay(const LinkParams& p) {
@@ -64,7 +70,7 @@ Time NetworkModel::sample_delay(const LinkParams& p) {
 
 DatagramFate NetworkModel::datagram(uint32_t from, uint32_t to) {
   DatagramFate fate;
-  if (blocked(from, to)) {
+  if (blocked(from, to) || (to < deaf_.size() && deaf_[to] != 0)) {
     ++counters_.blocked;
     return fate;
   }

@@ -56,7 +56,10 @@ class NetworkModel {
   void partition(const std::vector<std::vector<uint32_t>>& groups);
   // Asymmetric partition: datagrams and streams from `from` to `to` are dropped; the reverse passes.
   void block_one_way(std::span<const uint32_t> from, std::span<const uint32_t> to);
-  // Removes every partition (link and member parameters stay).
+  // Every datagram to `member` is dropped while streams reach it (a firewall that drops its UDP port):
+  // it learns nothing from gossip, its probes are answered only by the TCP fallback. heal() ends it.
+  void deafen(uint32_t member);
+  // Removes every partition and deafness (link and member parameters stay).
   void heal();
   bool blocked(uint32_t from, uint32_t to) const {
     return groups_ > 1 && blocked_[group_[from] * groups_ + group_[to]] != 0;
@@ -82,6 +85,7 @@ class NetworkModel {
   std::vector<uint16_t> group_;
   uint16_t groups_ = 1;
   std::vector<uint8_t> blocked_;  // groups_ x groups_, from-major
+  std::vector<uint8_t> deaf_;     // per member: datagrams to it are dropped (empty: none is)
   SimRng rng_;
   NetworkCounters counters_;
 };
