@@ -172,7 +172,7 @@ class SwimCore {
   // The TCP ping of probe `seq` was refused.
   void probe_refused(uint32_t seq);
   // `name` answered us at `generation`: its refusals are void.
-  void suspect_answered(std::string_view name, uint64_t generation);
+  void suspect_answered(std::string_view name, uint64_t generation, const std::string& how);
   // A member that heard of a refused suspicion checks the suspect itself, at once, with probability
   // about confirmation_probes / (N - 2).
   void check_refusal(MemberRef m);

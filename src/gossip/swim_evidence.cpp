@@ -109,13 +109,16 @@ bool SwimCore::note_refusal(const std::string& name, Suspicion& s, const std::st
   return true;
 }
 
-void SwimCore::suspect_answered(std::string_view name, uint64_t generation) {
+void SwimCore::suspect_answered(std::string_view name, uint64_t generation, const std::string& how) {
   auto s = suspicions_.find(name);
   if (s == suspicions_.end() || s->second.generation != generation) return;
   Suspicion& sus = s->second;
   if (sus.timer.answered_already() || (!sus.timer.self_refused() && sus.timer.refusals() == 0)) return;
   sus.timer.answered();
   ++stats_.refusals_void;
+  shoal::log::get(shoal::log::Component::gossip)
+      .debug("{}: suspect {} answered ({}) after refusing a connection: its refusals no longer count", self().name,
+             name, how);
   reschedule_suspicion(sus, s->first);
 }
 

@@ -160,7 +160,9 @@ void SwimCore::finish_probe(uint32_t seq, bool acked) {
   if (acked) {
     ++stats_.acks_received;
     stats_.record_probe_rtt(now_ - p.started);
-    suspect_answered(p.target, p.generation);  // a member that answers a probe stays
+    // A member that answers a probe stays.
+    suspect_answered(p.target, p.generation,
+                     "an ack to a probe started " + std::to_string((now_ - p.started).count() / 1000) + " ms ago");
     return;
   }
   const MemberRef m = table_.find(p.target);
@@ -170,7 +172,7 @@ void SwimCore::finish_probe(uint32_t seq, bool acked) {
 void SwimCore::on_ping(const std::string& from, const wire::MemberId& sender, const pb::Ping& ping,
                        MemberRef known) {
   std::string body = ack_body(ping.seq());
-  if (known && known.state() == State::suspect) suspect_answered(known.name(), sender.generation());
+  if (known && known.state() == State::suspect) suspect_answered(known.name(), sender.generation(), "a ping from it");
   // A member we hold as suspect or dead is told so at once, so that it refutes (an accused
   // member that pings us is alive, or paused and back).
   if (known && known.generation() == sender.generation() && known.state() != State::alive &&
