@@ -592,7 +592,11 @@ def main():
     ap.add_argument("--skip-torchrun", action="store_true", help="leave torchrun out of --system")
     ap.add_argument("--build", default=os.path.join(REPO, "build"), help="shoal's build dir (default REPO/build)")
     ap.add_argument("--keep-logs", action="store_true", help="keep the hosts' stderr logs (always kept on failure)")
+    ap.add_argument("--python", default=PY, help="the interpreter (and so the torch) every worker and agent runs "
+                    "(default %s, Debian's, with torch 1.13; e.g. a virtual environment's with torch 2.13.0)" % PY)
     a = ap.parse_args()
+    global PY
+    PY = a.python
     if a.hosts < 3 or a.kills < 0 or a.torchrun_kills < 0 or a.step_ms < 0:
         ap.error("--hosts takes at least 3 (min hosts 2; torchrun's --nnodes N-1:N); counts are non-negative")
     names = [s for s in SYSTEMS[a.system] if not (s == "torchrun" and (a.skip_torchrun or not a.torchrun_kills))]

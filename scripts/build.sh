@@ -9,10 +9,13 @@ shift || true
 configure_only=0
 if [ "${1:-}" = "--configure-only" ]; then configure_only=1; shift; fi
 opts=(--wrap-mode=nofallback -Dgloo=enabled)
-# NCCL and CUDA live under /usr/local/cuda on the project's machines: insist on them there.
-# (Unless the caller chose: a later -Dnccl=... in "$@" decides.)
-if [ -f /usr/local/cuda/include/nccl.h ] && [[ " $* " != *" -Dnccl="* ]]; then opts+=(-Dnccl=enabled); fi
 mkdir -p build-logs
+# Where a CUDA toolkit is installed, the NCCL backend is compiled, GPU or not: NCCL from the toolkit, else
+# from PyPI's wheel (scripts/setup-nccl.sh). Unless the caller chose: a -Dnccl=... in "$@" decides.
+if [ ! -f "$dir/build.ninja" ] && [[ " $* " != *" -Dnccl="* ]]; then
+  nccl_root=$(scripts/setup-nccl.sh 2>>build-logs/setup-nccl.log)
+  if [ -n "$nccl_root" ]; then opts+=(-Dnccl=enabled "-Dnccl_root=$nccl_root"); fi
+fi
 if [ ! -f "$dir/build.ninja" ]; then
   meson setup "$dir" "${opts[@]}" "$@" >"build-logs/$dir.setup.log" 2>&1 || { cat "build-logs/$dir.setup.log" >&2; exit 1; }
 fi

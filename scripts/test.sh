@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
 # Sets everything up and runs shoal's tests on a fresh Debian 12 machine (as root):
-#   1. installs the Debian packages (scripts/setup-debian.sh),
-#   2. builds build/ and runs every suite (unit, sim, integration, lab, gpu),
+#   1. installs the Debian packages (scripts/setup-debian.sh) and makes a virtual environment with torch
+#      2.13.0 from PyPI (scripts/setup-venv.sh),
+#   2. builds build/ and runs every suite (unit, sim, integration, python, lab, gpu); the python suite runs
+#      twice, under Debian's python3 with its torch 1.13 and in the virtual environment with torch 2.13,
 #   3. builds build-asan/ with AddressSanitizer + UBSan (and NCCL off) and runs unit and sim there,
 #   4. builds the libFuzzer targets with clang and runs each for $SHOAL_FUZZ_SECONDS (10) seconds
 #      (scripts/fuzz.sh: every target counts as one test),
+#   5. `pip install .` into a fresh virtual environment and trains from it (scripts/pip-install-check.sh:
+#      one test),
 # then prints how long each stage took and one line "N passed, N failed" summed over all of it. Exit
 # status 0 only when nothing failed and at least one test passed.
 #
 # Most of build/'s test time is spent waiting (agents detecting faults, the lab's 5-minute loss run), so
-# the sanitizer build and the fuzz targets compile meanwhile at the lowest CPU priority (nice 19): the
-# tests keep the processor whenever they want it. The sanitizer build compiles only what its suites run.
+# the sanitizer build, the fuzz targets and the pip install's build compile meanwhile at the lowest CPU
+# priority (nice 19): the tests keep the processor whenever they want it. The sanitizer build compiles only
+# what its suites run; the pip install's build is unoptimized here (SHOAL_PIP_SETUP_ARGS), as what it checks
+# is the packaging, not the code.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -73,12 +79,18 @@ print(" ".join(sorted(os.path.relpath(f, d) for f in out if f.startswith(d + "/"
 
 if ! scripts/setup-debian.sh; then failed=$((failed + 1)); echo "test: setup failed" >&2; finish; fi
 stage_done "setup (Debian packages)"
+if ! venv_python=$(scripts/setup-venv.sh build-venv/torch2); then
+  failed=$((failed + 1)); echo "test: the virtual environment with torch 2.13.0 could not be made" >&2; finish
+fi
+stage_done "setup (virtual environment, torch 2.13.0)"
 
 echo "== build (build/)" >&2
 built=0
+# The python suite's second interpreter; an existing build/ is told too (build.sh configures only once).
+[ -f build/build.ninja ] && meson configure build "-Dtest_pythons=$venv_python" >/dev/null
 # Line tables only (-g1) where this script configures build/ itself: backtraces keep file and line,
 # and the compile is about a quarter faster than with full debug information (-g).
-if scripts/build.sh build -Dcpp_args=-g1; then
+if scripts/build.sh build -Dcpp_args=-g1 "-Dtest_pythons=$venv_python"; then
   built=1
 else
   echo "test: build failed" >&2; failed=$((failed + 1))
@@ -106,6 +118,9 @@ asan_opts=(-Db_sanitize=address,undefined -Db_lundef=false -Dnccl=disabled -Dopt
   date +%s >"$log_dir/asan-build.end"
   nice -n 19 scripts/fuzz.sh --build-only >"$log_dir/fuzz-build.txt" 2>&1
   echo $? >"$log_dir/fuzz-build.rc"
+  SHOAL_PIP_SETUP_ARGS=${SHOAL_PIP_SETUP_ARGS--Csetup-args=-Doptimization=0 -Csetup-args=-Ddebug=false} \
+    nice -n 19 scripts/pip-install-check.sh --build-only >"$log_dir/pip-build.txt" 2>&1
+  echo $? >"$log_dir/pip-build.rc"
 ) &
 background=$!
 
@@ -144,4 +159,14 @@ else
   failed=$((failed + 1)); echo "test: scripts/fuzz.sh printed no summary (exit $fuzz_rc); see $log_dir/fuzz.txt" >&2
 fi
 stage_done "fuzz (every target)"
+
+echo "== pip install . into a fresh virtual environment, then training from it (scripts/pip-install-check.sh)" >&2
+if [ "$(cat "$log_dir/pip-build.rc" 2>/dev/null)" = "0" ] && \
+    build-venv/pip/bin/python tests/pip/train_from_install.py >"$log_dir/pip-check.txt" 2>&1; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+fi
+cat "$log_dir/pip-build.txt" "$log_dir/pip-check.txt" 2>/dev/null | tail -n 30 >&2
+stage_done "pip install check"
 finish

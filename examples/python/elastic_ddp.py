@@ -6,14 +6,15 @@ drives one drives the other.
 usage: elastic_ddp.py --name NAME --bind HOST:PORT [--seeds HOST:PORT,...] [--cluster ID] [--slots 1]
                       [--min-hosts N] [--steps N] [--step-ms MS] [--log-level SPEC] [--ckpt-every K]
                       [--job NAME] [--host NAME] [--ckpt-dir DIR] [--abort-at STEP]
-                      (--key-file PATH | --insecure)
+                      [--loader [--loader-workers N]] (--key-file PATH | --insecure)
        elastic_ddp.py --control PATH [--slot K] [...]
 
 The agent is embedded (first form) or this host's `shoal agent` (second form, or SHOAL_CONTROL when the
 agent started this script with --workers connect). A small MLP trains on a synthetic regression
 dataset; shoal.torch.Elastic rebuilds the process group and the DDP wrapper in this process at every view
 change; survivors keep their state, newcomers receive it, and the data position (ElasticSampler) goes
-with it.
+with it. With --loader the batches come from a torch DataLoader over the dataset whose sampler is the
+ElasticSampler (--loader-workers worker processes), as a user's own loader would.
 
 stdout: first {"event":"started","name":...,"addr":"ip:port"}, then one JSON object per completed step:
 t, step, epoch, rank, world, ok (every rank held the same parameters when the step began: an allreduce
@@ -61,14 +62,17 @@ def parse(argv):
     ap.add_argument("--ckpt-dir", default="")
     ap.add_argument("--key-file", default="", help="the cluster key (shoal keygen); or SHOAL_KEY_FILE")
     ap.add_argument("--insecure", action="store_true", help="no cluster key: any host that reaches the port may join")
+    ap.add_argument("--loader", action="store_true", help="batches from a torch DataLoader with the ElasticSampler")
+    ap.add_argument("--loader-workers", type=int, default=0, help="the DataLoader's worker processes (--loader)")
     ap.add_argument("--abort-at", type=int, default=-1, help="rank 0 aborts its own communicator once, before "
                     "that step's collectives, as a reset connection would (tests)")
     args = ap.parse_args(argv)
     connect = bool(args.control) or (not args.name and os.environ.get("SHOAL_CONTROL"))
     if not connect and (not args.name or not args.bind):
         ap.error("--name and --bind are required (or --control PATH)")
-    if args.min_hosts < 1 or args.steps < 0 or args.step_ms < 0 or args.ckpt_every < 0:
-        ap.error("--steps, --step-ms, --ckpt-every take non-negative integers, --min-hosts at least 1")
+    if args.min_hosts < 1 or args.steps < 0 or args.step_ms < 0 or args.ckpt_every < 0 or args.loader_workers < 0:
+        ap.error("--steps, --step-ms, --ckpt-every, --loader-workers take non-negative integers, --min-hosts at "
+                 "least 1")
     return args, connect
 
 
@@ -111,14 +115,18 @@ def main(argv):
     data = list(zip(xs, ys))
     model = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    job = shoal.torch.Elastic(session, model, optimizer, sampler=shoal.torch.ElasticSampler(DATASET, BATCH),
-                              ckpt_every=args.ckpt_every)
+    sampler = shoal.torch.ElasticSampler(DATASET, BATCH)
+    job = shoal.torch.Elastic(session, model, optimizer, sampler=sampler, ckpt_every=args.ckpt_every)
+    source = data
+    if args.loader:
+        source = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(xs, ys), batch_size=BATCH, sampler=sampler,
+                                             num_workers=args.loader_workers)
 
     all_ok = True
     injected = False
     last_rebuilds = -1
     try:
-        for x, y in job.batches(data, steps=args.steps):
+        for x, y in job.batches(source, steps=args.steps):
             step, pos, data_epoch = job.next_step, job.sampler.position, job.sampler.epoch
             line = {}
             with job.step():

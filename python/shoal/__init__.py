@@ -20,6 +20,7 @@ from ._shoal import (  # noqa: F401  (re-exported)
     Session,
     Timeout,
     ViewChanged,
+    Work,
     __version__,
     git_revision,
 )
@@ -36,6 +37,7 @@ __all__ = [
     "Session",
     "Timeout",
     "ViewChanged",
+    "Work",
     "__version__",
     "git_revision",
 ]

@@ -5,6 +5,11 @@
 #include <pybind11/pybind11.h>
 
 #include <chrono>
+#include <exception>
+#include <memory>
+#include <string>
+
+#include "shoal/communicator.hpp"
 
 namespace shoal::python {
 
@@ -16,6 +21,17 @@ void bind_session(py::module_& m);       // session.cpp: Session (start, connect
 void bind_checkpoints(py::module_& m);   // checkpoints.cpp: saves, restores, copies with checksums
 void bind_store(py::module_& m);         // store.cpp: EpochStore, Session.store
 void bind_health(py::module_& m);        // health.cpp: HealthMonitor (node health for Python loops)
+
+// An instance of shoal.Error, shoal.Timeout or shoal.ViewChanged (with .epoch) for what `error` holds
+// (RuntimeError for other exceptions). Needs the GIL.
+py::object exception_object(std::exception_ptr error);
+// Work and the asynchronous operations of Communicator (work.cpp), added to the class bind_communicator made.
+void bind_work(py::module_& m);
+void add_async_operations(py::class_<Communicator, std::shared_ptr<Communicator>>& cls);
+
+// "sum", "avg", "min", "max" and the element type names ("float32" or "f32", ...); py::value_error otherwise.
+ReduceOp reduce_op(const std::string& op);
+DataType data_type(const std::string& name);
 
 // Seconds (a float, as Python APIs take them) to milliseconds; refuses negative and non-finite values.
 std::chrono::milliseconds milliseconds_from(double seconds, const char* what);

@@ -11,7 +11,6 @@
 #include "shoal/session.hpp"
 
 namespace shoal::python {
-namespace {
 
 ReduceOp reduce_op(const std::string& op) {
   if (op == "sum") return ReduceOp::sum;
@@ -30,6 +29,8 @@ DataType data_type(const std::string& name) {
   if (name == "f16" || name == "float16") return DataType::f16;
   throw py::value_error("dtype must be float32, float64, int32, int64, bfloat16 or float16, not '" + name + "'");
 }
+
+namespace {
 
 // The element type of a buffer, from its struct format and item size.
 DataType buffer_type(const py::buffer_info& info) {
@@ -78,11 +79,11 @@ void bind_communicator(py::module_& m) {
                ", world_size=" + std::to_string(r.world_size) + ", local_rank=" + std::to_string(r.local_rank) + ")";
       });
 
-  py::class_<Communicator, std::shared_ptr<Communicator>>(
+  py::class_<Communicator, std::shared_ptr<Communicator>> cls(
       m, "Communicator",
       "The communicator of one committed view. Never repaired, only replaced: once its view changes every "
-      "call raises ViewChanged; ask the session for the next one.")
-      .def_property_readonly("rank", &Communicator::rank)
+      "call raises ViewChanged; ask the session for the next one.");
+  cls.def_property_readonly("rank", &Communicator::rank)
       .def_property_readonly("world_size", &Communicator::world_size)
       .def_property_readonly("epoch", &Communicator::epoch)
       .def_property_readonly("backend", [](const Communicator& c) { return std::string(c.backend()); })
@@ -147,6 +148,7 @@ void bind_communicator(py::module_& m) {
       .def("barrier", &Communicator::barrier, py::call_guard<py::gil_scoped_release>())
       .def("abort", &Communicator::abort, py::arg("why"), py::call_guard<py::gil_scoped_release>(),
            "From any thread: calls in flight and later ones raise ViewChanged(why).");
+  add_async_operations(cls);
 }
 
 }  // namespace shoal::python

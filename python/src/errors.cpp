@@ -6,10 +6,38 @@
 
 namespace shoal::python {
 
+namespace {
+
+// The Python exception types, set once by bind_errors.
+py::handle error_type, timeout_type, view_changed_type;
+
+}  // namespace
+
+py::object exception_object(std::exception_ptr p) {
+  try {
+    std::rethrow_exception(p);
+  } catch (const ViewChanged& e) {
+    py::object exc = py::reinterpret_borrow<py::object>(view_changed_type)(e.what());
+    exc.attr("epoch") = e.epoch();
+    return exc;
+  } catch (const Timeout& e) {
+    return py::reinterpret_borrow<py::object>(timeout_type)(e.what());
+  } catch (const Error& e) {
+    return py::reinterpret_borrow<py::object>(error_type)(e.what());
+  } catch (const std::exception& e) {
+    return py::reinterpret_borrow<py::object>(PyExc_RuntimeError)(e.what());
+  } catch (...) {
+    return py::reinterpret_borrow<py::object>(PyExc_RuntimeError)("an unknown C++ exception");
+  }
+}
+
 void bind_errors(py::module_& m) {
   static py::exception<Error> error(m, "Error", PyExc_RuntimeError);
   static py::exception<Timeout> timeout(m, "Timeout", error.ptr());
   static py::exception<ViewChanged> view_changed(m, "ViewChanged", error.ptr());
+  error_type = error.ptr();
+  timeout_type = timeout.ptr();
+  view_changed_type = view_changed.ptr();
   error.doc() = "A libshoal call failed; the message says what to change.";
   timeout.doc() = "A rendezvous, view wait or collective did not complete in time.";
   view_changed.doc() =

@@ -22,6 +22,7 @@ std::chrono::milliseconds milliseconds_from(double seconds, const char* what) {
 PYBIND11_MODULE(_shoal, m) {
   m.doc() = "libshoal for Python: sessions, communicators and in-memory checkpoints (see the shoal package)";
   shoal::python::bind_errors(m);
+  shoal::python::bind_work(m);
   shoal::python::bind_communicator(m);
   shoal::python::bind_session(m);
   shoal::python::bind_checkpoints(m);

@@ -8,10 +8,26 @@
 
 #include "bindings.hpp"
 #include "py_session.hpp"
+#include "session_options.hpp"
 #include "shoal/session.hpp"
 
 namespace shoal::python {
 namespace {
+
+// Session.start's text: what it does, then every keyword with its default.
+const std::string& start_doc() {
+  static const std::string doc = [] {
+    std::string d =
+        "start(**options) -> Session\n\nStarts the agent in this process and joins the job. The keywords are "
+        "SessionOptions' fields (include/shoal/session.hpp says what each means); durations in seconds. Raises "
+        "shoal.Error with what to change, TypeError for an unknown keyword.\n\nKeywords and defaults:\n";
+    for (const auto& [k, v] : session_option_defaults()) {
+      d += "  " + std::string(py::str(k)) + "=" + std::string(py::repr(v)) + "\n";
+    }
+    return d;
+  }();
+  return doc;
+}
 
 void apply_timeouts(SessionOptions& o, double view_timeout, double rendezvous_timeout, double collective_timeout) {
   o.view_timeout = milliseconds_from(view_timeout, "view_timeout");
@@ -28,50 +44,21 @@ void bind_session(py::module_& m) {
       "per host); Session.connect() follows this host's `shoal agent` (one trainer per GPU slot).")
       .def_static(
           "start",
-          [](std::string name, std::string bind, std::string advertise, std::vector<std::string> seeds,
-             std::string cluster, uint32_t slots, uint32_t min_hosts, uint32_t max_hosts, std::string control_path,
-             std::string log_spec, std::string job, std::string host, std::string ckpt_store, uint32_t ckpt_replicas,
-             uint32_t ckpt_replicate_duty, std::string ckpt_dir, std::string key_file, bool insecure,
-             bool leave_on_sigterm, std::string backend, int cuda_device, double view_timeout,
-             double rendezvous_timeout, double collective_timeout) {
+          [](py::args args, py::kwargs kwargs) {
+            if (!args.empty()) throw py::type_error("Session.start takes keywords only (Session.option_names())");
             SessionOptions o;
-            o.name = std::move(name);
-            o.bind = std::move(bind);
-            o.advertise = std::move(advertise);
-            o.seeds = std::move(seeds);
-            o.cluster = std::move(cluster);
-            o.slots = slots;
-            o.min_hosts = min_hosts;
-            o.max_hosts = max_hosts;
-            o.control_path = std::move(control_path);
-            o.log_spec = std::move(log_spec);
-            o.job = std::move(job);
-            o.host = std::move(host);
-            o.ckpt_store = std::move(ckpt_store);
-            o.ckpt_replicas = ckpt_replicas;
-            o.ckpt_replicate_duty = ckpt_replicate_duty;
-            o.ckpt_dir = std::move(ckpt_dir);
-            o.key_file = std::move(key_file);
-            o.insecure = insecure;
-            o.leave_on_sigterm = leave_on_sigterm;
-            o.backend = std::move(backend);
-            o.cuda_device = cuda_device;
-            apply_timeouts(o, view_timeout, rendezvous_timeout, collective_timeout);
+            apply_session_options(o, kwargs);
             auto s = std::make_shared<PySession>();
             py::gil_scoped_release release;
             s->session = Session::start(o);
             return s;
           },
-          py::kw_only(), py::arg("name") = "", py::arg("bind") = "0.0.0.0:7946", py::arg("advertise") = "",
-          py::arg("seeds") = std::vector<std::string>{}, py::arg("cluster") = "", py::arg("slots") = 1,
-          py::arg("min_hosts") = 1, py::arg("max_hosts") = 0, py::arg("control_path") = "", py::arg("log_spec") = "",
-          py::arg("job") = "", py::arg("host") = "", py::arg("ckpt_store") = "", py::arg("ckpt_replicas") = 1,
-          py::arg("ckpt_replicate_duty") = 20, py::arg("ckpt_dir") = "", py::arg("key_file") = "",
-          py::arg("insecure") = false, py::arg("leave_on_sigterm") = false, py::arg("backend") = "gloo",
-          py::arg("cuda_device") = -1,
-          py::arg("view_timeout") = 120.0, py::arg("rendezvous_timeout") = 30.0, py::arg("collective_timeout") = 300.0,
-          "Starts the agent in this process and joins the job. The keywords are SessionOptions' fields "
-          "(include/shoal/session.hpp); timeouts in seconds. Raises shoal.Error with what to change.")
+          start_doc().c_str())
+      .def_static(
+          "option_names", [] { return session_option_names(); },
+          "The keywords Session.start takes: every field of SessionOptions (include/shoal/session.hpp), in order.")
+      .def_static("option_defaults", &session_option_defaults,
+                  "{keyword: default} of Session.start (durations in seconds).")
       .def_static(
           "connect",
           [](std::string control_path, std::optional<uint32_t> slot, std::string backend, int cuda_device,

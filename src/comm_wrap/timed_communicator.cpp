@@ -35,6 +35,30 @@ void TimedCommunicator::barrier() {
   timed([&] { backend_->barrier(); });
 }
 
+void TimedCommunicator::reduce_scatter(const void* in, void* out, size_t count, DataType type, ReduceOp op) {
+  timed([&] { backend_->reduce_scatter(in, out, count, type, op); });
+}
+
+void TimedCommunicator::all_to_all(const void* in, void* out, size_t bytes_per_rank) {
+  timed([&] { backend_->all_to_all(in, out, bytes_per_rank); });
+}
+
+void TimedCommunicator::gather(const void* in, void* out, size_t bytes_per_rank, int root) {
+  timed([&] { backend_->gather(in, out, bytes_per_rank, root); });
+}
+
+void TimedCommunicator::scatter(const void* in, void* out, size_t bytes_per_rank, int root) {
+  timed([&] { backend_->scatter(in, out, bytes_per_rank, root); });
+}
+
+void TimedCommunicator::send(const void* buf, size_t bytes, int peer, uint32_t tag) {
+  timed([&] { backend_->send(buf, bytes, peer, tag); });
+}
+
+void TimedCommunicator::recv(void* buf, size_t bytes, int peer, uint32_t tag) {
+  timed([&] { backend_->recv(buf, bytes, peer, tag); });
+}
+
 Communicator* backend_of(Communicator* comm) {
   auto* timed = dynamic_cast<TimedCommunicator*>(comm);
   return timed ? &timed->inner() : comm;

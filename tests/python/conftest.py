@@ -11,7 +11,9 @@ import time
 import pytest
 
 BUILD = os.environ.get("SHOAL_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
-PYTHON = "/usr/bin/python3"  # Debian's, with torch: another python3 may come first on PATH
+# The interpreter this suite runs under (meson runs it once under Debian's python3 with its torch, once in a
+# virtual environment with torch from PyPI): children run under the same one.
+PYTHON = sys.executable
 _counter = itertools.count()
 
 

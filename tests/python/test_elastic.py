@@ -80,12 +80,15 @@ def test_a_killed_host_costs_the_survivors_no_process_and_no_state(job, tmp_path
         assert any("rebuild_ms" in d for d in survivors[0].steps() if d["world"] == 2)
 
 
-def test_a_join_hands_the_newcomer_the_live_state_and_redoes_nothing(job, tmp_path):
-    hosts, ports = start_world(EXAMPLE, 2, job, tmp_path, ["--min-hosts", "2", "--steps", "1000000", "--step-ms", "10"])
+@pytest.mark.parametrize("loader", [[], ["--loader", "--loader-workers", "2"]], ids=["dataset", "dataloader"])
+def test_a_join_hands_the_newcomer_the_live_state_and_redoes_nothing(job, tmp_path, loader):
+    """With --loader, the batches come from the user's own DataLoader (two worker processes), restarted
+    from the global position by Elastic.batches() whenever the world changes."""
+    flags = ["--min-hosts", "2", "--steps", "1000000", "--step-ms", "10"] + loader
+    hosts, ports = start_world(EXAMPLE, 2, job, tmp_path, flags)
     with running(hosts):
         wait_for(lambda: in_world(hosts, 2, 10), 90, "two hosts training together")
-        newcomer = Trainer(EXAMPLE, "h9", ports[-1], hosts[0].addr(), job, str(tmp_path),
-                           ["--min-hosts", "2", "--steps", "1000000", "--step-ms", "10"])
+        newcomer = Trainer(EXAMPLE, "h9", ports[-1], hosts[0].addr(), job, str(tmp_path), flags)
         hosts.append(newcomer)
         wait_for(lambda: in_world(hosts, 3, 10), 60, "three hosts training together")
         first = newcomer.steps()[0]

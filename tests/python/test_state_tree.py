@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from shoal.torch import state_tree
+from shoal.torch._compat import storage_of
 
 
 Point = collections.namedtuple("Point", "x y")
@@ -20,7 +21,7 @@ def round_trip(state):
         buf = torch.empty(st.nbytes, dtype=torch.uint8)
         if st.nbytes:
             src = flat.storage_tensors[i]
-            raw = torch.empty(0, dtype=src.dtype).set_(src.storage()).view(torch.uint8)
+            raw = torch.empty(0, dtype=src.dtype).set_(storage_of(src)).view(torch.uint8)
             buf.copy_(raw.reshape(-1)[: st.nbytes])
         buffers.append(buf)
     tensors = [state_tree.view_of(buffers[r.storage], r) for r in records]

@@ -1,18 +1,28 @@
 """shoal for PyTorch. Needs torch; `import shoal` alone does not.
 
+- init_process_group(): torch.distributed's default group for the current committed view, in one call
+  (ranks, store and communicator from the agents; no MASTER_ADDR, no TCPStore).
 - Checkpointer: flash checkpoints of any training state in this host's shared memory, replicated to peer
   hosts by the agent; restart-mode workers resume from the last step every rank finished.
 - Elastic (with ElasticSampler): in-place elastic DDP; survivors keep their processes and live state
-  when hosts fail or join.
+  when hosts fail or join; works with the user's own DataLoader.
 - Store and ProcessGroup: the torch.distributed store of one committed view (served by the agents) and
   the process group over shoal's abortable communicator (backend "shoal").
+
+Supported torch: 1.13 (Debian 12's python3-torch) and 2.x; tested with 1.13.1 and 2.13.0.
 """
-import torch  # noqa: F401  (fails here, clearly, where torch is missing)
+import torch
 
-from .checkpointer import Checkpointer
-from .elastic import Elastic, is_view_change
-from .process_group import ProcessGroup
-from .sampler import ElasticSampler
-from .store import Store
+from ._compat import check_torch
 
-__all__ = ["Checkpointer", "Elastic", "ElasticSampler", "ProcessGroup", "Store", "is_view_change"]
+check_torch(torch.__version__)
+
+from .checkpointer import Checkpointer  # noqa: E402  (after the version check)
+from .elastic import Elastic, is_view_change  # noqa: E402
+from .group import init_process_group  # noqa: E402
+from .process_group import ProcessGroup  # noqa: E402
+from .sampler import ElasticSampler  # noqa: E402
+from .store import Store  # noqa: E402
+
+__all__ = ["Checkpointer", "Elastic", "ElasticSampler", "ProcessGroup", "Store", "init_process_group",
+           "is_view_change"]

@@ -26,6 +26,7 @@ import torch
 
 import shoal
 from . import placement, state_tree
+from ._compat import storage_of
 
 log = logging.getLogger("shoal.torch")
 
@@ -150,11 +151,11 @@ class Checkpointer:
         out = set()
         for group in optimizer.param_groups:
             for p in group["params"]:
-                out.add(p.storage().data_ptr())
+                out.add(storage_of(p).data_ptr())
         for per_param in optimizer.state.values():
             for v in per_param.values():
                 if isinstance(v, torch.Tensor):
-                    out.add(v.storage().data_ptr())
+                    out.add(storage_of(v).data_ptr())
         return out
 
     def _finish_pending(self) -> None:

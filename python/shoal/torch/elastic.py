@@ -40,26 +40,12 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 import shoal
 from . import state_sync
 from .checkpointer import Checkpointer
+from . import process_group
 from .process_group import ProcessGroup
 from .sampler import ElasticSampler
 from .store import Store
 
 log = logging.getLogger("shoal.torch")
-
-BACKEND = "shoal"
-_building = []  # the communicator init_process_group("shoal") is building a group for
-
-
-def _create_group(store, rank, size, timeout):
-    if not _building or _building[-1].rank != rank or _building[-1].world_size != size:
-        raise RuntimeError("the shoal backend builds its groups through shoal.torch.Elastic; "
-                           "init_process_group('shoal') is not for direct use")
-    return ProcessGroup(_building[-1])
-
-
-if BACKEND.upper() not in dist.Backend._plugins:
-    dist.Backend.register_backend(BACKEND, _create_group)
-
 
 def _param_hash(module: torch.nn.Module) -> int:
     crc = 0
@@ -71,14 +57,20 @@ def _param_hash(module: torch.nn.Module) -> int:
 
 
 def is_view_change(error: BaseException, comm: Optional["shoal.Communicator"]) -> bool:
-    """Whether `error` (raised inside a step) comes from a view change rather than from the step's code:
-    the communicator was aborted, or shoal said so (also when torch wrapped it in a RuntimeError)."""
-    if isinstance(error, (shoal.ViewChanged, shoal.Timeout)):
-        return True
+    """Whether `error` (raised inside a step) comes from a view change rather than from the step's code: the
+    communicator was aborted (the session aborts it when the view changes; a backend aborts its own on a lost
+    peer or a timeout), or the error is, or was raised from, a shoal.ViewChanged or shoal.Timeout (torch wraps
+    a failed collective's error in a RuntimeError). Decided by types and state, never by message text."""
     if comm is not None and comm.aborted:
         return True
-    text = str(error)
-    return "view of epoch" in text and "changed" in text
+    seen = set()
+    e: Optional[BaseException] = error
+    while e is not None and id(e) not in seen:
+        if isinstance(e, (shoal.ViewChanged, shoal.Timeout)):
+            return True
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return False
 
 
 class Elastic:
@@ -184,14 +176,12 @@ class Elastic:
         comm = self.session.communicator()
         if dist.is_initialized():
             dist.destroy_process_group()
-        _building.append(comm)
-        try:
-            dist.init_process_group(BACKEND, store=Store(self.session, comm), rank=comm.rank,
-                                    world_size=comm.world_size)
-        finally:
-            _building.pop()
+        process_group.build_group(comm, Store(self.session, comm), lambda backend, store: dist.init_process_group(
+            backend, store=store, rank=comm.rank, world_size=comm.world_size))
         self.comm = comm
         self.ranks = self.session.ranks()
+        if self.sampler is not None:
+            self.sampler.set_world(comm.rank, comm.world_size)
         self._sync_state(comm)
         self.model = DDP(self.module, **self.ddp_kwargs)
 
@@ -240,17 +230,69 @@ class Elastic:
 
     # ---- steps ----
 
-    def batches(self, dataset, collate_fn: Optional[Callable] = None, steps: Optional[int] = None) -> Iterator[Any]:
+    def batches(self, data, collate_fn: Optional[Callable] = None, steps: Optional[int] = None) -> Iterator[Any]:
         """Yields this rank's batch of every step (ElasticSampler's order) until `steps` steps completed
-        (None: for ever), rebuilding the world between steps whenever the view changed."""
+        (None: for ever), rebuilding the world between steps whenever the view changed.
+
+        data: a torch DataLoader whose sampler is this Elastic's ElasticSampler (the user's own loader, with
+        its workers, prefetching and pinned memory: after a view change or a discarded step its iterator is
+        started again from the global position, for the new rank and world), or a dataset indexed here in
+        the main process (collate_fn: how a list of samples becomes a batch)."""
         if self.sampler is None:
             raise ValueError("batches() needs Elastic(sampler=ElasticSampler(...))")
+        if isinstance(data, torch.utils.data.DataLoader):
+            yield from self._loader_batches(data, steps)
+            return
         collate = collate_fn or torch.utils.data.default_collate
         while steps is None or self.next_step < steps:
             self.ensure_world()
             if steps is not None and self.next_step >= steps:
                 break
-            yield collate([dataset[i] for i in self.sampler.indices(self.comm.rank, self.comm.world_size)])
+            yield collate([data[i] for i in self.sampler.indices(self.comm.rank, self.comm.world_size)])
+
+    def _check_loader(self, loader: "torch.utils.data.DataLoader") -> None:
+        sampler = loader.sampler
+        if sampler is not self.sampler:
+            raise ValueError(
+                "the DataLoader given to Elastic.batches() takes its indices from %s, not from this Elastic's "
+                "ElasticSampler: build it as DataLoader(dataset, batch_size=%d, sampler=sampler) with the sampler "
+                "passed to Elastic(sampler=...), so that every rank continues from one global position after a "
+                "view change" % (type(sampler).__name__, self.sampler.batch_size))
+        if loader.batch_size != self.sampler.batch_size or loader.drop_last:
+            raise ValueError("the DataLoader's batch_size is %s, the ElasticSampler's %d: give the loader "
+                             "batch_size=%d (and drop_last=False: the sampler yields whole batches only)"
+                             % (loader.batch_size, self.sampler.batch_size, self.sampler.batch_size))
+
+    def _loader_batches(self, loader, steps: Optional[int]) -> Iterator[Any]:
+        self._check_loader(loader)
+        sampler = self.sampler
+        while steps is None or self.next_step < steps:
+            self.ensure_world()
+            if steps is not None and self.next_step >= steps:
+                break
+            world = self.comm.world_size
+            sampler.set_world(self.comm.rank, world)
+            sampler._fit(world)  # an epoch whose tail is shorter than a step moves on before the iterator starts
+            built = self.comm
+            it = iter(loader)  # starts at the sampler's position, for this rank and world
+            expect = (sampler.epoch, sampler.position)
+            for batch in it:
+                # The position the yielded batch stands at; the caller's step advances it by one world's step.
+                if (sampler.epoch, sampler.position) != expect:
+                    break
+                yield batch
+                if steps is not None and self.next_step >= steps:
+                    return
+                # Go on with this iterator only while its batches are still the ones the position names: the
+                # step completed in the same world. A discarded step or a new view starts a new iterator.
+                if self.comm is not built or self._needs_build():
+                    break
+                if sampler.position + world * sampler.batch_size > sampler.dataset_size:
+                    break  # the epoch's last whole step: the next iterator starts the next epoch
+                expect = (expect[0], expect[1] + world * sampler.batch_size)
+                if (sampler.epoch, sampler.position) != expect:
+                    break
+            del it
 
     @contextlib.contextmanager
     def step(self):

@@ -87,6 +87,14 @@ class Plan:
         """The loaded state: the caller's tensors where into= had them, new ones elsewhere."""
         tensors = []
         with torch.no_grad():
+            # A storage saved from GPU memory that some tensor takes new (not into one of the caller's) goes
+            # back onto the GPU, once, so that tensors sharing it still share it.
+            if torch.cuda.is_available():
+                for i, r in enumerate(self.records):
+                    s = r.storage
+                    if self.targets[i] is None and self.direct[s] is None and self.storages[s].device == "cuda" \
+                            and self.buffers[s] is not None and self.buffers[s].device.type == "cpu":
+                        self.buffers[s] = self.buffers[s].to(torch.cuda.current_device())
             for i, r in enumerate(self.records):
                 t = self.targets[i]
                 if t is not None:

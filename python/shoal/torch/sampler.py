@@ -9,16 +9,28 @@ between steps the new world simply continues from it with its own size: within a
 skipped or repeated, whatever the world sizes were. A step that a view change cut short is not counted:
 its samples are taken again by the step that redoes it. The tail of an epoch shorter than one world's
 step is dropped (as DistributedSampler's drop_last does), and the next epoch starts.
+
+It is a torch Sampler: a DataLoader(dataset, batch_size=sampler.batch_size, sampler=sampler, ...) with
+workers, prefetching and pinned memory yields this rank's batches from the current position to the end of
+the epoch, for the rank and world set_world() gave (shoal.torch.Elastic sets them for every view and
+restarts the loader's iterator after a view change; Elastic.batches(loader) does it all).
 """
-from typing import Dict, List
+from typing import Dict, Iterator, List, Optional
 
 import torch
+from torch.utils.data import Sampler
 
 
-class ElasticSampler:
+class ElasticSampler(Sampler):
     def __init__(self, dataset_size: int, batch_size: int, *, seed: int = 0, shuffle: bool = True):
+        try:
+            super().__init__()  # torch 2.x: no data_source
+        except TypeError:
+            super().__init__(None)  # torch 1.13 takes one (and ignores it)
         if dataset_size <= 0 or batch_size <= 0:
             raise ValueError("ElasticSampler needs a positive dataset_size and batch_size")
+        self.rank: Optional[int] = None  # set_world(); default: torch.distributed's
+        self.world: Optional[int] = None
         self.dataset_size = dataset_size
         self.batch_size = batch_size
         self.seed = seed
@@ -56,6 +68,39 @@ class ElasticSampler:
         """A step of a world of `world` completed."""
         self._fit(world)
         self.position += world * self.batch_size
+
+    def set_world(self, rank: int, world: int) -> None:
+        """The rank and world size the loader's next iterator yields batches for."""
+        if world <= 0 or not 0 <= rank < world:
+            raise ValueError("set_world: rank %d is outside a world of %d" % (rank, world))
+        self.rank, self.world = rank, world
+
+    def _rank_world(self):
+        if self.world is not None:
+            return self.rank, self.world
+        import torch.distributed as dist
+        if dist.is_available() and dist.is_initialized():
+            return dist.get_rank(), dist.get_world_size()
+        raise RuntimeError("ElasticSampler does not know its rank and world: call set_world(rank, world), or "
+                           "iterate it under shoal.torch.Elastic or an initialised torch.distributed")
+
+    def __iter__(self) -> Iterator[int]:
+        """This rank's indices for every whole step from the current position to the epoch's end (a
+        DataLoader with batch_size=self.batch_size makes one batch of each step's)."""
+        rank, world = self._rank_world()
+        self._fit(world)
+        order = self._epoch_order()
+        start = self.position
+        while start + world * self.batch_size <= self.dataset_size:
+            first = start + rank * self.batch_size
+            yield from order[first:first + self.batch_size].tolist()
+            start += world * self.batch_size
+
+    def __len__(self) -> int:
+        rank, world = self._rank_world()
+        step = world * self.batch_size
+        position = self.position if self.position + step <= self.dataset_size else 0
+        return ((self.dataset_size - position) // step) * self.batch_size
 
     def state_dict(self) -> Dict[str, int]:
         return {"epoch": self.epoch, "position": self.position, "seed": self.seed,

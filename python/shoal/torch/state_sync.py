@@ -9,6 +9,7 @@ import torch
 
 import shoal
 from . import placement, state_tree
+from ._compat import storage_of
 
 
 def _broadcast_bytes(comm: "shoal.Communicator", data: bytes, root: int) -> bytes:
@@ -40,7 +41,7 @@ def broadcast_state(comm: "shoal.Communicator", state: Any, root: int) -> Any:
         for i, s in enumerate(flat.storages):
             if s.nbytes:
                 src = _host_copy(flat.storage_tensors[i])
-                comm.broadcast_address(src.storage().data_ptr(), s.nbytes, root)
+                comm.broadcast_address(storage_of(src).data_ptr(), s.nbytes, root)
         return state
     skeleton = _broadcast_bytes(comm, b"", root)
     problem = None

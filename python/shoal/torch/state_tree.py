@@ -13,6 +13,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 
+from ._compat import storage_of
+
 FORMAT = 1
 
 
@@ -98,7 +100,7 @@ class Flat:
         self._by_storage: Dict[Tuple, int] = {}
 
     def storage_address(self, i: int) -> int:
-        return self.storage_tensors[i].storage().data_ptr()
+        return storage_of(self.storage_tensors[i]).data_ptr()
 
     def add_tensor(self, t: torch.Tensor, path: Tuple) -> TensorRef:
         if t.layout != torch.strided:
@@ -108,7 +110,7 @@ class Flat:
             raise TypeError("%s: quantized tensors cannot be checkpointed" % path_text(path))
         if t.device.type not in ("cpu", "cuda"):
             raise TypeError("%s: tensors on %s cannot be checkpointed" % (path_text(path), t.device))
-        storage = t.storage()
+        storage = storage_of(t)
         key = (str(t.device), storage.data_ptr(), storage.nbytes())
         index = self._by_storage.get(key)
         if index is None:

@@ -1,4 +1,4 @@
-// Identifies and shuts down the sockets of a Gloo context's pairs (see gloo_pair_sockets.hpp for why).
+// Identifies and shuts down the sockets of a Gloo context's pairs (see pair_sockets.hpp for why).
 #include "comm_wrap/gloo/pair_sockets.hpp"
 
 #include <dirent.h>

@@ -1,5 +1,5 @@
 // The NCCL communicator: non-blocking init and shrink with deadlines, collectives waited for by
-// polling the stream, the communicator's async error and the abort flag (see nccl_communicator.hpp).
+// polling the stream, the communicator's async error and the abort flag (see communicator.hpp).
 #include "comm_wrap/nccl/communicator.hpp"
 
 #include <cuda_runtime_api.h>
@@ -256,6 +256,114 @@ void NcclCommunicator::allgather_staged(const void* in, void* out, size_t bytes_
 
 void NcclCommunicator::barrier() {
   run("barrier", [&] { return ncclAllReduce(scratch_, scratch_, 1, ncclInt32, ncclSum, comm_, stream_); });
+}
+
+void NcclCommunicator::require_device(const void* p, const char* what) const {
+  if (p != nullptr && needs_staging(p)) {
+    throw Error(std::string("nccl backend: ") + what + " needs device memory of cuda device " +
+                std::to_string(options_.cuda_device) + " (host buffers go through the gloo backend)");
+  }
+}
+
+void NcclCommunicator::check_peer(int peer, const char* what) const {
+  if (peer < 0 || peer >= world_size()) {
+    throw Error(std::string("nccl backend: ") + what + " " + std::to_string(peer) + " is outside [0, " +
+                std::to_string(world_size()) + ")");
+  }
+}
+
+void NcclCommunicator::reduce_scatter(const void* in, void* out, size_t count, DataType type, ReduceOp op) {
+  require_device(in, "reduce_scatter");
+  require_device(out, "reduce_scatter");
+  run("reduce_scatter",
+      [&] { return ncclReduceScatter(in, out, count, nccl_type(type), nccl_op(op), comm_, stream_); });
+}
+
+void NcclCommunicator::all_to_all(const void* in, void* out, size_t bytes_per_rank) {
+  require_device(in, "all_to_all");
+  require_device(out, "all_to_all");
+  const auto* src = static_cast<const std::byte*>(in);
+  auto* dst = static_cast<std::byte*>(out);
+  run("all_to_all", [&] {
+    ncclGroupStart();
+    for (int p = 0; p < world_size(); ++p) {
+      ncclSend(src + bytes_per_rank * size_t(p), bytes_per_rank, ncclUint8, p, comm_, stream_);
+      ncclRecv(dst + bytes_per_rank * size_t(p), bytes_per_rank, ncclUint8, p, comm_, stream_);
+    }
+    return ncclGroupEnd();
+  });
+}
+
+void NcclCommunicator::gather(const void* in, void* out, size_t bytes_per_rank, int root) {
+  check_peer(root, "gather root");
+  require_device(in, "gather");
+  if (rank() == root) require_device(out, "gather");
+  auto* dst = static_cast<std::byte*>(out);
+  run("gather", [&] {
+    ncclGroupStart();
+    ncclSend(in, bytes_per_rank, ncclUint8, root, comm_, stream_);
+    if (rank() == root) {
+      for (int p = 0; p < world_size(); ++p) {
+        ncclRecv(dst + bytes_per_rank * size_t(p), bytes_per_rank, ncclUint8, p, comm_, stream_);
+      }
+    }
+    return ncclGroupEnd();
+  });
+}
+
+void NcclCommunicator::scatter(const void* in, void* out, size_t bytes_per_rank, int root) {
+  check_peer(root, "scatter root");
+  require_device(out, "scatter");
+  if (rank() == root) require_device(in, "scatter");
+  const auto* src = static_cast<const std::byte*>(in);
+  run("scatter", [&] {
+    ncclGroupStart();
+    if (rank() == root) {
+      for (int p = 0; p < world_size(); ++p) {
+        ncclSend(src + bytes_per_rank * size_t(p), bytes_per_rank, ncclUint8, p, comm_, stream_);
+      }
+    }
+    ncclRecv(out, bytes_per_rank, ncclUint8, root, comm_, stream_);
+    return ncclGroupEnd();
+  });
+}
+
+void NcclCommunicator::send(const void* buf, size_t bytes, int peer, uint32_t tag) {
+  (void)tag;  // NCCL pairs sends and receives by order alone
+  check_peer(peer, "send peer");
+  require_device(buf, "send");
+  run("send", [&] { return ncclSend(buf, bytes, ncclUint8, peer, comm_, stream_); });
+}
+
+void NcclCommunicator::recv(void* buf, size_t bytes, int peer, uint32_t tag) {
+  (void)tag;
+  check_peer(peer, "recv peer");
+  require_device(buf, "recv");
+  run("recv", [&] { return ncclRecv(buf, bytes, ncclUint8, peer, comm_, stream_); });
+}
+
+std::shared_ptr<void> NcclCommunicator::stream_mark(void* cuda_stream) {
+  // On the caller's thread: leave its current device as it was.
+  int before = -1;
+  check_cuda(cudaGetDevice(&before), "cudaGetDevice");
+  check_cuda(cudaSetDevice(options_.cuda_device), "cudaSetDevice");
+  cudaEvent_t event = nullptr;
+  cudaError_t e = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+  if (e == cudaSuccess) e = cudaEventRecord(event, static_cast<cudaStream_t>(cuda_stream));
+  cudaSetDevice(before);
+  if (e != cudaSuccess) {
+    if (event != nullptr) cudaEventDestroy(event);
+    check_cuda(e, "recording the caller's stream");
+  }
+  return std::shared_ptr<void>(event, [](void* ev) { cudaEventDestroy(static_cast<cudaEvent_t>(ev)); });
+}
+
+void NcclCommunicator::wait_stream_mark(const std::shared_ptr<void>& mark) {
+  if (!mark) return;
+  std::lock_guard lock(op_mu_);
+  check_cuda(cudaSetDevice(options_.cuda_device), "cudaSetDevice");
+  check_cuda(cudaStreamWaitEvent(stream_, static_cast<cudaEvent_t>(mark.get()), 0),
+             "ordering the communicator's stream after the caller's");
 }
 
 void NcclCommunicator::abort(const std::string& why) {

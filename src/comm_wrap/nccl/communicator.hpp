@@ -65,6 +65,17 @@ class NcclCommunicator final : public Communicator {
   void broadcast(void* buf, size_t bytes, int root) override;
   void allgather(const void* in, void* out, size_t bytes_per_rank) override;
   void barrier() override;  // a one-element allreduce: NCCL has no barrier
+  // Device memory only (shoal::Error for host buffers). all_to_all, gather and scatter are grouped sends
+  // and receives; send and recv are ncclSend and ncclRecv (issued in order from the one thread).
+  void reduce_scatter(const void* in, void* out, size_t count, DataType type, ReduceOp op) override;
+  void all_to_all(const void* in, void* out, size_t bytes_per_rank) override;
+  void gather(const void* in, void* out, size_t bytes_per_rank, int root) override;
+  void scatter(const void* in, void* out, size_t bytes_per_rank, int root) override;
+  void send(const void* buf, size_t bytes, int peer, uint32_t tag) override;
+  void recv(void* buf, size_t bytes, int peer, uint32_t tag) override;
+  // A CUDA event recorded on the caller's stream; the communicator's stream waits for it (no host wait).
+  std::shared_ptr<void> stream_mark(void* cuda_stream) override;
+  void wait_stream_mark(const std::shared_ptr<void>& mark) override;
 
   void abort(const std::string& why) override;
   bool aborted() const override { return aborted_.load(); }
@@ -87,6 +98,8 @@ class NcclCommunicator final : public Communicator {
   void allreduce_staged(void* buf, size_t count, DataType type, ReduceOp op);
   void broadcast_staged(void* buf, size_t bytes, int root);
   void allgather_staged(const void* in, void* out, size_t bytes_per_rank);
+  void require_device(const void* p, const char* what) const;
+  void check_peer(int peer, const char* what) const;
 
   const NcclOptions options_;
   ncclComm* comm_ = nullptr;
