@@ -27,7 +27,7 @@ ninja -C build shoal libshoal.so tests/test_gpu_probe tests/test_gpu_ckpt_device
 rm -rf "$out"
 mkdir -p "$out/lib" "$out/tests" "$out/python"
 cp -a build/shoal "$out/"
-cp -a build/libshoal.so* "$out/"
+cp -a build/libshoal.so build/libshoal.so.0 build/libshoal.so.0.*[0-9] "$out/"
 cp -a build/tests/test_gpu_probe build/tests/test_gpu_ckpt_device_save build/tests/test_nccl_communicator "$out/tests/"
 
 # The libraries the programs and libshoal load, except the C library's, the toolchain's runtime and CUDA's.
@@ -53,4 +53,7 @@ suffix=$("$venv/bin/python" -c "import sysconfig; print(sysconfig.get_config_var
 g++ -O2 -std=c++20 -shared -fPIC -fvisibility=hidden -Wall -Wextra -Werror -Iinclude -Ipython/src \
   $("$venv/bin/python" -m pybind11 --includes) python/src/*.cpp -L"$out" -lshoal -Wl,-rpath,'$ORIGIN/../..' \
   -o "$out/python/shoal/_shoal$suffix"
-echo "gpu-bundle: $(du -sh "$out" | cut -f1) in $out (extension _shoal$suffix)"
+# Small enough to travel: no debug information, and one compressed archive beside the folder.
+find "$out" -type f \( -name '*.so*' -o -perm -u+x \) -exec strip --strip-debug {} + 2>/dev/null || true
+tar -C "$(dirname "$out")" -cJf "$out.tar.xz" "$(basename "$out")"
+echo "gpu-bundle: $(du -sh "$out" | cut -f1) in $out, $(du -h "$out.tar.xz" | cut -f1) as $out.tar.xz (extension _shoal$suffix)"

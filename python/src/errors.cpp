@@ -52,9 +52,9 @@ void bind_errors(py::module_& m) {
       exc.attr("epoch") = e.epoch();
       PyErr_SetObject(view_changed.ptr(), exc.ptr());
     } catch (const Timeout& e) {
-      timeout(e.what());
+      PyErr_SetString(timeout.ptr(), e.what());
     } catch (const Error& e) {
-      error(e.what());
+      PyErr_SetString(error.ptr(), e.what());
     }
   });
 }

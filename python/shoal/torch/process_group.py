@@ -65,6 +65,20 @@ class _Failed:
         self.error = error
 
 
+def _cuda_devices(result) -> List[torch.device]:
+    """The CUDA devices of the tensors in a collective's result (tensors, lists of them, lists of lists)."""
+    found = []
+    stack = [result]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, torch.Tensor):
+            if x.is_cuda and x.device not in found:
+                found.append(x.device)
+        elif isinstance(x, (list, tuple)):
+            stack.extend(x)
+    return found
+
+
 def _unwrap(outcome: Future):
     value = outcome.value()
     if isinstance(value, _Failed):
@@ -178,7 +192,8 @@ class ProcessGroup(dist.ProcessGroup):
         # The torch Work's future is a then() of `outcome`: a callback that raises marks it failed the way
         # C++ sees a failed future (Future.set_exception would only set a Python exception as its *value*,
         # which DDP's reducer, a C++ consumer, would take for a result).
-        outcome = Future()
+        devices = _cuda_devices(result)
+        outcome = Future(devices=devices) if devices else Future()  # a CUDA result needs its devices named
         fut = outcome.then(_unwrap)
         state = {"left": len(works), "error": None}
         lock = threading.Lock()
@@ -212,13 +227,20 @@ class ProcessGroup(dist.ProcessGroup):
         return _work_from_future(fut)
 
     def _finish_all(self, buffers: List[_Buffer], then: Optional[Callable[[], None]] = None):
+        # The closure also keeps every buffer alive until the collective is done: the communicator's thread
+        # reads and writes them by address.
+        copies = [b for b in buffers if b.work is not b.tensor]
+
         def finish():
-            for b in buffers:
+            if not copies and then is None:
+                return  # the collective wrote the caller's tensors themselves
+            for b in copies:
                 b.finish()
             if then is not None:
                 then()
-            if any(b.tensor.is_cuda for b in buffers):  # copies made on this thread's stream
-                torch.cuda.current_stream(buffers[0].tensor.device).synchronize()
+            # Copies on CUDA tensors ran on this thread's stream: done before the Work completes.
+            for device in {b.tensor.device for b in buffers if b.tensor.is_cuda}:
+                torch.cuda.current_stream(device).synchronize()
         return finish
 
     # ---- all-reduce, reduce, broadcast, barrier ----
@@ -398,14 +420,14 @@ class ProcessGroup(dist.ProcessGroup):
             self._check(flat, "scatter")
         work = self.comm.scatter_async(flat.data_ptr() if at_root else 0, dst.address, dst.nbytes, root,
                                        _stream(dst.work))
-        return self._complete([work], output_tensors, self._finish_all([dst], lambda: flat))
+        return self._complete([work], output_tensors, self._finish_all([dst] + ([_Buffer(flat, flat)] if at_root else [])))
 
     # ---- point to point ----
 
     def send(self, tensors, dst_rank, tag=0):
         bufs = [self._bytes(t, "send") for t in tensors]
         works = [self.comm.send_async(b.address, b.nbytes, dst_rank, tag) for b in bufs]
-        return self._complete(works, tensors)
+        return self._complete(works, tensors, self._finish_all(bufs))
 
     def recv(self, tensors, src_rank, tag=0):
         bufs = [self._bytes(t, "recv") for t in tensors]
