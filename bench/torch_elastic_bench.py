@@ -531,7 +531,9 @@ class Torchrun(System):
 
     def __init__(self, a, logdir, job, shoal_summaries):
         super().__init__(a, logdir, job)
-        self.kills, self.port, self.shoal = 0 if a.torchrun_launch_only else a.torchrun_kills, free_port(), shoal_summaries
+        self.kills, self.port, self.shoal = a.torchrun_kills, free_port(), shoal_summaries
+        if a.torchrun_launch_only:
+            self.kills = 0
 
     def start(self, seed=None):
         n = self.n

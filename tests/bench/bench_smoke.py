@@ -275,7 +275,8 @@ def run(name, build):
 def coverage(build):
     """The benchmarks without a smoke run, as sentences (empty: none)."""
     problems = []
-    scripts = sorted(n[:-len("_bench.py")] for n in os.listdir(os.path.join(SOURCE, "bench")) if n.endswith("_bench.py"))
+    scripts = sorted(n[:-len("_bench.py")] for n in os.listdir(os.path.join(SOURCE, "bench"))
+                     if n.endswith("_bench.py"))
     built = os.path.join(build, "bench")
     programs = sorted(n[len("shoal-bench-"):].replace("-", "_") for n in os.listdir(built) if n.startswith(
         "shoal-bench-") and os.path.isfile(os.path.join(built, n)) and os.access(os.path.join(built, n), os.X_OK))
