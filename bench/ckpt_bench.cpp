@@ -7,9 +7,10 @@
 //   save_cold_s   the first save of that size into a fresh store (segments created, pages faulted in);
 //                 save_cold_vs_memcpy. save_prepared_s: that first save after RankStore::prepare.
 //   replicate_gbps  one version pushed by push_version to a real agent on loopback, which verifies every
-//                 checksum and keeps it in shared memory; tcp_gbps is a raw loopback TCP stream of the
-//                 same bytes from one pre-faulted buffer to another (tcp_stream_gbps: a cache-resident
-//                 stream, for reference); replicate_vs_tcp.
+//                 checksum and keeps it in shared memory: the peer of a two-agent cluster whose committed
+//                 view places this host's replicas there (bench/replica_pair.hpp); tcp_gbps is a raw
+//                 loopback TCP stream of the same bytes from one pre-faulted buffer to another
+//                 (tcp_stream_gbps: a cache-resident stream, for reference); replicate_vs_tcp.
 //   restore_s     fetch_version of that replica from the agent into a ready buffer (the state's own
 //                 memory, as a trainer restores into its live state), verified; tcp_transfer_s the raw
 //                 TCP transfer of the same bytes; restore_vs_tcp.
@@ -24,7 +25,6 @@
 #include <exception>
 #include <map>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "base/log.hpp"
@@ -32,9 +32,8 @@
 #include "ckpt_service/transfer.hpp"
 #include "ckpt_shm/checksum.hpp"
 #include "ckpt_shm/rank_store.hpp"
-#include "ckpt_shm/replica_store.hpp"
 #include "ckpt_shm/shm_segment.hpp"
-#include "daemon/agent.hpp"
+#include "replica_pair.hpp"
 
 namespace {
 
@@ -44,32 +43,6 @@ using namespace shoal;
 double seconds(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
 }
-
-struct Host {
-  std::unique_ptr<shoal::daemon::Agent> agent;
-  std::thread thread;
-  Host(const std::string& name, const std::string& job, std::vector<shoal::net::HostPort> seeds) {
-    shoal::daemon::AgentConfig cfg;
-    cfg.name = name;
-    cfg.bind = {"127.0.0.1", 0};
-    cfg.seeds = std::move(seeds);
-    cfg.gossip.cluster_id = "bench";
-    cfg.ckpt.job = job;
-    cfg.meta.host = name;
-    cfg.ckpt.store = job + "-" + name;
-    cfg.ckpt.stall_timeout = std::chrono::milliseconds(60'000);
-    // One replica kept, and the memory of the one before as the spare the next receive writes into:
-    // 4 GiB versions fit this machine.
-    cfg.ckpt.keep_per_rank = 1;
-    agent = std::make_unique<shoal::daemon::Agent>(std::move(cfg));
-    if (auto ok = agent->start(); !ok) throw std::runtime_error("agent: " + ok.error().message);
-    thread = std::thread([a = agent.get()] { (void)a->run(); });
-  }
-  ~Host() {
-    agent->stop_now();
-    thread.join();
-  }
-};
 
 // Samples by key; medians at the end.
 struct Samples {
@@ -148,11 +121,11 @@ void measure_cold_saves(size_t bytes, int runs, const std::string& job, std::spa
 // `storage` is laid out as the version is (prefix, then the state at the data offset), so that a fetch
 // writes straight into the state's own memory: no buffer beside it (a 4 GiB run fits in 20 GiB).
 void measure_steady(int runs, const std::string& job, std::span<std::byte> storage, std::span<std::byte> state,
-                    Host& receiver, Samples& out) {
-  const std::string store = job + "-origin";
-  auto rs = ckpt::RankStore::open({.job = job, .rank = 0, .world = 2, .store = store});
+                    const bench::ReplicaPair& pair, Samples& out) {
+  const std::string store = pair.trainer_store();
+  auto rs = ckpt::RankStore::open({.job = job, .rank = pair.rank(), .world = pair.world(), .store = store});
   if (!rs) throw std::runtime_error(rs.error().message);
-  const shoal::ckpt_service::TransferPeer peer{receiver.agent->addr(), receiver.agent->hello(wire::Hello::CKPT_STREAM)};
+  const shoal::ckpt_service::TransferPeer peer = pair.to_peer();
   shoal::ckpt_service::TransferPhases phases;
   const shoal::ckpt_service::TransferLimits limits{
       .stall_timeout = std::chrono::milliseconds(60'000), .cancel = nullptr, .phases = &phases};
@@ -166,7 +139,7 @@ void measure_steady(int runs, const std::string& job, std::span<std::byte> stora
     const auto sealed = save_once(*rs, state, sink, "save");
 
     // Replicate this version to the receiving agent (a new step each time), then fetch it back.
-    auto seg = ckpt::ShmSegment::open_existing(*ckpt::slot_segment_name(store, 0, sealed.slot));
+    auto seg = ckpt::ShmSegment::open_existing(*ckpt::slot_segment_name(store, pair.rank(), sealed.slot));
     if (!seg) throw std::runtime_error(seg.error().message);
     auto info = ckpt::decode_version(seg->bytes(), ckpt::DataCheck::skip);
     if (!info) throw std::runtime_error(info.error().detail);
@@ -191,7 +164,7 @@ void measure_steady(int runs, const std::string& job, std::span<std::byte> stora
 
     if (storage.size() < info->total_bytes) throw std::runtime_error("the state's storage is smaller than its version");
     auto got = shoal::ckpt_service::fetch_version(
-        peer, job, 0, sealed.step,
+        peer, job, pair.rank(), sealed.step,
         [&](const ckpt::VersionInfo& v) -> shoal::Result<std::span<std::byte>> { return storage.first(v.total_bytes); },
         limits);
     if (!got) throw std::runtime_error("fetch: " + got.error().message);
@@ -200,10 +173,10 @@ void measure_steady(int runs, const std::string& job, std::span<std::byte> stora
     sink.add("fetch_receive_s", seconds(phases.attached, phases.streamed));
     sink.add("restore_s", seconds(phases.started, phases.done));
   }
-  (void)ckpt::RankStore::remove_segments(store, 0);
+  (void)ckpt::RankStore::remove_segments(store, pair.rank());
 }
 
-void measure(size_t bytes, int runs, const std::string& job, Host& receiver) {
+void measure(size_t bytes, int runs, const std::string& job, const bench::ReplicaPair& pair) {
   Samples s;
   for (const double v : bench::tcp_loopback_seconds(bytes, runs, 4u << 20, true)) s.add("tcp_s", v);
   for (const double v : bench::tcp_loopback_seconds(bytes, runs)) s.add("tcp_stream_s", v);
@@ -225,7 +198,7 @@ void measure(size_t bytes, int runs, const std::string& job, Host& receiver) {
     s.add("checksum_s", seconds(t, Clock::now()));
   }
   measure_cold_saves(bytes, runs, job, state, s);
-  measure_steady(runs, job, storage, state, receiver, s);
+  measure_steady(runs, job, storage, state, pair, s);
 
   const double memcpy_s = s.median("memcpy_s"), tcp_s = s.median("tcp_s");
   std::string line = "{\"bench\":\"ckpt\",\"bytes\":" + std::to_string(bytes) + ",\"runs\":" + std::to_string(runs);
@@ -286,9 +259,8 @@ int main(int argc, char** argv) {
     const char* env = std::getenv("SHOAL_LOG");
     if (auto spec = log::parse_spec(env ? env : "warn")) log::setup(*spec);
     const std::string job = "bench" + std::to_string(::getpid());
-    Host receiver("peer", job, {});
-    for (const size_t bytes : sizes) measure(bytes, runs, job, receiver);
-    (void)ckpt::ReplicaStore::remove_all(job + "-peer");
+    const bench::ReplicaPair pair({.job = job, .key_file = {}});  // an open cluster, as before
+    for (const size_t bytes : sizes) measure(bytes, runs, job, pair);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "shoal-bench-ckpt: %s\n", e.what());
     return 1;

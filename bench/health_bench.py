@@ -21,7 +21,7 @@ healthy figure (the target is 5 s).
 
 One JSON line per result.
 usage: bench/health_bench.py BUILD_DIR [--hosts 6] [--steps 400] [--runs 3] [--step-ms 100] [--cost-step-ms 20]
-                              [--evict-after 3] [--only cost|detection|eviction]
+                              [--evict-after 3] [--eviction-steps 160] [--only cost|detection|eviction]
 """
 import argparse, json, os, select, statistics, subprocess, sys, tempfile, time
 
@@ -91,6 +91,7 @@ def main():
     ap.add_argument("--step-ms", type=int, default=100)
     ap.add_argument("--cost-step-ms", type=int, default=20)
     ap.add_argument("--evict-after", type=float, default=3.0)
+    ap.add_argument("--eviction-steps", type=int, default=160, help="eviction: the steps of the run with a slow host")
     ap.add_argument("--only", choices=["cost", "detection", "eviction"])
     a = ap.parse_args()
     binary = os.path.join(a.build, "examples", "allreduce_trainer")
@@ -147,7 +148,7 @@ def median_gap_s(lines, world, after_t=0.0, before_t=float("inf")):
 
 def eviction(a, build, binary):
     slow_ms = a.step_ms * 13 // 10
-    steps = 160
+    steps = a.eviction_steps
     with tempfile.TemporaryDirectory() as keydir:
         key = os.path.join(keydir, "cluster.key")
         with open(key, "w") as f:

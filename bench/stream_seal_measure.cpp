@@ -1,5 +1,6 @@
 // The stream half of shoal-bench-seal: the connection cipher on one core, and checkpoint transfers to a
-// real agent, keyed or open, measured the way shoal-bench-ckpt measures them.
+// real agent (a replica holder of a two-agent cluster, bench/replica_pair.hpp), keyed or open, measured the
+// way shoal-bench-ckpt measures them.
 #include "stream_seal_measure.hpp"
 
 #include <sodium.h>
@@ -10,15 +11,13 @@
 #include <ctime>
 #include <memory>
 #include <stdexcept>
-#include <thread>
 
 #include "base/log.hpp"
 #include "ckpt_service/transfer.hpp"
 #include "ckpt_shm/rank_store.hpp"
-#include "ckpt_shm/replica_store.hpp"
 #include "ckpt_shm/shm_segment.hpp"
-#include "daemon/agent.hpp"
 #include "net/blocking_conn.hpp"
+#include "replica_pair.hpp"
 #include "wire/frame_cipher.hpp"
 
 namespace shoal::bench {
@@ -37,33 +36,6 @@ double process_cpu_s() {
 
 // The frame size a checkpoint stream is sealed in.
 constexpr size_t kRecordBytes = net::kMaxDataRecordBytes;
-
-// One agent on loopback holding replicas, keyed when `key_file` is not empty.
-struct Receiver {
-  std::unique_ptr<daemon::Agent> agent;
-  std::thread thread;
-  Receiver(const std::string& job, const std::string& key_file) {
-    daemon::AgentConfig cfg;
-    cfg.name = "peer";
-    cfg.bind = {"127.0.0.1", 0};
-    cfg.gossip.cluster_id = "bench";
-    cfg.key_file = key_file;
-    cfg.warn_open_cluster = false;
-    cfg.ckpt.job = job;
-    cfg.meta.host = "peer";
-    cfg.ckpt.store = job + "-peer";
-    cfg.ckpt.stall_timeout = std::chrono::milliseconds(60'000);
-    cfg.ckpt.keep_per_rank = 1;  // one replica and a spare: the next receive reuses mapped memory
-    agent = std::make_unique<daemon::Agent>(std::move(cfg));
-    if (auto ok = agent->start(); !ok) throw std::runtime_error("agent: " + ok.error().message);
-    thread = std::thread([a = agent.get()] { (void)a->run(); });
-  }
-  ~Receiver() {
-    agent->stop_now();
-    thread.join();
-    (void)ckpt::ReplicaStore::remove_all(agent->checkpoints().config().store);
-  }
-};
 
 }  // namespace
 
@@ -110,8 +82,9 @@ CipherSeconds stream_cipher_seconds(wire::StreamCipher cipher, size_t bytes, int
 
 TransferSeconds agent_transfer_seconds(size_t bytes, int runs, const std::string& key_file) {
   const std::string job = "sealbench" + std::to_string(::getpid()) + (key_file.empty() ? "o" : "k");
-  const std::string store = job + "-origin";
-  Receiver receiver(job, key_file);
+  // The peer takes pushes only from the member placement names, for that member's rank in its view.
+  const ReplicaPair pair({.job = job, .key_file = key_file});
+  const std::string store = pair.trainer_store();
   TransferSeconds out;
   out.cipher =
       key_file.empty()
@@ -119,13 +92,13 @@ TransferSeconds agent_transfer_seconds(size_t bytes, int runs, const std::string
           : std::string(wire::cipher_name((wire::local_cipher_offer() & uint8_t(wire::StreamCipher::aes256gcm)) != 0
                                               ? wire::StreamCipher::aes256gcm
                                               : wire::StreamCipher::xchacha20poly1305));
-  auto rs = ckpt::RankStore::open({.job = job, .rank = 0, .world = 2, .store = store});
+  auto rs = ckpt::RankStore::open({.job = job, .rank = pair.rank(), .world = pair.world(), .store = store});
   if (!rs) throw std::runtime_error(rs.error().message);
   const auto plan = ckpt::plan_layout(std::vector<ckpt::BufferSpec>{{"state", bytes}});
   if (!plan) throw std::runtime_error(plan.error().message);
   std::vector<std::byte> state(bytes, std::byte{3});
   std::vector<std::byte> restored(plan->total_bytes, std::byte{0});  // faulted in: a trainer's live state
-  const ckpt_service::TransferPeer peer{receiver.agent->addr(), receiver.agent->hello(wire::Hello::CKPT_STREAM)};
+  const ckpt_service::TransferPeer peer = pair.to_peer();
   const ckpt_service::TransferLimits limits{.stall_timeout = std::chrono::milliseconds(60'000)};
   for (int r = 0; r < runs + 2; ++r) {
     // Two rounds fault in both save slots and both replica segments; after them memory is reused.
@@ -136,7 +109,7 @@ TransferSeconds agent_transfer_seconds(size_t bytes, int runs, const std::string
     if (auto w = rs->write_buffer(0, state); !w) throw std::runtime_error(w.error().message);
     auto sealed = rs->commit();
     if (!sealed) throw std::runtime_error(sealed.error().message);
-    auto seg = ckpt::ShmSegment::open_existing(*ckpt::slot_segment_name(store, 0, sealed->slot));
+    auto seg = ckpt::ShmSegment::open_existing(*ckpt::slot_segment_name(store, pair.rank(), sealed->slot));
     if (!seg) throw std::runtime_error(seg.error().message);
     auto info = ckpt::decode_version(seg->bytes(), ckpt::DataCheck::skip);
     if (!info) throw std::runtime_error(info.error().detail);
@@ -156,7 +129,7 @@ TransferSeconds agent_transfer_seconds(size_t bytes, int runs, const std::string
     t = Clock::now();
     cpu = process_cpu_s();
     auto got = ckpt_service::fetch_version(
-        peer, job, 0, sealed->step,
+        peer, job, pair.rank(), sealed->step,
         [&](const ckpt::VersionInfo& v) -> Result<std::span<std::byte>> {
           if (restored.size() < v.total_bytes) return fail(std::string("the restore buffer is too small"));
           return std::span<std::byte>(restored).first(v.total_bytes);
@@ -172,7 +145,7 @@ TransferSeconds agent_transfer_seconds(size_t bytes, int runs, const std::string
       throw std::runtime_error("the restored version differs from the saved one");
     }
   }
-  (void)ckpt::RankStore::remove_segments(store, 0);
+  (void)ckpt::RankStore::remove_segments(store, pair.rank());
   return out;
 }
 

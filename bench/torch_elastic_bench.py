@@ -23,7 +23,8 @@ that step; the same for every host after the join (join_*); phases_ms: milestone
 the slowest survivor's, from the agents' logs (victim suspect, dead, view commit, old worker stopped,
 new one spawned), the worker's torch log (TORCH_CPP_LOG_LEVEL=INFO; store_listening: rank 0's TCPStore
 listens, after python's start and the imports; store_connected: a worker's first connection to it,
-torch 1.13 retrying a refused connect once a second), its shoal log (comm_ready: the checkpoint
+torch 1.13 retrying a refused connect once a second; both null while ddp_flash.py bootstraps from the
+agents' store, its default --store view, which has no TCPStore), its shoal log (comm_ready: the checkpoint
 communicator, built in load(); restored) and its lines (load, first_step). A join starts at the
 newcomer's "listening" line. Workers restart here by design: counted (workers_restarted).
 
@@ -39,9 +40,13 @@ this file's --torchrun-agent mode, which replaces Std.from_str with a working pa
 One JSON line per kill and a summary per system (torchrun's with the ratio of its kill p50 to each shoal
 system's) on stdout; progress on stderr.
 
+With --torchrun-launch-only, torchrun's N hosts start and train in a world of N, and nothing is killed
+(a torchrun kill costs about 45 s of its default timeouts): its summary says kills 0, a ratio of {}. The
+bench suite's smoke run (tests/bench) uses it.
+
 usage: torch_elastic_bench.py [--system both|elastic|restart|torchrun|all] [--hosts 4] [--kills 6]
-                              [--torchrun-kills 2] [--step-ms 20] [--skip-torchrun] [--build DIR]
-                              [--keep-logs]
+                              [--torchrun-kills 2] [--torchrun-launch-only] [--step-ms 20] [--skip-torchrun]
+                              [--build DIR] [--keep-logs]
 """
 import argparse, glob, json, os, re, shutil, signal, socket, subprocess, sys, tempfile, threading, time
 
@@ -527,6 +532,8 @@ class Torchrun(System):
     def __init__(self, a, logdir, job, shoal_summaries):
         super().__init__(a, logdir, job)
         self.kills, self.port, self.shoal = a.torchrun_kills, free_port(), shoal_summaries
+        if a.torchrun_launch_only:
+            self.kills = 0
 
     def start(self, seed=None):
         n = self.n
@@ -588,6 +595,8 @@ def main():
     ap.add_argument("--hosts", type=int, default=4, help="loopback hosts for each system (default 4)")
     ap.add_argument("--kills", type=int, default=6, help="shoal kills, alternating rank 0's host and another (default 6)")
     ap.add_argument("--torchrun-kills", type=int, default=2, help="torchrun kills, never the store's host (default 2)")
+    ap.add_argument("--torchrun-launch-only", action="store_true",
+                    help="torchrun: start the hosts and wait until they train together, kill nothing (a smoke run)")
     ap.add_argument("--step-ms", type=int, default=20, help="sleep per step, the 'compute' (default 20)")
     ap.add_argument("--skip-torchrun", action="store_true", help="leave torchrun out of --system")
     ap.add_argument("--build", default=os.path.join(REPO, "build"), help="shoal's build dir (default REPO/build)")
@@ -599,7 +608,8 @@ def main():
     PY = a.python
     if a.hosts < 3 or a.kills < 0 or a.torchrun_kills < 0 or a.step_ms < 0:
         ap.error("--hosts takes at least 3 (min hosts 2; torchrun's --nnodes N-1:N); counts are non-negative")
-    names = [s for s in SYSTEMS[a.system] if not (s == "torchrun" and (a.skip_torchrun or not a.torchrun_kills))]
+    names = [s for s in SYSTEMS[a.system]
+             if not (s == "torchrun" and (a.skip_torchrun or not (a.torchrun_kills or a.torchrun_launch_only)))]
     job = "tebench%d" % os.getpid()
     logdir = tempfile.mkdtemp(prefix="shoal-torch-elastic-bench-")
     log("logs in %s" % logdir)
