@@ -15,8 +15,8 @@ rm -rf "$venv"
 if ! "$venv/bin/python" -m pip install -q --disable-pip-version-check torch==2.13.0 >build-logs/pip-torch.log 2>&1; then
   tail -n 20 build-logs/pip-torch.log; echo "pip install: torch 2.13.0 did not install"; exit 1
 fi
-# -Cbuild-dir keeps the build between runs; the compile options are the wheel's own (release) plus those below.
-if ! "$venv/bin/python" -m pip install -v --disable-pip-version-check . -Cbuild-dir=build-pip \
+# build-dir keeps the build between runs; the compile options are the wheel's own (release) plus those below.
+if ! "$venv/bin/python" -m pip install -v --disable-pip-version-check . --config-settings=build-dir=build-pip \
     ${SHOAL_PIP_SETUP_ARGS:-} >build-logs/pip-install.log 2>&1; then
   tail -n 60 build-logs/pip-install.log; echo "pip install: pip install . failed (build-logs/pip-install.log)"; exit 1
 fi

@@ -118,7 +118,7 @@ asan_opts=(-Db_sanitize=address,undefined -Db_lundef=false -Dnccl=disabled -Dopt
   date +%s >"$log_dir/asan-build.end"
   nice -n 19 scripts/fuzz.sh --build-only >"$log_dir/fuzz-build.txt" 2>&1
   echo $? >"$log_dir/fuzz-build.rc"
-  SHOAL_PIP_SETUP_ARGS=${SHOAL_PIP_SETUP_ARGS--Csetup-args=-Doptimization=0 -Csetup-args=-Ddebug=false} \
+  SHOAL_PIP_SETUP_ARGS=${SHOAL_PIP_SETUP_ARGS---config-settings=setup-args=-Dbuildtype=plain} \
     nice -n 19 scripts/pip-install-check.sh --build-only >"$log_dir/pip-build.txt" 2>&1
   echo $? >"$log_dir/pip-build.rc"
 ) &

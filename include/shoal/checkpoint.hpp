@@ -91,7 +91,7 @@ struct RestoreLayout {
 // an empty span for a buffer the caller does not want. Each buffer is copied in and verified against
 // its checksum in one pass. A throw ends the restore on every rank of the communicator with
 // shoal::Error naming the rank and its message (a caller's state that does not match what was saved
-// is not a reason to try an older step).
+// is not a reason to try an older step) -- except shoal::VersionRefused, which refuses this copy only.
 using RestorePlacer = std::function<std::vector<std::span<std::byte>>(const RestoreLayout& layout)>;
 
 }  // namespace shoal

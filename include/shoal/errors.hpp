@@ -34,4 +34,13 @@ class SHOAL_API Timeout : public Error {
   using Error::Error;
 };
 
+// Thrown by a RestorePlacer (checkpoint.hpp) about the copy of a version it is shown: its content is not
+// to be trusted (a structure that does not parse, or that names what the caller refuses to load). Unlike
+// any other throw of a placer, the restore goes on as after a checksum failure: the next holder's copy,
+// then an older step.
+class SHOAL_API VersionRefused : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace shoal

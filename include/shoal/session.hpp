@@ -10,10 +10,12 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -161,6 +163,16 @@ class SHOAL_API Session {
   // never shared with another view, its calls throw ViewChanged once the view is superseded or loses a
   // member. Throws ViewChanged when `comm` is no longer the session's current communicator.
   virtual std::unique_ptr<EpochStore> store(Communicator& comm) = 0;
+
+  // State one rank of `comm` hands to the others over the trainers' own connections (Gloo's, NCCL's: the
+  // cluster key does not protect them), such as a live training state after a view change. state_seal gives
+  // the sender the seal to send with `data`: a tag bound to comm's view, its attempt and the sending rank,
+  // under a key derived from the cluster key (empty in a cluster without one). A receiver calls
+  // state_seal_valid with the sending rank before it parses a byte of `data`. Both throw ViewChanged when
+  // `comm` is no longer the session's current communicator.
+  virtual std::vector<std::byte> state_seal(Communicator& comm, int sender, std::span<const std::byte> data) = 0;
+  virtual bool state_seal_valid(Communicator& comm, int sender, std::span<const std::byte> data,
+                                std::span<const std::byte> seal) = 0;
 };
 
 }  // namespace shoal

@@ -25,6 +25,8 @@ void bind_health(py::module_& m);        // health.cpp: HealthMonitor (node heal
 // An instance of shoal.Error, shoal.Timeout or shoal.ViewChanged (with .epoch) for what `error` holds
 // (RuntimeError for other exceptions). Needs the GIL.
 py::object exception_object(std::exception_ptr error);
+// Whether a Python exception is a shoal.VersionRefused. Needs the GIL.
+bool is_version_refused(const py::error_already_set& e);
 // Work and the asynchronous operations of Communicator (work.cpp), added to the class bind_communicator made.
 void bind_work(py::module_& m);
 void add_async_operations(py::class_<Communicator, std::shared_ptr<Communicator>>& cls);

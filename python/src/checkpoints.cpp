@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bindings.hpp"
+#include "shoal/errors.hpp"
 #include "py_session.hpp"
 #include "shoal/checkpoint.hpp"
 
@@ -230,6 +231,7 @@ void bind_checkpoints(py::module_& m) {
                 return out;
               } catch (py::error_already_set& e) {
                 std::string what = e.what();
+                if (is_version_refused(e)) throw VersionRefused(what);  // this copy only: the restore goes on
                 raised.emplace(std::move(e));
                 throw std::runtime_error(what);
               }

@@ -5,6 +5,9 @@
 
 #include <memory>
 #include <optional>
+#include <span>
+#include <string>
+#include <vector>
 
 #include "bindings.hpp"
 #include "py_session.hpp"
@@ -143,6 +146,30 @@ void bind_session(py::module_& m) {
                                py::gil_scoped_release release;
                                return s.get().address();
                              })
+      .def(
+          "state_seal",
+          [](const PySession& s, Communicator& comm, int sender, py::bytes data) {
+            const std::string d = data;
+            std::vector<std::byte> seal;
+            {
+              py::gil_scoped_release release;
+              seal = s.get().state_seal(comm, sender, std::as_bytes(std::span(d.data(), d.size())));
+            }
+            return py::bytes(reinterpret_cast<const char*>(seal.data()), seal.size());
+          },
+          py::arg("comm"), py::arg("sender"), py::arg("data"),
+          "The seal a rank sends with state it hands the others over the trainers' own connections: bound to "
+          "comm's view, its attempt and the sender, under a key derived from the cluster key (b'' without one).")
+      .def(
+          "state_seal_valid",
+          [](const PySession& s, Communicator& comm, int sender, py::bytes data, py::bytes seal) {
+            const std::string d = data, k = seal;
+            py::gil_scoped_release release;
+            return s.get().state_seal_valid(comm, sender, std::as_bytes(std::span(d.data(), d.size())),
+                                            std::as_bytes(std::span(k.data(), k.size())));
+          },
+          py::arg("comm"), py::arg("sender"), py::arg("data"), py::arg("seal"),
+          "Whether `seal` is sender's seal on `data` (checked before a byte of it is parsed).")
       .def("__enter__", [](std::shared_ptr<PySession> s) { return s; })
       .def("__exit__", [](PySession& s, py::args) {
         s.leave();

@@ -21,9 +21,11 @@ void CheckpointService::load_persisted(const ckpt::PersistDir& dir) {
     auto& step = in_memory[h.version->id.rank];
     step = std::max(step, h.version->id.step);
   }
-  std::map<uint32_t, ckpt::PersistedVersion> newest;  // list() is by rank, then step ascending
-  for (auto& p : dir.list()) newest[p.rank] = std::move(p);
-  for (const auto& [rank, p] : newest) {
+  // Every step the directory keeps (keep_per_rank of each rank), oldest first, not only the newest: a newest
+  // version that cannot be used (its content refused by the trainer, a torn disk) leaves the one before it
+  // restorable. list() is by rank, then step ascending.
+  for (const auto& p : dir.list()) {
+    const uint32_t rank = p.rank;
     if (auto m = in_memory.find(rank); m != in_memory.end() && m->second >= p.step) continue;
     const auto started = Clock::now();
     std::lock_guard lock(store_mu_);

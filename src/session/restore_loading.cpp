@@ -60,6 +60,8 @@ Result<RestoredCheckpoint> place_and_copy(const ckpt::VersionInfo& info, std::sp
   std::vector<std::span<std::byte>> into;
   try {
     into = place(layout);
+  } catch (const VersionRefused& e) {
+    return fail(std::string("its content was refused: ") + e.what());
   } catch (const std::exception& e) {
     throw PlacerFailed(e.what());
   }
@@ -150,6 +152,8 @@ std::optional<RestoredCheckpoint> load_from_peer(const LoadRequest& request, con
       std::vector<std::span<std::byte>> into;
       try {
         into = (*request.place)(layout);
+      } catch (const VersionRefused& e) {
+        return fail(std::string("its content was refused: ") + e.what());
       } catch (const std::exception& e) {
         throw PlacerFailed(e.what());
       }

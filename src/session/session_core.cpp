@@ -7,6 +7,7 @@
 #include "ranks/rank_table.hpp"
 #include "session/epoch_store.hpp"
 #include "session/rendezvous_client.hpp"
+#include "session/state_seal.hpp"
 
 namespace shoal::session {
 namespace {
@@ -173,6 +174,26 @@ std::string SessionCore::scope(uint32_t attempt) const { return id_.key_scope + 
 std::unique_ptr<EpochStore> SessionCore::store(Communicator& comm) {
   const auto [view, attempt] = view_of(comm, "store");
   return std::make_unique<SessionEpochStore>(store_options(view), attempt, scope(attempt));
+}
+
+std::vector<std::byte> SessionCore::state_seal(Communicator& comm, int sender, std::span<const std::byte> data) {
+  const auto [view, attempt] = view_of(comm, "state_seal");
+  const StatePlace place{comm.epoch(), attempt, static_cast<uint32_t>(sender), static_cast<uint32_t>(comm.world_size())};
+  return seal_state(data, health_keys().get(), place);
+}
+
+bool SessionCore::state_seal_valid(Communicator& comm, int sender, std::span<const std::byte> data,
+                                   std::span<const std::byte> seal) {
+  const auto [view, attempt] = view_of(comm, "state_seal_valid");
+  if (sender < 0 || sender >= comm.world_size()) return false;
+  const StatePlace place{comm.epoch(), attempt, static_cast<uint32_t>(sender), static_cast<uint32_t>(comm.world_size())};
+  const auto keys = health_keys();
+  const bool valid = session::state_seal_valid(data, seal, keys.get(), place);
+  if (!valid) {
+    logger().warn("a state handed over by rank {} of epoch {} does not carry a valid seal{}: refused before "
+                  "parsing", sender, comm.epoch(), keys ? "" : " (this cluster has no key, and the state came sealed)");
+  }
+  return valid;
 }
 
 std::optional<RestoredCheckpoint> SessionCore::restore_with(Communicator& comm, std::optional<uint32_t> saved_rank,

@@ -54,6 +54,9 @@ class SessionCore : public Session {
                                                  std::optional<uint32_t> saved_rank) override;
   bool wait_checkpoint_safe(uint64_t step, std::chrono::milliseconds timeout) override;
   std::unique_ptr<EpochStore> store(Communicator& comm) override;
+  std::vector<std::byte> state_seal(Communicator& comm, int sender, std::span<const std::byte> data) override;
+  bool state_seal_valid(Communicator& comm, int sender, std::span<const std::byte> data,
+                        std::span<const std::byte> seal) override;
 
   // The member (host) of each rank of `comm`, in rank order; empty when `comm` is not the current one.
   std::vector<std::string> rank_hosts(const Communicator& comm) const;

@@ -144,6 +144,11 @@ SMOKES = {
         Lines({"profile": "save"}, ("save_total_s", "save_copy_s")),
         Lines({"profile": "load_into"}, ("load_total_s",)),
     ], needs=("python", "torch"), env={"PYTHONPATH": "{build}/python"}),
+    "torch_ddp": Smoke(["{python}", "{bench}/torch_ddp_bench.py", "--build", "{build}", "--world", "2", "--width", "64",
+                        "--steps", "3", "--warmup", "1", "--rounds", "1"], [
+        Lines({"bench": "torch_ddp", "ddp_step_vs_gloo": None}, ("torch", "world", "params", "gloo_step_ms",
+                                                                 "shoal_step_ms", "ddp_step_vs_gloo")),
+    ], needs=("torch", "python")),
     "torch_elastic": Smoke(["{python}", "{bench}/torch_elastic_bench.py", "--build", "{build}", "--system", "all",
                             "--hosts", "3", "--kills", "1", "--torchrun-launch-only"], [
         Lines({"system": "elastic", "result": "kill"}, ("kill_to_step_ms", "join_to_step_ms", "rebuild_ms")),

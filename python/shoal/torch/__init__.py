@@ -21,8 +21,9 @@ from .checkpointer import Checkpointer  # noqa: E402  (after the version check)
 from .elastic import Elastic, is_view_change  # noqa: E402
 from .group import init_process_group  # noqa: E402
 from .process_group import ProcessGroup  # noqa: E402
+from .safe_pickle import add_safe_globals, get_safe_globals  # noqa: E402
 from .sampler import ElasticSampler  # noqa: E402
 from .store import Store  # noqa: E402
 
-__all__ = ["Checkpointer", "Elastic", "ElasticSampler", "ProcessGroup", "Store", "init_process_group",
-           "is_view_change"]
+__all__ = ["Checkpointer", "Elastic", "ElasticSampler", "ProcessGroup", "Store", "add_safe_globals",
+           "get_safe_globals", "init_process_group", "is_view_change"]

@@ -190,8 +190,15 @@ class Checkpointer:
             if names != [_storage_name(i) for i in range(len(names))]:
                 raise ValueError("the checkpoint of step %d has buffers %s after its structure, not s0, s1, ..."
                                  % (layout.step, names[:4]))
-            result["plan"] = placement.Plan(layout.first, [s for _, _, s in entries[1:]], into,
-                                            "the checkpoint of step %d" % layout.step)
+            try:
+                result["plan"] = placement.Plan(layout.first, [s for _, _, s in entries[1:]], into,
+                                                "the checkpoint of step %d" % layout.step)
+            except state_tree.SkeletonRefused as e:
+                # Never parsed into code: this copy is refused, and the restore tries the next one, then an
+                # older step.
+                log.warning("shoal: the copy of step %d from %s was refused: %s", layout.step, layout.source, e)
+                raise shoal.VersionRefused("the checkpoint of step %d from %s: %s"
+                                           % (layout.step, layout.source, e)) from e
             return [None] + result["plan"].destinations
 
         with self._lock:

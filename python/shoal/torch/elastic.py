@@ -201,7 +201,7 @@ class Elastic:
             return  # every rank holds the same live state already
         behind = [r for r, (done, has) in enumerate(rows) if not has or done != newest]
         log.info("shoal: rank %d hands its state of step %d to rank(s) %s", source, newest, behind)
-        self._adopt(state_sync.broadcast_state(comm, self._state(), source))
+        self._adopt(state_sync.broadcast_state(comm, self._state(), source, session=self.session))
 
     def _start_of_job(self, comm: "shoal.Communicator") -> None:
         if self.checkpointer is not None:

@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 
+from . import safe_pickle
 from ._compat import storage_of
 
 FORMAT = 1
@@ -183,7 +184,16 @@ def flatten(state: Any) -> Flat:
     flat = Flat()
     tree = _replace(state, (), flat.add_tensor)
     try:
-        flat.skeleton = pickle.dumps((FORMAT, tree, flat.records, flat.storages), protocol=pickle.HIGHEST_PROTOCOL)
+        flat.skeleton = safe_pickle.dumps((FORMAT, tree, flat.records, flat.storages))
+    except safe_pickle.NotAdmitted:
+        raise  # it names the class and the remedy
+    except TypeError as e:
+        found = _first_unpicklable(state, ())
+        if found is None:
+            raise TypeError("the state cannot be pickled: %s" % e) from e
+        path, err = found
+        raise TypeError("%s: %s is neither a tensor nor picklable (%s)"
+                        % (path_text(path), type(_at(state, path)).__name__, err)) from err
     except Exception as e:  # noqa: BLE001
         found = _first_unpicklable(state, ())
         if found is None:
@@ -200,15 +210,52 @@ def _at(obj, path: Tuple):
     return obj
 
 
+class SkeletonRefused(ValueError):
+    """A skeleton that does not parse, names a global safe_pickle does not admit, or holds malformed records:
+    its bytes are not to be trusted (a copy of a checkpoint refused; state handed over refused)."""
+
+
 def load_skeleton(data: bytes):
-    """(tree, records, storages) from a saved skeleton; ValueError when it is not one this code wrote."""
+    """(tree, records, storages) from a saved skeleton; SkeletonRefused (a ValueError) when it is not one this
+    code wrote: it does not parse, names a global safe_pickle does not admit, or holds records that do not
+    fit their storages. Nothing of it runs as code."""
     try:
-        fmt, tree, records, storages = pickle.loads(data)
+        fmt, tree, records, storages = safe_pickle.loads(data)
+    except safe_pickle.RefusedGlobal as e:
+        raise SkeletonRefused("the checkpoint's structure was refused: %s" % e) from e
     except Exception as e:  # noqa: BLE001
-        raise ValueError("the checkpoint's structure cannot be read: %s" % e) from e
+        raise SkeletonRefused("the checkpoint's structure cannot be read: %s" % e) from e
     if fmt != FORMAT:
-        raise ValueError("the checkpoint's structure has format %r; this shoal reads %d" % (fmt, FORMAT))
+        raise SkeletonRefused("the checkpoint's structure has format %r; this shoal reads %d" % (fmt, FORMAT))
+    if not (isinstance(records, list) and isinstance(storages, list)
+            and all(isinstance(r, TensorRecord) for r in records)
+            and all(isinstance(s, StorageRecord) for s in storages)):
+        raise SkeletonRefused("the checkpoint's structure is malformed (its records are not shoal.torch's)")
+    for st in storages:
+        if not (isinstance(st.nbytes, int) and st.nbytes >= 0 and st.device in ("cpu", "cuda")):
+            raise SkeletonRefused("the checkpoint's structure is malformed: a storage record is out of bounds")
+    for r in records:
+        if not _record_fits(r, storages):
+            raise SkeletonRefused("the checkpoint's structure is malformed: the tensor record of %s does not fit "
+                                  "its storage" % (path_text(r.path) if isinstance(r.path, tuple) else "?"))
     return tree, records, storages
+
+
+def _record_fits(r: TensorRecord, storages: List[StorageRecord]) -> bool:
+    """Whether a tensor record names a known dtype and lies inside its storage."""
+    if not (isinstance(r.storage, int) and 0 <= r.storage < len(storages) and isinstance(r.dtype, str)
+            and isinstance(r.shape, tuple) and isinstance(r.stride, tuple) and len(r.shape) == len(r.stride)
+            and all(isinstance(v, int) and v >= 0 for v in r.shape + r.stride)
+            and isinstance(r.offset, int) and r.offset >= 0):
+        return False
+    try:
+        size = itemsize(r.dtype)
+    except ValueError:
+        return False
+    if any(n == 0 for n in r.shape):
+        return True
+    last = r.offset + sum((n - 1) * st for n, st in zip(r.shape, r.stride))
+    return (last + 1) * size <= storages[r.storage].nbytes
 
 
 def lookup(obj, path: Tuple):
