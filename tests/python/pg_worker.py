@@ -176,6 +176,45 @@ def train_fsdp2(rank, world):
     return [p.full_tensor().detach().reshape(-1).tolist() for p in model.parameters()]
 
 
+def fsdp2_checkpoint(session, rank, world):
+    """FSDP2 state (DTensors: parameters and AdamW's moments) saved with Checkpointer as this rank's shards,
+    trained on, then loaded back in place: the full parameters are those of the saved step again."""
+    import shoal.torch
+    try:
+        from torch.distributed.fsdp import fully_shard
+    except ImportError:
+        from torch.distributed._composable.fsdp import fully_shard
+    from torch.distributed.device_mesh import init_device_mesh
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 30), torch.nn.ReLU(), torch.nn.Linear(30, 4))
+    mesh = init_device_mesh("cpu", (world,))
+    for layer in (model[0], model[2]):
+        fully_shard(layer, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+
+    def train(steps, first):
+        for step in range(first, first + steps):
+            g = torch.Generator().manual_seed(1000 * step + rank)
+            loss = torch.nn.functional.mse_loss(model(torch.randn(8, 16, generator=g)), torch.randn(8, 4, generator=g))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+    ckpt = shoal.torch.Checkpointer(session, safe_timeout=30)
+    train(5, 0)
+    ckpt.save(4, {"model": model.state_dict(), "optim": opt.state_dict()})
+    saved = [p.full_tensor().clone() for p in model.parameters()]
+    train(3, 5)
+    moved = any(not torch.equal(a, p.full_tensor()) for a, p in zip(saved, model.parameters()))
+    step, state = ckpt.load(into={"model": model.state_dict(), "optim": opt.state_dict()})
+    back = all(torch.equal(a, p.full_tensor()) for a, p in zip(saved, model.parameters()))
+    kept_dtensors = all(type(v).__name__ == "DTensor" for v in state["model"].values())
+    ckpt.wait(30)
+    ckpt.close()
+    return {"step": step, "moved": moved, "back": back, "dtensors": kept_dtensors}
+
+
 def main():
     task, backend, rank, world, port0, job = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), \
         int(sys.argv[5]), sys.argv[6]
@@ -183,6 +222,8 @@ def main():
     session = setup(backend, rank, world, port0, job)
     if task == "collectives":
         emit(event="checks", rank=rank, results=checks_collectives(rank, world), refusals=checks_refusals(rank))
+    elif task == "fsdp2_ckpt":
+        emit(event="fsdp2_ckpt", rank=rank, **fsdp2_checkpoint(session, rank, world))
     elif task in ("ddp", "fsdp2"):
         params = train_ddp(rank, world) if task == "ddp" else train_fsdp2(rank, world)
         crc = zlib.crc32(json.dumps(params).encode())

@@ -77,3 +77,14 @@ def test_fsdp2_over_shoal_trains_as_over_gloo(job):
     shoal_params = _params(run_world("fsdp2", "shoal", job))
     gloo_params = _params(run_world("fsdp2", "gloo", job + "g"))
     assert _max_difference(shoal_params, gloo_params) < 1e-5
+
+
+@pytest.mark.skipif(TORCH < (2, 6), reason="FSDP2 (fully_shard) on CPU and Gloo needs a torch 2.x newer than this one")
+def test_fsdp2_shards_save_and_load_back_in_place(job):
+    """Each rank's Checkpointer saves its shards of FSDP2's DTensors (model and AdamW state) with what DCP
+    records (global shape, offsets); a load on the same world puts them back into the live DTensors."""
+    outs = run_world("fsdp2_ckpt", "shoal", job)
+    rows = [d for lines in outs for d in lines if d.get("event") == "fsdp2_ckpt"]
+    assert len(rows) == WORLD
+    for d in rows:
+        assert d["step"] == 4 and d["moved"] and d["back"] and d["dtensors"], d

@@ -5,11 +5,14 @@ import pickle
 import pytest
 import torch
 
+import shoal.torch
+
 from shoal.torch import state_tree
 from shoal.torch._compat import storage_of
 
 
 Point = collections.namedtuple("Point", "x y")
+shoal.torch.add_safe_globals([Point])  # a class of the user's own: admitted once registered (safe_pickle)
 
 
 def round_trip(state):

@@ -32,6 +32,14 @@ def _is_whole_contiguous(record: state_tree.TensorRecord, nbytes: int) -> bool:
         tuple(s for s, n in zip(_contiguous_strides(record.shape), record.shape) if n > 1)
 
 
+def _box_text(shard, shape) -> str:
+    if shard is None:
+        return "a whole tensor %s" % list(shape)
+    global_shape, offsets = shard
+    return "rows %s of %s" % ("[" + ", ".join("%d:%d" % (o, o + n) for o, n in zip(offsets, shape)) + "]",
+                              list(global_shape))
+
+
 class Plan:
     """Where each storage of a saved state goes in one load, and what is left to do once the bytes
     arrived. `skeleton` is the saved skeleton, `sizes` the storages' byte sizes as the source holds them,
@@ -48,12 +56,23 @@ class Plan:
             users[r.storage] += 1
         # The caller's tensors, checked before any byte is copied: a mismatch writes nothing.
         self.targets = [None] * len(self.records)
+        self.returned = [None] * len(self.records)  # what the loaded state holds there: the caller's tensor
         problems = []
         if into is not None:
             for i, r in enumerate(self.records):
                 t = state_tree.lookup(into, r.path)
                 if not isinstance(t, torch.Tensor):
                     continue
+                self.returned[i] = t
+                if state_tree.is_distributed(t):
+                    # A shard: this rank's local tensor takes the saved shard when both are the same box.
+                    t, shard = state_tree.local_shard(t)
+                    if r.shard != shard:
+                        problems.append("%s: saved as %s, this rank holds %s (a world sharded otherwise: a load "
+                                        "onto it must reshard, which Checkpointer.load does not do yet)" % (
+                                            state_tree.path_text(r.path), _box_text(r.shard, r.shape),
+                                            _box_text(shard, tuple(t.shape))))
+                        continue
                 dtype = state_tree.dtype_of(r.dtype)
                 if tuple(t.shape) != tuple(r.shape) or t.dtype != dtype:
                     problems.append("%s: saved %s%s, into= has %s%s" % (
@@ -100,7 +119,7 @@ class Plan:
                 if t is not None:
                     if self.direct[r.storage] is None:
                         t.copy_(state_tree.view_of(self.buffers[r.storage], r))
-                    tensors.append(t)
+                    tensors.append(self.returned[i])  # the caller's own (a DTensor stays one)
                     continue
                 v = state_tree.view_of(self.buffers[r.storage], r) if self.direct[r.storage] is None \
                     else self.direct[r.storage]

@@ -32,11 +32,13 @@ class TensorRef:
 
 
 class TensorRecord:
-    """How to rebuild one tensor from its storage."""
+    """How to rebuild one tensor from its storage. For this rank's shard of a distributed tensor (a DTensor:
+    FSDP2, tensor parallelism) the storage holds the local shard, and `shard` is what DCP records beside it:
+    (global shape, this shard's offsets in it); the shard's lengths are `shape`. None for a plain tensor."""
 
-    __slots__ = ("storage", "dtype", "shape", "stride", "offset", "requires_grad", "parameter", "path")
+    __slots__ = ("storage", "dtype", "shape", "stride", "offset", "requires_grad", "parameter", "path", "shard")
 
-    def __init__(self, storage, dtype, shape, stride, offset, requires_grad, parameter, path):
+    def __init__(self, storage, dtype, shape, stride, offset, requires_grad, parameter, path, shard=None):
         self.storage = storage  # index into the storages
         self.dtype = dtype  # e.g. "float32", "bfloat16"
         self.shape = shape
@@ -45,10 +47,12 @@ class TensorRecord:
         self.requires_grad = requires_grad
         self.parameter = parameter  # a torch.nn.Parameter
         self.path = path  # the key path, for messages
+        self.shard = shard
 
     def __reduce__(self):
-        return (TensorRecord, (self.storage, self.dtype, self.shape, self.stride, self.offset,
-                               self.requires_grad, self.parameter, self.path))
+        args = (self.storage, self.dtype, self.shape, self.stride, self.offset, self.requires_grad, self.parameter,
+                self.path)
+        return (TensorRecord, args + ((self.shard,) if self.shard is not None else ()))
 
 
 class StorageRecord:
@@ -104,6 +108,9 @@ class Flat:
         return storage_of(self.storage_tensors[i]).data_ptr()
 
     def add_tensor(self, t: torch.Tensor, path: Tuple) -> TensorRef:
+        shard = None
+        if is_distributed(t):
+            t, shard = local_shard(t)
         if t.layout != torch.strided:
             raise TypeError("%s: a %s tensor cannot be checkpointed (only dense, strided tensors)"
                             % (path_text(path), t.layout))
@@ -121,8 +128,21 @@ class Flat:
             self.storage_tensors.append(t)
         self.records.append(TensorRecord(index, dtype_name(t.dtype), tuple(t.shape), tuple(t.stride()),
                                          t.storage_offset(), bool(t.requires_grad),
-                                         isinstance(t, torch.nn.Parameter), path))
+                                         isinstance(t, torch.nn.Parameter), path, shard))
         return TensorRef(len(self.records) - 1)
+
+
+def is_distributed(t) -> bool:
+    """Whether `t` is a DTensor (FSDP2's parameters and their optimizer state are)."""
+    return hasattr(t, "to_local") and hasattr(t, "device_mesh") and hasattr(t, "placements")
+
+
+def local_shard(t):
+    """(this rank's local tensor, (global shape, its offsets in the global shape)) of a DTensor."""
+    from torch.distributed.tensor._utils import compute_local_shape_and_global_offset
+    local = t.to_local()
+    _, offsets = compute_local_shape_and_global_offset(t.shape, t.device_mesh, t.placements)
+    return local, (tuple(int(n) for n in t.shape), tuple(int(o) for o in offsets))
 
 
 def _rebuild_mapping(obj, items):
@@ -178,6 +198,30 @@ def _first_unpicklable(obj, path: Tuple) -> Optional[Tuple[Tuple, BaseException]
     return None
 
 
+def _first_not_admitted(obj, path: Tuple):
+    """(key path, NotAdmitted, value) of the first value of the nest that safe_pickle would refuse, or None."""
+    if isinstance(obj, torch.Tensor):
+        return None
+    if isinstance(obj, (dict, list, tuple)):
+        if type(obj) not in (dict, list, tuple):
+            try:
+                safe_pickle.dumps(type(obj))
+            except safe_pickle.NotAdmitted as e:
+                return path, e, obj
+        for k, v in (obj.items() if isinstance(obj, dict) else enumerate(obj)):
+            found = _first_not_admitted(v, path + (k,))
+            if found:
+                return found
+        return None
+    try:
+        safe_pickle.dumps(obj)
+    except safe_pickle.NotAdmitted as e:
+        return path, e, obj
+    except Exception:  # noqa: BLE001 (not picklable at all: flatten says so with its own message)
+        return None
+    return None
+
+
 def flatten(state: Any) -> Flat:
     """The skeleton and storages of `state`; TypeError naming the key path of anything that is neither a
     tensor nor picklable."""
@@ -185,8 +229,12 @@ def flatten(state: Any) -> Flat:
     tree = _replace(state, (), flat.add_tensor)
     try:
         flat.skeleton = safe_pickle.dumps((FORMAT, tree, flat.records, flat.storages))
-    except safe_pickle.NotAdmitted:
-        raise  # it names the class and the remedy
+    except safe_pickle.NotAdmitted as e:
+        found = _first_not_admitted(state, ())
+        if found is None:
+            raise
+        path, err, value = found
+        raise safe_pickle.NotAdmitted("%s (a %s): %s" % (path_text(path), type(value).__name__, err)) from e
     except TypeError as e:
         found = _first_unpicklable(state, ())
         if found is None:
@@ -252,6 +300,14 @@ def _record_fits(r: TensorRecord, storages: List[StorageRecord]) -> bool:
         size = itemsize(r.dtype)
     except ValueError:
         return False
+    if r.shard is not None:
+        if not (isinstance(r.shard, tuple) and len(r.shard) == 2 and all(isinstance(x, tuple) for x in r.shard)):
+            return False
+        global_shape, offsets = r.shard
+        if not (len(global_shape) == len(offsets) == len(r.shape)
+                and all(isinstance(v, int) and v >= 0 for v in global_shape + offsets)
+                and all(o + n <= g for o, n, g in zip(offsets, r.shape, global_shape))):
+            return False
     if any(n == 0 for n in r.shape):
         return True
     last = r.offset + sum((n - 1) * st for n, st in zip(r.shape, r.stride))
