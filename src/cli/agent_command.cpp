@@ -1,5 +1,7 @@
 // `shoal agent`: runs one member until SIGTERM/SIGINT, then leaves gracefully. Reads its flags (agent_flags) into
 // an AgentConfig, starts the Agent, prints the bound address on stdout for scripts, handles signals.
+#include <unistd.h>
+
 #include <boost/asio/signal_set.hpp>
 #include <csignal>
 #include <cstdlib>
@@ -68,6 +70,13 @@ int agent_command(std::span<const std::string> command_line) {
     for (const auto& note : slurm->notes) log::get(log::Component::agent).info("under Slurm: {}", note);
   }
   apply_slurm_defaults(flags, *slurm);
+  {
+    char host[256] = {};
+    const bool named = ::gethostname(host, sizeof host - 1) == 0 && apply_host_name_default(flags, host);
+    if (named) {
+      log::get(log::Component::agent).info("member name {}: this machine's host name (--name sets another)", host);
+    }
+  }
   if (!flags.key_file && !flags.insecure) {
     if (auto found = ops::discover_key_file(ops::process_environment(), *slurm)) {
       log::get(log::Component::agent).info("cluster key from {}: {}", found->from, found->path);

@@ -39,8 +39,8 @@ CLI::Option* duration(CLI::App& app, const std::string& name, const std::string&
 void add_member_flags(CLI::App& app, AgentFlags& f) {
   app.option_defaults()->group("Member and cluster");
   text(app, "name", "NAME",
-       "member name, unique in the cluster and stable across restarts; required, except under Slurm "
-       "(SLURMD_NODENAME)",
+       "member name, unique in the cluster and stable across restarts; default: SLURMD_NODENAME under Slurm, "
+       "else this machine's host name (the first log line says which)",
        f.name)
       ->check(checked_by(check_member_name));
   text(app, "bind", "HOST:PORT",
@@ -276,7 +276,7 @@ AgentArgs split_agent_args(std::span<const std::string> args) {
 std::unique_ptr<CLI::App> agent_app(AgentFlags& flags) {
   auto app = command_app(
       "shoal agent",
-      "shoal agent --name NAME --bind HOST:PORT [--seeds HOST:PORT,...] [flags] [-- COMMAND ARGS...]\n"
+      "shoal agent [--name NAME] --bind HOST:PORT [--seeds HOST:PORT,...] [flags] [-- COMMAND ARGS...]\n"
       "shoal agent --config PATH [flags] [-- COMMAND ARGS...]\n"
       "srun --ntasks-per-node=1 shoal agent [flags] [-- COMMAND ARGS...]",
       "Run one member of a shoal cluster: SWIM gossip over UDP and TCP on one port, committed views\n"
@@ -322,12 +322,20 @@ void apply_slurm_defaults(AgentFlags& f, const ops::SlurmDefaults& slurm) {
   if (!f.min_hosts && slurm.min_hosts) f.min_hosts = *slurm.min_hosts;
 }
 
+bool apply_host_name_default(AgentFlags& f, const std::string& host_name) {
+  if (f.name || host_name.empty()) return false;
+  f.name = host_name;
+  return true;
+}
+
 Result<daemon::AgentConfig> agent_config(const AgentFlags& f, const ops::SlurmDefaults& slurm) {
   if (!f.name) return fail("--name is required");
   if (!f.bind) return fail("--bind is required");
   daemon::AgentConfig cfg;
   // Checked again: under Slurm the name may come from SLURMD_NODENAME.
-  if (auto ok = check_member_name(*f.name); !ok) return fail("--name: " + ok.error().message);
+  if (auto ok = check_member_name(*f.name); !ok) {
+    return fail("--name: " + ok.error().message + " ('" + *f.name + "'; give --name to choose another)");
+  }
   cfg.name = *f.name;
   auto bind = net::parse_host_port(*f.bind, net::PortZero::allowed);
   if (!bind) return fail("--bind: " + bind.error().message);

@@ -58,6 +58,10 @@ std::unique_ptr<CLI::App> agent_app(AgentFlags& flags);
 
 // What Slurm's environment gives, where the flags do not: name, bind, cluster, job, slots, min-hosts.
 void apply_slurm_defaults(AgentFlags& flags, const ops::SlurmDefaults& slurm);
+// Without --name (and without Slurm's SLURMD_NODENAME), the member is named after `host_name` (this machine's
+// host name, as serf and Consul name theirs). Returns whether it did; a host name that is no valid member name
+// is refused later by agent_config, with the advice to give --name.
+bool apply_host_name_default(AgentFlags& flags, const std::string& host_name);
 
 // The member's configuration; errors name the flags involved (a missing --name or --bind, --max-hosts below
 // --min-hosts, checkpoint flags without --ckpt-dir, ...). `slurm` gives the seeds when --seeds is not set.

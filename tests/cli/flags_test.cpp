@@ -174,7 +174,8 @@ TEST_CASE("shoal agent's help tells the truth about --bind and lists every flag"
   const std::string bind = app->get_option("--bind")->get_description();
   CHECK_FALSE(contains(bind, "(required)"));
   CHECK(contains(bind, "Required, except under Slurm, where it is 0.0.0.0:7946"));
-  CHECK(help.rfind("usage: shoal agent --name NAME --bind HOST:PORT", 0) == 0);
+  CHECK(help.rfind("usage: shoal agent [--name NAME] --bind HOST:PORT", 0) == 0);
+  CHECK(contains(app->get_option("--name")->get_description(), "host name"));
   CHECK(contains(help, "[-- COMMAND ARGS...]"));
 }
 
@@ -292,4 +293,32 @@ TEST_CASE("worker flags need a command, and make the workers' configuration with
   CHECK(cfg.torchrun.device_ids == std::vector<std::string>{"3", "5"});
   AgentFlags idle;
   CHECK(launch_config(idle, {}, "job", std::nullopt)->has_value() == false);
+}
+
+
+TEST_CASE("without --name the agent is named after the host; --name and Slurm's node name come first") {
+  AgentFlags none;
+  CHECK(apply_host_name_default(none, "gpu-node-07"));
+  CHECK(*none.name == "gpu-node-07");
+  AgentFlags given;
+  given.name = "a";
+  CHECK_FALSE(apply_host_name_default(given, "gpu-node-07"));
+  CHECK(*given.name == "a");
+  AgentFlags slurm_named;
+  shoal::ops::SlurmDefaults slurm;
+  slurm.under_slurm = true;
+  slurm.name = "node3";
+  apply_slurm_defaults(slurm_named, slurm);
+  CHECK_FALSE(apply_host_name_default(slurm_named, "gpu-node-07"));
+  CHECK(*slurm_named.name == "node3");
+  AgentFlags unusable;
+  CHECK_FALSE(apply_host_name_default(unusable, ""));
+  // A host name that is no member name is refused, saying how to choose another.
+  AgentFlags spaced;
+  CHECK(apply_host_name_default(spaced, "bad host"));
+  spaced.bind = "127.0.0.1:0";
+  spaced.insecure = true;
+  const auto cfg = agent_config(spaced, shoal::ops::SlurmDefaults{});
+  REQUIRE_FALSE(cfg);
+  CHECK(contains(cfg.error().message, "give --name"));
 }
