@@ -217,9 +217,7 @@ int demo_command(std::span<const std::string> args) {
   std::cout << "\nsummary: " << n << " hosts; crash detected at every survivor in " << fmt::format("{:.2f}", detect_s)
             << " s; new view everywhere " << fmt::format("{:.2f}", view_s)
             << " s after the crash; restarted host back in " << fmt::format("{:.2f}", rejoin_s) << " s.\n"
-            << (ok ? "demo: ok\n" : "demo: FAILED (see above)\n")
-            << "next: scripts/demo_training.sh (run by scripts/demo.sh) shows trainers rebuilding their communicator\n"
-               "      in place after a kill and restoring the dead host's rank from a peer's in-memory replica.\n";
+            << (ok ? "demo: ok\n" : "demo: FAILED (see above)\n");
   return ok ? kExitOk : kExitFailure;
 }
 
