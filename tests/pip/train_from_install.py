@@ -29,7 +29,7 @@ for step in range(5):
     opt.zero_grad(); loss.backward(); opt.step()
     ckpt.save(step, {"model": net.state_dict(), "step": step})
 step, state = ckpt.load(into={"model": net.state_dict(), "step": 0})
-print(json.dumps({"rank": rank, "loaded": step, "loss": float(loss), "module": shoal.__file__,
+print(json.dumps({"rank": rank, "loaded": step, "loss": float(loss), "module": shoal.__file__, "torch": torch.__version__,
                   "same": all(torch.equal(a, b) for a, b in zip(state["model"].values(), net.state_dict().values()))}))
 ckpt.close()
 dist.destroy_process_group()
@@ -48,19 +48,20 @@ def free_port_block(n):
 
 
 def main():
-    repo = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SHOAL_BUILD_DIR")}
     env["SHOAL_LOG"] = "warn"
     # The package must come from the environment's site-packages, never from the source tree or a build dir.
     where = subprocess.run([sys.executable, "-c", "import shoal; print(shoal.__file__)"], cwd="/", env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if where.returncode != 0 or repo in where.stdout or "site-packages" not in where.stdout:
+    site = os.path.join(sys.prefix, "lib")
+    if where.returncode != 0 or not os.path.abspath(where.stdout.strip()).startswith(site) \
+            or "site-packages" not in where.stdout:
         sys.exit("pip install: shoal is not imported from the environment's site-packages: %s%s"
                  % (where.stdout, where.stderr))
     program = shutil.which("shoal", path=os.path.dirname(sys.executable))
     if program is None:
         sys.exit("pip install: no `shoal` program in %s" % os.path.dirname(sys.executable))
-    version = subprocess.run([program, "--version"], stdout=subprocess.PIPE, text=True, check=True).stdout.strip()
+    version = subprocess.run([program, "--version"], stdout=subprocess.PIPE, text=True, check=True).stdout.splitlines()[0]
     port0 = free_port_block(3)
     job = "pipck%d" % os.getpid()
     procs = [subprocess.Popen([sys.executable, "-c", CHILD, str(r), str(port0), job], cwd="/", env=env,
@@ -79,9 +80,8 @@ def main():
             os.unlink(os.path.join("/dev/shm", f))
     if len(rows) != 2 or any(r["loaded"] != 4 or not r["same"] for r in rows):
         sys.exit("pip install: the training from the installed package went wrong: %s" % rows)
-    import torch
     print("pip install: ok (torch %s, %s, shoal from %s, checkpoint of step 4 loaded on both ranks)"
-          % (torch.__version__, version, rows[0]["module"]))
+          % (rows[0]["torch"], version, rows[0]["module"]))
 
 
 if __name__ == "__main__":
