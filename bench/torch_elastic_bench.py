@@ -583,6 +583,7 @@ SYSTEMS = {"both": ["elastic", "torchrun"], "all": ["elastic", "restart", "torch
 
 
 def main():
+    global PY
     if len(sys.argv) > 1 and sys.argv[1] == "--torchrun-agent":
         return torchrun_agent_main(sys.argv[2:])
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
@@ -604,7 +605,6 @@ def main():
     ap.add_argument("--python", default=PY, help="the interpreter (and so the torch) every worker and agent runs "
                     "(default %s, Debian's, with torch 1.13; e.g. a virtual environment's with torch 2.13.0)" % PY)
     a = ap.parse_args()
-    global PY
     PY = a.python
     if a.hosts < 3 or a.kills < 0 or a.torchrun_kills < 0 or a.step_ms < 0:
         ap.error("--hosts takes at least 3 (min hosts 2; torchrun's --nnodes N-1:N); counts are non-negative")
