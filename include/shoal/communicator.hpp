@@ -53,6 +53,15 @@ class SHOAL_API Communicator : public std::enable_shared_from_this<Communicator>
   virtual void allgather(const void* in, void* out, size_t bytes_per_rank) = 0;
   virtual void barrier() = 0;
 
+  // allreduce without the safety copy: Gloo reduces in `buf` itself, so a collective that fails leaves it
+  // partly reduced (use it where a failed step is discarded anyway, such as gradient buckets). `keep` is
+  // held until the backend is done with `buf`, which after an abort can be later than the call's return:
+  // pass what owns the memory. Backends without the copy (NCCL) do exactly allreduce.
+  virtual void allreduce_in_place(void* buf, size_t count, DataType type, ReduceOp op, std::shared_ptr<void> keep) {
+    (void)keep;
+    allreduce(buf, count, type, op);
+  }
+
   // Added later; a backend that lacks one throws shoal::Error naming it. In host memory for Gloo, device
   // memory for NCCL.
   // Reduces every rank's `in` (world_size() * count elements) element-wise; rank r keeps block r (`count`

@@ -34,6 +34,17 @@ std::shared_ptr<Work> submit(Communicator& c, Op op, const std::optional<uintptr
   return c.submit(std::move(op), s);
 }
 
+// A Python object held from C++ (taken with the GIL, released with it, from whichever thread drops it last;
+// leaked at interpreter exit rather than touched then).
+std::shared_ptr<void> hold(py::object obj) {
+  return std::shared_ptr<void>(new py::object(std::move(obj)), [](void* p) {
+    auto* o = static_cast<py::object*>(p);
+    if (_Py_IsFinalizing()) return;
+    py::gil_scoped_acquire gil;
+    delete o;
+  });
+}
+
 }  // namespace
 
 void bind_work(py::module_& m) {
@@ -92,12 +103,20 @@ void add_async_operations(py::class_<Communicator, std::shared_ptr<Communicator>
   cls.def(
          "allreduce_async",
          [](Communicator& c, uintptr_t addr, size_t count, const std::string& dtype, const std::string& op,
-            std::optional<uintptr_t> stream) {
+            std::optional<uintptr_t> stream, py::object keep) {
            const auto type = data_type(dtype);
            const auto rop = reduce_op(op);
-           return submit(c, [=](Communicator& x) { x.allreduce(address(addr), count, type, rop); }, stream);
+           if (keep.is_none()) {
+             return submit(c, [=](Communicator& x) { x.allreduce(address(addr), count, type, rop); }, stream);
+           }
+           auto held = hold(std::move(keep));
+           return submit(c, [=](Communicator& x) { x.allreduce_in_place(address(addr), count, type, rop, held); },
+                         stream);
          },
-         py::arg("address"), py::arg("count"), py::arg("dtype"), py::arg("op") = "sum", py::arg("stream") = py::none())
+         py::arg("address"), py::arg("count"), py::arg("dtype"), py::arg("op") = "sum", py::arg("stream") = py::none(),
+         py::arg("in_place_owner") = py::none(),
+         "in_place_owner: the object that owns the memory (the tensor): Gloo then reduces in place, without the "
+         "safety copy, and a failure leaves the buffer partly reduced; the owner is held until Gloo is done.")
       .def(
           "broadcast_async",
           [](Communicator& c, uintptr_t addr, size_t nbytes, int root, std::optional<uintptr_t> stream) {

@@ -35,6 +35,11 @@ void TimedCommunicator::barrier() {
   timed([&] { backend_->barrier(); });
 }
 
+void TimedCommunicator::allreduce_in_place(void* buf, size_t count, DataType type, ReduceOp op,
+                                           std::shared_ptr<void> keep) {
+  timed([&] { backend_->allreduce_in_place(buf, count, type, op, std::move(keep)); });
+}
+
 void TimedCommunicator::reduce_scatter(const void* in, void* out, size_t count, DataType type, ReduceOp op) {
   timed([&] { backend_->reduce_scatter(in, out, count, type, op); });
 }

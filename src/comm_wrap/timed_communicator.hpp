@@ -29,6 +29,7 @@ class TimedCommunicator final : public Communicator {
   void broadcast(void* buf, size_t bytes, int root) override;
   void allgather(const void* in, void* out, size_t bytes_per_rank) override;
   void barrier() override;
+  void allreduce_in_place(void* buf, size_t count, DataType type, ReduceOp op, std::shared_ptr<void> keep) override;
   void reduce_scatter(const void* in, void* out, size_t count, DataType type, ReduceOp op) override;
   void all_to_all(const void* in, void* out, size_t bytes_per_rank) override;
   void gather(const void* in, void* out, size_t bytes_per_rank, int root) override;

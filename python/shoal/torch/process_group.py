@@ -5,7 +5,9 @@ collective in flight fails within milliseconds -- out of DDP's backward pass or 
 RuntimeError, on every rank -- instead of waiting for a timeout.
 
 Collectives are asynchronous: each returns a Work at once and runs on the communicator's own thread, in
-the order the ranks issue them, so DDP overlaps its bucket all-reduces with the backward pass. A CUDA
+the order the ranks issue them, so DDP overlaps its bucket all-reduces with the backward pass. An all-reduce
+works in its tensor itself, as torch's own backends do: one that fails leaves the tensor undefined (the
+step it belonged to is discarded); the other collectives write their outputs only once they succeeded. A CUDA
 tensor's collective starts on the device after the work queued on torch's current stream (an event, no
 device-wide sync), and its Work completes once the collective has finished on the device.
 
@@ -248,8 +250,9 @@ class ProcessGroup(dist.ProcessGroup):
     def allreduce(self, tensors, opts=None):
         op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
         bufs = [self._reducible(t, "all_reduce") for t in tensors]
-        works = [self.comm.allreduce_async(b.address, b.work.numel(), _DTYPES[b.work.dtype], op, _stream(b.work))
-                 for b in bufs]
+        # In place (no safety copy on Gloo): a failed all-reduce fails its step, whose buffers are discarded.
+        works = [self.comm.allreduce_async(b.address, b.work.numel(), _DTYPES[b.work.dtype], op, _stream(b.work),
+                                           b.work) for b in bufs]
         return self._complete(works, tensors, self._finish_all(bufs))
 
     def allreduce_coalesced(self, tensors, opts=None):

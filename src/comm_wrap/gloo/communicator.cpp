@@ -58,6 +58,44 @@ void GlooCommunicator::allreduce(void* buf, size_t count, DataType type, ReduceO
               " is not supported on CPU buffers; convert to f32, or use the NCCL backend");
 }
 
+void GlooCommunicator::allreduce_in_place(void* buf, size_t count, DataType type, ReduceOp op,
+                                          std::shared_ptr<void> keep) {
+  switch (type) {
+    case DataType::f32:
+      return allreduce_in_place_as(static_cast<float*>(buf), count, op, std::move(keep));
+    case DataType::f64:
+      return allreduce_in_place_as(static_cast<double*>(buf), count, op, std::move(keep));
+    case DataType::i32:
+      return allreduce_in_place_as(static_cast<int32_t*>(buf), count, op, std::move(keep));
+    case DataType::i64:
+      return allreduce_in_place_as(static_cast<int64_t*>(buf), count, op, std::move(keep));
+    case DataType::bf16:
+    case DataType::f16:
+      break;
+  }
+  throw Error(std::string("gloo backend: allreduce of ") + to_string(type) +
+              " is not supported on CPU buffers; convert to f32, or use the NCCL backend");
+}
+
+// The task holds `keep` (the owner of `buf`): after an abort the runner's worker may still be inside Gloo,
+// with the sockets shut but a read of data already queued possibly under way, until Gloo returns.
+template <class T>
+void GlooCommunicator::allreduce_in_place_as(T* buf, size_t count, ReduceOp op, std::shared_ptr<void> keep) {
+  if (count > 0 && world_size() > 1) {
+    run("allreduce", [ctx = context_, buf, count, keep = std::move(keep), fn = reduce_fn<T>(op),
+                      timeout = options_.op_timeout] {
+      gloo::AllreduceOptions opts(ctx);
+      opts.setOutput(buf, count);
+      opts.setReduceFunction(fn);
+      opts.setTimeout(timeout);
+      gloo::allreduce(opts);
+    });
+  } else {
+    run("allreduce", [] {});
+  }
+  finish_avg(buf, count, op, world_size());
+}
+
 void GlooCommunicator::broadcast(void* buf, size_t bytes, int root) {
   check_rank(root, "broadcast root");
   if (bytes == 0 || world_size() == 1) return run("broadcast", [] {});

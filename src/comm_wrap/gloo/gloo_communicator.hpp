@@ -40,6 +40,7 @@ class GlooCommunicator final : public Communicator {
   const char* backend() const override { return "gloo"; }
 
   void allreduce(void* buf, size_t count, DataType type, ReduceOp op) override;
+  void allreduce_in_place(void* buf, size_t count, DataType type, ReduceOp op, std::shared_ptr<void> keep) override;
   void broadcast(void* buf, size_t bytes, int root) override;
   void allgather(const void* in, void* out, size_t bytes_per_rank) override;
   void barrier() override;
@@ -65,6 +66,8 @@ class GlooCommunicator final : public Communicator {
  private:
   template <class T>
   void allreduce_as(void* buf, size_t count, ReduceOp op);
+  template <class T>
+  void allreduce_in_place_as(T* buf, size_t count, ReduceOp op, std::shared_ptr<void> keep);
   template <class T>
   void reduce_scatter_as(const void* in, void* out, size_t count, ReduceOp op);
   // Gloo's allreduce of `data` in place, on the runner's worker (the task owns `data`).
