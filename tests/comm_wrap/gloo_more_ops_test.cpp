@@ -3,6 +3,7 @@
 // submission order, and a view change that fails the work in flight and every later one.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -215,4 +216,44 @@ TEST_CASE("submit refuses a communicator that no shared_ptr owns") {
   auto world = make_gloo_world(1, store);
   CHECK_THROWS_AS(world[0]->barrier_async(), shoal::Error);
   world[0]->barrier();  // the blocking form still works
+}
+
+TEST_CASE("allreduce_in_place reduces in the buffer itself and lets go of its owner once Gloo is done") {
+  LocalRendezvousStore store(1);
+  auto world = shared_world(store);
+  std::vector<std::shared_ptr<std::vector<float>>> owners;
+  std::vector<std::weak_ptr<std::vector<float>>> watch;
+  for (int r = 0; r < kRanks; ++r) {
+    owners.push_back(std::make_shared<std::vector<float>>(1000, float(r + 1)));
+    watch.push_back(owners.back());
+  }
+  require_no_errors(on_every_rank(kRanks, [&](int r) {
+    auto& buf = *owners[size_t(r)];
+    world[size_t(r)]->allreduce_in_place(buf.data(), buf.size(), DataType::f32, ReduceOp::avg, owners[size_t(r)]);
+  }));
+  for (int r = 0; r < kRanks; ++r) CHECK((*owners[size_t(r)])[999] == 2.5f);
+  owners.clear();
+  for (auto& w : watch) CHECK(w.expired());  // nothing kept it after the call
+
+  // Rank 3 never joins; after the abort the submitted work fails at once, and the owner is released once
+  // Gloo's worker has returned (its sockets shut), not before.
+  std::vector<std::shared_ptr<shoal::Work>> works;
+  std::vector<std::weak_ptr<std::vector<float>>> pending;
+  for (int r = 0; r < 3; ++r) {
+    auto owner = std::make_shared<std::vector<float>>(1 << 16, 1.0f);
+    pending.push_back(owner);
+    auto* data = owner->data();
+    works.push_back(world[size_t(r)]->submit([data, owner](Communicator& c) {
+      c.allreduce_in_place(data, 1 << 16, DataType::f32, ReduceOp::sum, owner);
+    }));
+  }
+  std::this_thread::sleep_for(100ms);
+  for (int r = 0; r < 3; ++r) world[size_t(r)]->abort("a member left");
+  for (auto& w : works) CHECK_THROWS_AS(w->wait(), shoal::ViewChanged);
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < deadline &&
+         std::any_of(pending.begin(), pending.end(), [](const auto& p) { return !p.expired(); })) {
+    std::this_thread::sleep_for(10ms);
+  }
+  for (auto& p : pending) CHECK(p.expired());
 }
