@@ -1,8 +1,10 @@
-// CheckpointService's part of --ckpt-dir at start: bringing persisted versions back into memory.
+// CheckpointService's part of --ckpt-dir: bringing persisted versions back into memory at start, and what
+// `ckpt-ls` says of the directory.
 #include <map>
 
 #include "base/log.hpp"
 #include "ckpt_service/service.hpp"
+#include "ckpt_shm/persist_trust.hpp"
 
 namespace shoal::ckpt_service {
 namespace {
@@ -21,43 +23,64 @@ void CheckpointService::load_persisted(const ckpt::PersistDir& dir) {
     auto& step = in_memory[h.version->id.rank];
     step = std::max(step, h.version->id.step);
   }
-  std::map<uint32_t, ckpt::PersistedVersion> newest;  // list() is by rank, then step ascending
-  for (auto& p : dir.list()) newest[p.rank] = std::move(p);
-  for (const auto& [rank, p] : newest) {
-    if (auto m = in_memory.find(rank); m != in_memory.end() && m->second >= p.step) continue;
-    const auto started = Clock::now();
-    std::lock_guard lock(store_mu_);
-    if (auto room = make_room(rank, p.bytes); !room) {
-      logger().warn("ckpt: rank {} step {} stays on disk only ({}): {}", rank, p.step, p.path, room.error().message);
-      continue;
+  std::map<uint32_t, std::vector<ckpt::PersistedVersion>> by_rank;  // list() is by rank, then step ascending
+  for (auto& p : dir.list()) by_rank[p.rank].push_back(std::move(p));
+  for (const auto& [rank, versions] : by_rank) {
+    // The newest that loads: a file refused or found corrupt gives way to the rank's previous step.
+    for (auto it = versions.rbegin(); it != versions.rend(); ++it) {
+      const auto& p = *it;
+      if (auto m = in_memory.find(rank); m != in_memory.end() && m->second >= p.step) break;
+      const auto started = Clock::now();
+      std::lock_guard lock(store_mu_);
+      if (auto room = make_room(rank, p.bytes); !room) {
+        logger().warn("ckpt: rank {} step {} stays on disk only ({}): {}", rank, p.step, p.path, room.error().message);
+        break;
+      }
+      auto incoming = replicas_->begin(rank, p.step, p.bytes);
+      if (!incoming) {
+        logger().warn("ckpt: rank {} step {} stays on disk only ({}): {}", rank, p.step, p.path,
+                      incoming.error().message);
+        break;
+      }
+      auto loaded = dir.load_into(rank, p.step, [&](uint64_t bytes) -> Result<std::span<std::byte>> {
+        if (bytes > incoming->bytes().size()) return fail("the file grew since it was listed");
+        return incoming->bytes().first(static_cast<size_t>(bytes));
+      });
+      if (!loaded) {
+        replicas_->abandon(std::move(*incoming));
+        logger().warn("ckpt: rank {} step {} could not be loaded from disk: {}", rank, p.step, loaded.error().message);
+        continue;
+      }
+      if (auto kept = replicas_->complete(std::move(*incoming)); !kept) {
+        logger().warn("ckpt: rank {} step {} loaded from disk was not kept: {}", rank, p.step, kept.error().message);
+        break;
+      }
+      {
+        std::lock_guard origins_lock(mu_);
+        origins_[{rank, p.step}] = "(disk: " + p.path + ")";
+      }
+      const double s = std::chrono::duration<double>(Clock::now() - started).count();
+      logger().info("ckpt: loaded rank {} step {} from {} into memory ({} bytes in {:.3f} s), for restores", rank,
+                    p.step, p.path, p.bytes, s);
+      break;
     }
-    auto incoming = replicas_->begin(rank, p.step, p.bytes);
-    if (!incoming) {
-      logger().warn("ckpt: rank {} step {} stays on disk only ({}): {}", rank, p.step, p.path,
-                    incoming.error().message);
-      continue;
-    }
-    auto loaded = dir.load_into(rank, p.step, [&](uint64_t bytes) -> Result<std::span<std::byte>> {
-      if (bytes > incoming->bytes().size()) return fail("the file grew since it was listed");
-      return incoming->bytes().first(static_cast<size_t>(bytes));
-    });
-    if (!loaded) {
-      replicas_->abandon(std::move(*incoming));
-      logger().warn("ckpt: rank {} step {} could not be loaded from disk: {}", rank, p.step, loaded.error().message);
-      continue;
-    }
-    if (auto kept = replicas_->complete(std::move(*incoming)); !kept) {
-      logger().warn("ckpt: rank {} step {} loaded from disk was not kept: {}", rank, p.step, kept.error().message);
-      continue;
-    }
-    {
-      std::lock_guard origins_lock(mu_);
-      origins_[{rank, p.step}] = "(disk: " + p.path + ")";
-    }
-    const double s = std::chrono::duration<double>(Clock::now() - started).count();
-    logger().info("ckpt: loaded rank {} step {} from {} into memory ({} bytes in {:.3f} s), for restores", rank, p.step,
-                  p.path, p.bytes, s);
   }
+}
+
+control::PersistSection CheckpointService::persist_section() const {
+  const auto& dir = persister_->dir();
+  control::PersistSection p;
+  p.dir = dir.job_dir();
+  for (const auto& v : dir.list()) p.files.push_back({v.rank, v.step, v.world, v.bytes, v.path});
+  const auto pc = dir.counters();
+  p.counters = {pc.persisted, pc.bytes, pc.refused, pc.cancelled, pc.failed, pc.removed, persister_->busy()};
+  using ckpt::PersistRefusal;
+  const auto r = ckpt::refused_persisted_counts();
+  const auto at = [&](PersistRefusal cause) { return r[static_cast<size_t>(cause)]; };
+  p.refused = {at(PersistRefusal::unsafe_directory), at(PersistRefusal::symlink),      at(PersistRefusal::not_regular),
+               at(PersistRefusal::foreign_owner),    at(PersistRefusal::loose_mode),   at(PersistRefusal::oversized),
+               at(PersistRefusal::invalid)};
+  return p;
 }
 
 }  // namespace shoal::ckpt_service
