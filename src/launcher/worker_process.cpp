@@ -1,11 +1,14 @@
 // WorkerProcess: fork/exec of one worker. Everything the child needs is prepared before fork(), so the
-// child runs only async-signal-safe calls between fork and exec (the agent has other threads).
+// child runs only async-signal-safe calls between fork and exec (the agent has other threads). The
+// child closes every descriptor but 0, 1 and 2 before exec.
 #include "launcher/worker_process.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -81,6 +84,12 @@ Result<SpawnedWorker> spawn_worker(const WorkerSpec& spec) {
     ::close(out[1]);
     return fail(message);
   }
+  // Beyond the highest descriptor the child may hold, where close_range is missing (Linux before 5.9).
+  struct rlimit files {};
+  const int max_fd =
+      ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY && files.rlim_cur < (1u << 20)
+          ? static_cast<int>(files.rlim_cur)
+          : (1 << 20);
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
@@ -99,6 +108,17 @@ Result<SpawnedWorker> spawn_worker(const WorkerSpec& spec) {
     ::signal(SIGPIPE, SIG_DFL);
     ::dup2(out[1], STDOUT_FILENO);
     ::dup2(err[1], STDERR_FILENO);
+    // The worker gets 0, 1 and 2 and nothing else, as torchrun's workers do. The agent's own descriptors
+    // are close-on-exec already (net/cloexec.hpp); this also covers any a library left inheritable, and
+    // those the agent itself inherited.
+#if defined(SYS_close_range)  // a raw system call: a C library older than 2.34 has no close_range()
+    const bool closed = ::syscall(SYS_close_range, 3u, ~0u, 0u) == 0;
+#else
+    const bool closed = false;
+#endif
+    if (!closed) {
+      for (int fd = 3; fd < max_fd; ++fd) ::close(fd);
+    }
     ::execve(program->c_str(), argv.data(), envp.data());
     static const char kMessage[] = "shoal agent: exec of the worker command failed\n";
     (void)!::write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
