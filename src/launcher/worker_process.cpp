@@ -51,15 +51,27 @@ Result<std::string> resolve_program(const std::string& program,
   for (const auto& [k, v] : env) {
     if (k == "PATH") path = v;
   }
+  // An empty entry (a leading, trailing or doubled ':') meant the current directory to old shells; it is
+  // not searched: a PATH that picked up "::" by accident must not run whatever lies where the agent
+  // started. A "." written out is searched: someone chose it.
+  bool empty_entry = false;
   size_t begin = 0;
   while (begin <= path.size()) {
     const size_t end = std::min(path.find(':', begin), path.size());
-    const std::string dir = end > begin ? path.substr(begin, end - begin) : ".";
-    const std::string candidate = dir + "/" + program;
-    if (executable_file(candidate)) return candidate;
+    if (end == begin) {
+      empty_entry = true;
+    } else {
+      const std::string candidate = path.substr(begin, end - begin) + "/" + program;
+      if (executable_file(candidate)) return candidate;
+    }
     begin = end + 1;
   }
-  return fail("the worker command '" + program + "' is not found in PATH (" + path + ")");
+  std::string message = "the worker command '" + program + "' is not found in PATH (" + path + ")";
+  if (empty_entry && executable_file("./" + program)) {
+    message += "; PATH has an empty entry, which shoal does not take as the current directory: run ./" + program +
+               " to mean the one here";
+  }
+  return fail(message);
 }
 
 Result<SpawnedWorker> spawn_worker(const WorkerSpec& spec) {
