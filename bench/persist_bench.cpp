@@ -8,6 +8,7 @@
 //   write_fsync_s   write() of the same bytes from a pre-faulted buffer to a new file in the same
 //                   directory, then fsync: what the disk allows; persist_vs_write their ratio.
 // Every figure is the median of R runs. DIR defaults to $TMPDIR or /tmp; use the disk --ckpt-dir will use.
+// Both write into a private directory the run makes inside DIR, and removes.
 #include <unistd.h>
 
 #include <cstdio>
@@ -99,6 +100,14 @@ int main(int argc, char** argv) {
     }
   }
   const std::string job = "benchp" + std::to_string(::getpid());
+  // A directory of this run's own inside DIR (mode 0700): a persist directory must not be writable by
+  // others, and $TMPDIR or /tmp itself is.
+  std::string private_dir = dir + "/shoal-bench-persist.XXXXXX";
+  if (::mkdtemp(private_dir.data()) == nullptr) {
+    std::fprintf(stderr, "shoal-bench-persist: cannot make a directory in %s\n", dir.c_str());
+    return 1;
+  }
+  dir = private_dir;
   int status = 0;
   try {
     const char* env = std::getenv("SHOAL_LOG");
@@ -117,7 +126,7 @@ int main(int argc, char** argv) {
     status = 1;
   }
   std::error_code ec;
-  std::filesystem::remove_all(dir + "/" + job, ec);
+  std::filesystem::remove_all(dir, ec);
   (void)ckpt::RankStore::remove_segments(job, 0);
   return status;
 }

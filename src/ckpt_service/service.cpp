@@ -11,6 +11,7 @@
 #include "ckpt_service/background_priority.hpp"
 #include "ckpt_service/held_versions.hpp"
 #include "ckpt_shm/host_budget.hpp"
+#include "ckpt_shm/persist_trust.hpp"
 #include "ckpt_shm/shm_segment.hpp"
 #include "control/replies/ckpt_ls.hpp"
 #include "ranks/replica_placement.hpp"
@@ -68,6 +69,10 @@ Status CheckpointService::start(net::StreamListener& listener) {
   if (auto ok = ckpt::check_job_name(cfg_.store); !ok) return fail("checkpoint store name: " + ok.error().message);
   std::optional<ckpt::PersistDir> dir;
   if (!cfg_.persist_dir.empty()) {
+    // The operator's directory itself is guarded too: whoever could write it could replace the member's.
+    if (auto guarded = ckpt::guard_directory(cfg_.persist_dir, true); !guarded) {
+      return fail("checkpoint directory: " + guarded.error().message);
+    }
     auto opened = ckpt::PersistDir::open(ckpt::PersistConfig{
         .dir = cfg_.persist_dir + "/" + path_component(self_), .job = cfg_.job, .keep_per_rank = cfg_.persist_keep});
     if (!opened) return fail("checkpoint directory: " + opened.error().message);
@@ -580,14 +585,7 @@ std::string CheckpointService::ls_json(bool verify) const {
                             ckpt::refused_segments(SegmentRefusal::not_regular),
                             ckpt::refused_segments(SegmentRefusal::foreign_owner),
                             ckpt::refused_segments(SegmentRefusal::loose_mode)};
-  if (persister_) {
-    const auto& dir = persister_->dir();
-    control::PersistSection& p = reply.persist.emplace();
-    p.dir = dir.job_dir();
-    for (const auto& v : dir.list()) p.files.push_back({v.rank, v.step, v.world, v.bytes, v.path});
-    const auto pc = dir.counters();
-    p.counters = {pc.persisted, pc.bytes, pc.refused, pc.cancelled, pc.failed, pc.removed, persister_->busy()};
-  }
+  if (persister_) reply.persist = persist_section();
   return control::write_reply(reply);
 }
 

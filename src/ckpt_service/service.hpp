@@ -24,6 +24,7 @@
 #include "ckpt_service/transfer.hpp"
 #include "ckpt_shm/held_scan.hpp"
 #include "ckpt_shm/replica_store.hpp"
+#include "control/replies/ckpt_ls.hpp"
 #include "membership/view.hpp"
 #include "net/stream_hello.hpp"
 #include "net/stream_listener.hpp"
@@ -175,6 +176,8 @@ class CheckpointService {
   // as new of in memory is loaded (verified) into a replica segment, so that after every host lost its
   // memory a restore finds it like any other holder's (ckpt_service_disk.cpp).
   void load_persisted(const ckpt::PersistDir& dir);
+  // `ckpt-ls`'s part on the persist directory (with persist_dir).
+  control::PersistSection persist_section() const;
   TransferLimits limits(const std::atomic<bool>* cancel) const;
   // At the first view: removes the versions set aside at start when they are another run's.
   void settle_inherited(const membership::View& view);

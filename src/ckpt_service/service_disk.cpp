@@ -1,8 +1,10 @@
-// CheckpointService's part of --ckpt-dir at start: bringing persisted versions back into memory.
+// CheckpointService's part of --ckpt-dir: bringing persisted versions back into memory at start, and what
+// `ckpt-ls` says of the directory.
 #include <map>
 
 #include "base/log.hpp"
 #include "ckpt_service/service.hpp"
+#include "ckpt_shm/persist_trust.hpp"
 
 namespace shoal::ckpt_service {
 namespace {
@@ -22,8 +24,8 @@ void CheckpointService::load_persisted(const ckpt::PersistDir& dir) {
     step = std::max(step, h.version->id.step);
   }
   // Every step the directory keeps (keep_per_rank of each rank), oldest first, not only the newest: a newest
-  // version that cannot be used (its content refused by the trainer, a torn disk) leaves the one before it
-  // restorable. list() is by rank, then step ascending.
+  // version that cannot be used (a file refused or found corrupt here, its content refused by the trainer)
+  // leaves the one before it restorable. list() is by rank, then step ascending.
   for (const auto& p : dir.list()) {
     const uint32_t rank = p.rank;
     if (auto m = in_memory.find(rank); m != in_memory.end() && m->second >= p.step) continue;
@@ -57,9 +59,25 @@ void CheckpointService::load_persisted(const ckpt::PersistDir& dir) {
       origins_[{rank, p.step}] = "(disk: " + p.path + ")";
     }
     const double s = std::chrono::duration<double>(Clock::now() - started).count();
-    logger().info("ckpt: loaded rank {} step {} from {} into memory ({} bytes in {:.3f} s), for restores", rank, p.step,
-                  p.path, p.bytes, s);
+    logger().info("ckpt: loaded rank {} step {} from {} into memory ({} bytes in {:.3f} s), for restores", rank,
+                  p.step, p.path, p.bytes, s);
   }
+}
+
+control::PersistSection CheckpointService::persist_section() const {
+  const auto& dir = persister_->dir();
+  control::PersistSection p;
+  p.dir = dir.job_dir();
+  for (const auto& v : dir.list()) p.files.push_back({v.rank, v.step, v.world, v.bytes, v.path});
+  const auto pc = dir.counters();
+  p.counters = {pc.persisted, pc.bytes, pc.refused, pc.cancelled, pc.failed, pc.removed, persister_->busy()};
+  using ckpt::PersistRefusal;
+  const auto r = ckpt::refused_persisted_counts();
+  const auto at = [&](PersistRefusal cause) { return r[static_cast<size_t>(cause)]; };
+  p.refused = {at(PersistRefusal::unsafe_directory), at(PersistRefusal::symlink),      at(PersistRefusal::not_regular),
+               at(PersistRefusal::foreign_owner),    at(PersistRefusal::loose_mode),   at(PersistRefusal::oversized),
+               at(PersistRefusal::invalid)};
+  return p;
 }
 
 }  // namespace shoal::ckpt_service

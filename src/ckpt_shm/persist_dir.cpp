@@ -21,7 +21,9 @@
 #include "ckpt_shm/checksum.hpp"
 #include "ckpt_shm/persist_files.hpp"
 #include "ckpt_shm/persist_io.hpp"
+#include "ckpt_shm/persist_trust.hpp"
 #include "ckpt_shm/persist_write.hpp"
+#include "ckpt_shm/shm_capacity.hpp"
 #include "ckpt_shm/shm_segment.hpp"
 #include "ckpt_shm/version_layout.hpp"
 
@@ -63,14 +65,20 @@ Result<PersistDir> PersistDir::open(PersistConfig config) {
   if (auto ok = check_job_name(config.job); !ok) return fail(ok.error().message);
   if (config.keep_per_rank < 1) return fail(std::string("a checkpoint directory must keep at least 1 step per rank"));
   const std::string job_dir = (fs::path(config.dir) / config.job).string();
-  std::error_code ec;
-  fs::create_directories(job_dir, ec);
-  if (ec) return fail("cannot create the checkpoint directory " + job_dir + ": " + ec.message());
-  if (!fs::is_directory(job_dir, ec)) return fail("cannot use " + job_dir + " for checkpoints: not a directory");
+  if (auto guarded = guard_directory(config.dir, true); !guarded) {
+    return fail("cannot use the checkpoint directory: " + guarded.error().message);
+  }
+  if (auto guarded = guard_directory(job_dir, false); !guarded) {
+    return fail("cannot use the checkpoint directory: " + guarded.error().message);
+  }
+  if (config.max_version_bytes == 0) {
+    config.max_version_bytes = default_budget_bytes("/dev/shm", 100);
+    if (config.max_version_bytes == 0) config.max_version_bytes = ~uint64_t{0};
+  }
   if (auto removed = remove_leftovers(job_dir); !removed) {
     return fail("cannot use the checkpoint directory " + job_dir + ": " + removed.error().message);
   }
-  auto entries = recover_entries(job_dir, config.job);
+  auto entries = recover_entries(job_dir, config.job, config.max_version_bytes);
   if (!entries) return fail("cannot use the checkpoint directory " + job_dir + ": " + entries.error().message);
   // Written at every open: a directory we cannot write fails here rather than at the first persist.
   if (auto written = write_manifest(job_dir, *entries); !written) {
@@ -159,8 +167,10 @@ Result<PersistedVersion> PersistDir::persist(std::span<const std::byte> version,
   if (cancel_raised(cancel)) return count_failure(&PersistCounters::cancelled, "persisting " + what + " was cancelled");
 
   const std::string final_path = path_of(id.rank, id.step);
-  const std::string tmp = final_path + std::string(kTmpSuffix);
-  if (auto written = write_version_file(version, *snapshot, tmp, cancel); !written) {
+  auto created = create_temp_file(final_path);
+  if (!created) return count_failure(&PersistCounters::failed, created.error().message);
+  const std::string tmp = created->path;
+  if (auto written = write_version_file(version, *snapshot, created->fd, tmp, cancel); !written) {
     ::unlink(tmp.c_str());
     return count_failure(written.error().counter, written.error().message);
   }
@@ -223,20 +233,32 @@ Result<VersionInfo> PersistDir::load_into(uint32_t rank, uint64_t step, const Pl
       return fail(what + " is not persisted in " + job_dir_ + ": " + describe(entries, rank));
     }
   }
-  Fd fd(::open(entry->path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return fail(io_error("open", entry->path, errno));
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return fail(io_error("stat", entry->path, errno));
-  const auto size = static_cast<uint64_t>(st.st_size);
+  // Refused or corrupt: no longer offered (newest() moves on to the rank's previous step).
+  const auto drop = [&](const std::string& message) {
+    std::lock_guard lock(state_->mutex);
+    state_->entries.erase({rank, step});
+    return fail(message);
+  };
+  auto opened = open_persisted(entry->path, config_.max_version_bytes);
+  if (!opened && opened.error().refusal) return drop(opened.error().message);
+  if (!opened) return fail(opened.error().message);
+  Fd fd(opened->fd);
+  const auto size = static_cast<uint64_t>(opened->st.st_size);
   auto dst = place(size);
   if (!dst) return fail(dst.error().message);
   if (dst->size() < size) return fail("no room to load " + entry->path);
   const auto bytes = dst->first(static_cast<size_t>(size));
   if (int err = read_all(fd.get(), bytes, 0); err != 0) return fail(io_error("read", entry->path, err));
   auto info = decode_version(bytes, DataCheck::verify);
-  if (!info) return fail(entry->path + " (" + what + ") is corrupted on disk: " + layout_text(info.error()));
+  if (!info) {
+    return drop(refuse_persisted(PersistRefusal::invalid, entry->path,
+                                 "(" + what + ") is corrupted on disk: " + layout_text(info.error()))
+                    .message);
+  }
   if (info->id.job != config_.job || info->id.rank != rank || info->id.step != step || info->total_bytes != size) {
-    return fail(entry->path + " no longer holds " + what + " of job " + config_.job);
+    return drop(refuse_persisted(PersistRefusal::invalid, entry->path, "no longer holds " + what + " of job " +
+                                                                           config_.job)
+                    .message);
   }
   return std::move(*info);
 }

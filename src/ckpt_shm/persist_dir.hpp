@@ -3,10 +3,14 @@
 // on a thread of its own, and on SIGTERM. A file holds exactly a version's bytes [0, total_bytes) in the
 // version_layout format, so reading one back is decode_version on its contents.
 //
-// Files live in <dir>/<job>/ as r<rank>.s<step>.shoalckpt. Each is written as "<name>.tmp", fsynced and
-// renamed, so a crash never leaves a partial file under the final name (open() removes the leftover
-// *.tmp files). MANIFEST lists the files; it is a convenience that saves reading every file's prefix at
-// open, and the files themselves are the truth: a missing or inconsistent manifest is rebuilt from them.
+// Files live in <dir>/<job>/ as r<rank>.s<step>.shoalckpt, mode 0600. Each is written under an
+// unpredictable temporary name ("<name>.<random>.tmp", created O_EXCL|O_NOFOLLOW), fsynced and renamed, so a
+// crash never leaves a partial file under the final name (open() removes the leftover *.tmp files).
+// MANIFEST lists the files; it is a convenience that saves reading every file's prefix at open, and the
+// files themselves are the truth: a missing or inconsistent manifest is rebuilt from them. The
+// directories and every file read are guarded as persist_trust.hpp says (this user's, written by no one
+// else; no links, FIFOs or oversized files), so a user who is not this one cannot make the agent write
+// through a link, block, or load what it did not persist.
 #pragma once
 
 #include <atomic>
@@ -30,6 +34,10 @@ struct PersistConfig {
   std::string job;             // a valid job name (check_job_name in shm_segment.hpp); files go under <dir>/<job>/
   uint32_t keep_per_rank = 2;  // newest steps kept per rank; older files are removed after a newer one is
                                // durable. At least 1
+  // The largest version file read back; a larger one is refused (persist_trust's `oversized`). 0: the size
+  // of the filesystem behind /dev/shm (each version came from there and goes back there), unbounded when
+  // that cannot be read.
+  uint64_t max_version_bytes = 0;
 };
 
 struct PersistedVersion {
@@ -58,7 +66,9 @@ class PersistDir {
   // Pieces in which persist() copies and writes a version's data.
   static constexpr size_t kPieceBytes = size_t{8} << 20;
 
-  // Creates <dir>/<job> if needed; removes leftover "*.tmp" files (a crash mid-write); reads the
+  // Creates <dir>/<job> if needed (mode 0700) and refuses either directory when another user owns it or
+  // may write it (persist_trust's guard_directory: the message says the chmod or chown that fixes it;
+  // <dir> may be a link, <job> may not); removes leftover "*.tmp" files (a crash mid-write); reads the
   // manifest, and if it is missing or unreadable rebuilds the list by scanning the *.shoalckpt files,
   // validating each one's prefix (header, table and meta checksum; data not read) and dropping
   // (logging, not deleting) files that fail. Files the manifest does not list (a crash between a
@@ -90,7 +100,8 @@ class PersistDir {
   std::optional<PersistedVersion> newest(uint32_t rank) const;
   // Reads (rank, step) back and validates it fully (decode_version, data checksums verified): the
   // version's bytes. Fails when it is not persisted, on an I/O error, or when the file is corrupted on
-  // disk (the message names the LayoutCause).
+  // disk (the message names the LayoutCause), or refused by persist_trust: such a version is dropped from
+  // the list (its file stays, for a person to look at).
   Result<std::vector<std::byte>> load(uint32_t rank, uint64_t step) const;
   // The same, into memory the caller provides (a shared-memory segment, without a copy in between):
   // `place(bytes)` returns at least that many bytes to read the file into. Returns the version's layout.

@@ -3,6 +3,7 @@
 #include "ckpt_shm/persist_files.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,13 +11,13 @@
 #include <cerrno>
 #include <charconv>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <system_error>
 #include <vector>
 
 #include "base/log.hpp"
 #include "ckpt_shm/persist_io.hpp"
+#include "ckpt_shm/persist_trust.hpp"
 #include "ckpt_shm/version_layout.hpp"
 
 namespace shoal::ckpt {
@@ -49,42 +50,51 @@ Result<std::vector<fs::path>> list_files(const std::string& dir, std::string_vie
   return files;
 }
 
-// The version in the file at `path`, validated from its prefix alone: a sealed version of (job, rank,
-// step) whose size is the file's.
-Result<PersistedVersion> validate_file(const std::string& path, const std::string& job, Key key) {
-  auto header = read_file(path, kHeaderBytes);
-  if (!header) return fail(header.error().message);
-  auto length = prefix_bytes(*header);
-  if (!length) return fail(path + " is not a valid version (" + layout_text(length.error()) + ")");
-  auto prefix = read_file(path, *length);
-  if (!prefix) return fail(prefix.error().message);
-  auto info = decode_prefix(*prefix);
-  if (!info) return fail(path + " is not a valid version (" + layout_text(info.error()) + ")");
-  std::error_code ec;
-  const uint64_t size = fs::file_size(path, ec);
-  if (info->id.job != job || info->id.rank != key.first || info->id.step != key.second || ec ||
-      size != info->total_bytes) {
-    return fail(path + " holds " + version_text(info->id.rank, info->id.step) + " of job " + info->id.job + " (" +
-                std::to_string(info->total_bytes) + " bytes), not what its name and size say");
+// The version in the file at `path`, validated from its prefix alone: a regular file of this user within
+// `max_bytes`, holding a sealed version of (job, rank, step) whose size is the file's. Refusals are counted.
+Result<PersistedVersion, PersistError> validate_file(const std::string& path, const std::string& job, Key key,
+                                                     uint64_t max_bytes) {
+  auto opened = open_persisted(path, max_bytes);
+  if (!opened) return fail(opened.error());
+  Fd fd(opened->fd);
+  const auto size = static_cast<uint64_t>(opened->st.st_size);
+  const auto invalid = [&](const std::string& detail) {
+    return fail(refuse_persisted(PersistRefusal::invalid, path, detail));
+  };
+  std::vector<std::byte> header(kHeaderBytes);
+  if (size < kHeaderBytes) return invalid("not a version: " + std::to_string(size) + " bytes, less than its header");
+  if (int err = read_all(fd.get(), header, 0); err != 0) return fail(PersistError{{}, io_error("read", path, err)});
+  auto length = prefix_bytes(header);
+  if (!length) return invalid("not a valid version (" + layout_text(length.error()) + ")");
+  if (*length > size) return invalid("truncated: " + std::to_string(size) + " bytes, less than its own table");
+  std::vector<std::byte> prefix(static_cast<size_t>(*length));
+  if (int err = read_all(fd.get(), prefix, 0); err != 0) return fail(PersistError{{}, io_error("read", path, err)});
+  auto info = decode_prefix(prefix);
+  if (!info) return invalid("not a valid version (" + layout_text(info.error()) + ")");
+  if (info->id.job != job || info->id.rank != key.first || info->id.step != key.second || size != info->total_bytes) {
+    return invalid("holds " + version_text(info->id.rank, info->id.step) + " of job " + info->id.job + " (" +
+                   std::to_string(info->total_bytes) + " bytes in " + std::to_string(size) +
+                   "), not what its name says");
   }
   return PersistedVersion{key.first, key.second, info->id.sequence, info->id.world, info->total_bytes, path};
 }
 
 // Adds to `entries` every valid *.shoalckpt file of `dir` it does not hold yet; files that fail
-// validation are logged and left alone.
-Status scan_files(const std::string& dir, const std::string& job, Entries& entries) {
+// validation are refused (counted, logged) and left alone.
+Status scan_files(const std::string& dir, const std::string& job, uint64_t max_bytes, Entries& entries) {
   auto files = list_files(dir, kSuffix);
   if (!files) return fail(files.error().message);
   for (const auto& path : *files) {
     const auto key = parse_file_name(path.filename().string());
     if (!key) {
-      logger().warn("ignoring {}: not named r<rank>.s<step>{}", path.string(), kSuffix);
+      (void)refuse_persisted(PersistRefusal::invalid, path.string(), std::string("not named r<rank>.s<step>") +
+                                                                          std::string(kSuffix));
       continue;
     }
     if (entries.contains(*key)) continue;
-    auto found = validate_file(path.string(), job, *key);
+    auto found = validate_file(path.string(), job, *key, max_bytes);
     if (!found) {
-      logger().warn("ignoring a checkpoint file that does not validate: {}", found.error().message);
+      if (!found.error().refusal) logger().warn("ignoring a checkpoint file: {}", found.error().message);
       continue;
     }
     entries.emplace(*key, std::move(*found));
@@ -92,23 +102,33 @@ Status scan_files(const std::string& dir, const std::string& job, Entries& entri
   return Ok{};
 }
 
-// The manifest's entries, each checked against its file's existence and size (not its contents).
-Result<Entries> read_manifest(const std::string& dir) {
+// The manifest's entries, each checked against its file (a regular file of this user, of the size listed;
+// its contents are not read); nullopt when there is no manifest. Fails when it is refused or inconsistent.
+Result<std::optional<Entries>> read_manifest(const std::string& dir, uint64_t max_bytes) {
   const std::string path = (fs::path(dir) / kManifest).string();
-  std::ifstream in(path);
-  if (!in) return fail(path + " cannot be read");
-  std::ostringstream text;
-  text << in.rdbuf();
-  auto entries = parse_manifest(text.str());
-  if (!entries) return fail(path + " " + entries.error().message);
+  bool missing = false;
+  auto opened = open_persisted(path, kMaxManifestBytes, &missing);
+  if (!opened && missing) return std::optional<Entries>();
+  if (!opened) return fail(opened.error().message);
+  Fd fd(opened->fd);
+  std::string text(static_cast<size_t>(opened->st.st_size), '\0');
+  if (int err = read_all(fd.get(), std::as_writable_bytes(std::span(text)), 0); err != 0) {
+    return fail(io_error("read", path, err));
+  }
+  auto entries = parse_manifest(text);
+  if (!entries) return fail(refuse_persisted(PersistRefusal::invalid, path, entries.error().message).message);
+  const uid_t user = ::geteuid();
   for (auto& [key, e] : *entries) {
     const std::string file = (fs::path(dir) / e.path).string();
-    std::error_code ec;
-    const uint64_t size = fs::file_size(file, ec);
-    if (ec || size != e.bytes) return fail(path + " lists " + file + ", which is missing or of another size");
+    struct stat st {};
+    // Judged, not counted: the scan that follows an inconsistent manifest opens the file and counts it.
+    if (::lstat(file.c_str(), &st) != 0 || judge_persist_file(st, user, max_bytes) ||
+        static_cast<uint64_t>(st.st_size) != e.bytes) {
+      return fail(path + " lists " + file + ", which is missing, not a file shoal wrote, or of another size");
+    }
     e.path = file;
   }
-  return entries;
+  return std::optional<Entries>(std::move(*entries));
 }
 
 }  // namespace
@@ -181,34 +201,31 @@ Status remove_leftovers(const std::string& dir) {
 Status write_manifest(const std::string& dir, const Entries& entries) {
   const std::string text = format_manifest(entries);
   const std::string path = (fs::path(dir) / kManifest).string();
-  const std::string tmp = path + std::string(kTmpSuffix);
-  Fd fd(::open(tmp.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0640));
-  if (!fd.valid()) return fail(io_error("create", tmp, errno));
+  auto tmp = create_temp_file(path);
+  if (!tmp) return fail(tmp.error().message);
+  Fd fd(tmp->fd);
   int err = write_all(fd.get(), std::as_bytes(std::span(text)));
   if (err == 0 && ::fsync(fd.get()) != 0) err = errno;
   if (err == 0) err = fd.close();
-  if (err == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
+  if (err == 0 && ::rename(tmp->path.c_str(), path.c_str()) != 0) err = errno;
   if (err != 0) {
-    ::unlink(tmp.c_str());
+    ::unlink(tmp->path.c_str());
     return fail(io_error("write", path, err));
   }
   if (err = fsync_dir(dir); err != 0) return fail(io_error("sync the directory", dir, err));
   return Ok{};
 }
 
-Result<Entries> recover_entries(const std::string& dir, const std::string& job) {
-  std::error_code ec;
+Result<Entries> recover_entries(const std::string& dir, const std::string& job, uint64_t max_version_bytes) {
   Entries entries;
-  if (fs::exists(fs::path(dir) / kManifest, ec)) {
-    auto listed = read_manifest(dir);
-    if (listed) {
-      entries = std::move(*listed);
-    } else {
-      logger().warn("job {}: {}; rebuilding the list from the checkpoint files", job, listed.error().message);
-    }
+  auto listed = read_manifest(dir, max_version_bytes);
+  if (listed && *listed) {
+    entries = std::move(**listed);
+  } else if (!listed) {
+    logger().info("job {}: {}; rebuilding the list from the checkpoint files", job, listed.error().message);
   }
   const size_t listed_count = entries.size();
-  if (auto scanned = scan_files(dir, job, entries); !scanned) return fail(scanned.error().message);
+  if (auto scanned = scan_files(dir, job, max_version_bytes, entries); !scanned) return fail(scanned.error().message);
   if (entries.size() > listed_count) {
     logger().info("job {}: listed {} checkpoint file(s) of {} that the manifest did not", job,
                   entries.size() - listed_count, dir);

@@ -18,7 +18,8 @@ using Key = std::pair<uint32_t, uint64_t>;  // (rank, step)
 using Entries = std::map<Key, PersistedVersion>;
 
 inline constexpr std::string_view kSuffix = ".shoalckpt";
-// Appended to a file's name while it is written; renamed away once it is complete and durable.
+// Ends a file's name while it is written ("<name>.<16 random hex digits>.tmp", persist_trust's
+// create_temp_file); renamed away once it is complete and durable.
 inline constexpr std::string_view kTmpSuffix = ".tmp";
 
 // "r<rank>.s<step>.shoalckpt".
@@ -39,10 +40,12 @@ Result<Entries> parse_manifest(std::string_view text);
 Status remove_leftovers(const std::string& dir);
 
 // The list at open: the manifest's, completed by files it does not list (a crash between a rename and
-// the manifest's update); or, when the manifest is missing or inconsistent, every valid file.
-Result<Entries> recover_entries(const std::string& dir, const std::string& job);
+// the manifest's update); or, when the manifest is missing, refused or inconsistent, every valid file.
+// Files are opened only as persist_trust allows (no links, FIFOs, other users' files, nor version files
+// larger than `max_version_bytes`); those refused are counted and left alone.
+Result<Entries> recover_entries(const std::string& dir, const std::string& job, uint64_t max_version_bytes);
 
-// Replaces the manifest atomically: MANIFEST.tmp, fsync, rename, fsync of the directory.
+// Replaces the manifest atomically: a temporary file (create_temp_file), fsync, rename, fsync of the directory.
 Status write_manifest(const std::string& dir, const Entries& entries);
 
 }  // namespace shoal::ckpt

@@ -3,9 +3,7 @@
 #include "ckpt_shm/persist_io.hpp"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 
-#include <algorithm>
 #include <system_error>
 
 namespace shoal::ckpt {
@@ -53,16 +51,6 @@ int fsync_dir(const std::string& dir) {
   if (!fd.valid()) return errno;
   if (::fsync(fd.get()) != 0) return errno;
   return fd.close();
-}
-
-Result<std::vector<std::byte>> read_file(const std::string& path, uint64_t limit) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return fail(io_error("open", path, errno));
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return fail(io_error("stat", path, errno));
-  std::vector<std::byte> bytes(static_cast<size_t>(std::min(limit, static_cast<uint64_t>(st.st_size))));
-  if (int err = read_all(fd.get(), bytes, 0); err != 0) return fail(io_error("read", path, err));
-  return bytes;
 }
 
 }  // namespace shoal::ckpt

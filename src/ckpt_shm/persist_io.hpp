@@ -11,7 +11,6 @@
 #include <string>
 #include <string_view>
 #include <utility>
-#include <vector>
 
 #include "base/result.hpp"
 #include "ckpt_shm/version_layout.hpp"
@@ -58,8 +57,5 @@ int read_all(int fd, std::span<std::byte> out, uint64_t offset);
 
 // Makes the directory's entries (a rename, a new file) durable: 0 or an errno.
 int fsync_dir(const std::string& dir);
-
-// The first `limit` bytes of the file at `path`, or all of it when it is shorter.
-Result<std::vector<std::byte>> read_file(const std::string& path, uint64_t limit);
 
 }  // namespace shoal::ckpt

@@ -59,11 +59,10 @@ Result<Snapshot> snapshot_prefix(std::span<const std::byte> version) {
   return s;
 }
 
-Result<Ok, WriteError> write_version_file(std::span<const std::byte> version, const Snapshot& s, const std::string& tmp,
-                                          const std::atomic<bool>* cancel) {
+Result<Ok, WriteError> write_version_file(std::span<const std::byte> version, const Snapshot& s, int tmp_fd,
+                                          const std::string& tmp, const std::atomic<bool>* cancel) {
+  Fd fd(tmp_fd);
   const std::string cancelled = "persisting " + version_text(s.info.id.rank, s.info.id.step) + " was cancelled";
-  Fd fd(::open(tmp.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0640));
-  if (!fd.valid()) return stop(&PersistCounters::failed, io_error("create", tmp, errno));
   for (size_t at = 0; at < s.prefix.size(); at += PersistDir::kPieceBytes) {
     if (cancel_raised(cancel)) return stop(&PersistCounters::cancelled, cancelled);
     const auto piece = std::span(s.prefix).subspan(at, std::min(PersistDir::kPieceBytes, s.prefix.size() - at));

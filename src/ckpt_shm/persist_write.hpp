@@ -31,11 +31,12 @@ struct WriteError {
   std::string message;
 };
 
-// Writes the version to `tmp`: the validated prefix, then the buffers copied from the source through
-// a bounce buffer and checksummed on the copy; compares the checksums with the table, then fsyncs.
-// Stops (cancelled) as soon as `cancel` is raised.
-Result<Ok, WriteError> write_version_file(std::span<const std::byte> version, const Snapshot& s, const std::string& tmp,
-                                          const std::atomic<bool>* cancel);
+// Writes the version to `fd` (a new temporary file, named `tmp` in messages; closed here whatever
+// happens): the validated prefix, then the buffers copied from the source through a bounce buffer and
+// checksummed on the copy; compares the checksums with the table, then fsyncs. Stops (cancelled) as soon
+// as `cancel` is raised.
+Result<Ok, WriteError> write_version_file(std::span<const std::byte> version, const Snapshot& s, int fd,
+                                          const std::string& tmp, const std::atomic<bool>* cancel);
 
 bool cancel_raised(const std::atomic<bool>* cancel);
 

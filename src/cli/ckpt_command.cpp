@@ -49,6 +49,13 @@ int print_table(const control::CkptLsReply& doc, bool verify) {
       std::printf("%-8s %5" PRIu32 " %10" PRIu64 " %5" PRIu32 " %12s %-8s %-28s %s\n", "disk", p.rank, p.step, p.world,
                   human_bytes(p.bytes).c_str(), "yes", "(this agent)", p.path.c_str());
     }
+    const auto& x = persist->refused;
+    if (x.unsafe_directory + x.symlink + x.not_regular + x.foreign_owner + x.loose_mode + x.oversized + x.invalid > 0) {
+      std::printf("refused in the persist directory (not read): %" PRIu64 " unsafe director(ies), %" PRIu64
+                  " link(s), %" PRIu64 " FIFO(s) or other non-files, %" PRIu64 " of another user, %" PRIu64
+                  " with a loose mode, %" PRIu64 " oversized, %" PRIu64 " not the version named\n",
+                  x.unsafe_directory, x.symlink, x.not_regular, x.foreign_owner, x.loose_mode, x.oversized, x.invalid);
+    }
   }
   return kExitOk;
 }

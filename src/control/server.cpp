@@ -16,6 +16,7 @@
 #include <memory>
 
 #include "base/log.hpp"
+#include "net/cloexec.hpp"
 
 namespace shoal::control {
 namespace {
@@ -172,7 +173,7 @@ Status ControlServer::open(const std::string& path, std::optional<uint32_t> grou
       break;
   }
   boost::system::error_code ec;
-  acceptor_.open(stream(), ec);
+  net::open_cloexec(acceptor_, stream(), ec);
   if (!ec) acceptor_.bind(stream::endpoint(path), ec);
   if (ec) {
     acceptor_.close();
@@ -201,7 +202,7 @@ Status ControlServer::open(const std::string& path, std::optional<uint32_t> grou
 }
 
 void ControlServer::accept_next() {
-  acceptor_.async_accept([this](boost::system::error_code ec, stream::socket socket) {
+  net::async_accept_cloexec(acceptor_, [this](boost::system::error_code ec, stream::socket socket) {
     if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
     if (!ec) std::make_shared<ControlSession>(std::move(socket), handlers_, request_timeout)->start();
     accept_next();

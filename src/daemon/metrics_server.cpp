@@ -10,6 +10,7 @@
 #include <boost/beast/http.hpp>
 
 #include "base/log.hpp"
+#include "net/cloexec.hpp"
 
 namespace shoal::daemon {
 namespace {
@@ -82,7 +83,7 @@ Status MetricsServer::open(const net::HostPort& bind) {
   auto results = resolver.resolve(bind.host, std::to_string(bind.port), tcp::resolver::passive, ec);
   if (ec || results.empty()) return fail("--metrics " + bind.to_string() + ": cannot resolve '" + bind.host + "'");
   const tcp::endpoint ep = results.begin()->endpoint();
-  acceptor_.open(ep.protocol(), ec);
+  net::open_cloexec(acceptor_, ep.protocol(), ec);
   if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) acceptor_.bind(ep, ec);
   if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
@@ -103,7 +104,7 @@ void MetricsServer::close() {
 }
 
 void MetricsServer::accept_next() {
-  acceptor_.async_accept([this](beast::error_code ec, tcp::socket socket) {
+  net::async_accept_cloexec(acceptor_, [this](beast::error_code ec, tcp::socket socket) {
     if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
     if (!ec) {
       if (*open_sessions_ >= kMaxConnections) {

@@ -1,11 +1,14 @@
 // WorkerProcess: fork/exec of one worker. Everything the child needs is prepared before fork(), so the
-// child runs only async-signal-safe calls between fork and exec (the agent has other threads).
+// child runs only async-signal-safe calls between fork and exec (the agent has other threads). The
+// child closes every descriptor but 0, 1 and 2 before exec.
 #include "launcher/worker_process.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -48,15 +51,27 @@ Result<std::string> resolve_program(const std::string& program,
   for (const auto& [k, v] : env) {
     if (k == "PATH") path = v;
   }
+  // An empty entry (a leading, trailing or doubled ':') meant the current directory to old shells; it is
+  // not searched: a PATH that picked up "::" by accident must not run whatever lies where the agent
+  // started. A "." written out is searched: someone chose it.
+  bool empty_entry = false;
   size_t begin = 0;
   while (begin <= path.size()) {
     const size_t end = std::min(path.find(':', begin), path.size());
-    const std::string dir = end > begin ? path.substr(begin, end - begin) : ".";
-    const std::string candidate = dir + "/" + program;
-    if (executable_file(candidate)) return candidate;
+    if (end == begin) {
+      empty_entry = true;
+    } else {
+      const std::string candidate = path.substr(begin, end - begin) + "/" + program;
+      if (executable_file(candidate)) return candidate;
+    }
     begin = end + 1;
   }
-  return fail("the worker command '" + program + "' is not found in PATH (" + path + ")");
+  std::string message = "the worker command '" + program + "' is not found in PATH (" + path + ")";
+  if (empty_entry && executable_file("./" + program)) {
+    message += "; PATH has an empty entry, which shoal does not take as the current directory: run ./" + program +
+               " to mean the one here";
+  }
+  return fail(message);
 }
 
 Result<SpawnedWorker> spawn_worker(const WorkerSpec& spec) {
@@ -81,6 +96,12 @@ Result<SpawnedWorker> spawn_worker(const WorkerSpec& spec) {
     ::close(out[1]);
     return fail(message);
   }
+  // Beyond the highest descriptor the child may hold, where close_range is missing (Linux before 5.9).
+  struct rlimit files {};
+  const int max_fd =
+      ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY && files.rlim_cur < (1u << 20)
+          ? static_cast<int>(files.rlim_cur)
+          : (1 << 20);
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
@@ -99,6 +120,17 @@ Result<SpawnedWorker> spawn_worker(const WorkerSpec& spec) {
     ::signal(SIGPIPE, SIG_DFL);
     ::dup2(out[1], STDOUT_FILENO);
     ::dup2(err[1], STDERR_FILENO);
+    // The worker gets 0, 1 and 2 and nothing else, as torchrun's workers do. The agent's own descriptors
+    // are close-on-exec already (net/cloexec.hpp); this also covers any a library left inheritable, and
+    // those the agent itself inherited.
+#if defined(SYS_close_range)  // a raw system call: a C library older than 2.34 has no close_range()
+    const bool closed = ::syscall(SYS_close_range, 3u, ~0u, 0u) == 0;
+#else
+    const bool closed = false;
+#endif
+    if (!closed) {
+      for (int fd = 3; fd < max_fd; ++fd) ::close(fd);
+    }
     ::execve(program->c_str(), argv.data(), envp.data());
     static const char kMessage[] = "shoal agent: exec of the worker command failed\n";
     (void)!::write(STDERR_FILENO, kMessage, sizeof kMessage - 1);

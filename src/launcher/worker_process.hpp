@@ -25,13 +25,14 @@ struct SpawnedWorker {
   int stderr_fd = -1;
 };
 
-// Resolves argv[0] against PATH (from `env`, else this process's); fails when it names nothing
-// executable, so a typo is one clear error at start instead of a crash loop of workers.
+// Resolves argv[0] against PATH (from `env`, else /usr/local/bin:/usr/bin:/bin); fails when it names
+// nothing executable, so a typo is one clear error at start instead of a crash loop of workers. An empty
+// PATH entry is not searched (never the current directory unless "." is written out).
 Result<std::string> resolve_program(const std::string& program,
                                     const std::vector<std::pair<std::string, std::string>>& env);
 
-// Starts the worker. Fails (with errno's text) when the pipes or the fork fail; an exec failure shows
-// up as the child's exit status 127 with a line on its stderr.
+// Starts the worker, holding descriptors 0, 1 and 2 only. Fails (with errno's text) when the pipes or the
+// fork fail; an exec failure shows up as the child's exit status 127 with a line on its stderr.
 Result<SpawnedWorker> spawn_worker(const WorkerSpec& spec);
 
 // Sends `signal` to the worker's process group; a group that is gone already is not an error.

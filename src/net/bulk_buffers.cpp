@@ -1,11 +1,13 @@
 // Socket buffer sizes for bulk streams; see bulk_buffers.hpp.
 #include "net/bulk_buffers.hpp"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
-#include <fstream>
 
 namespace shoal::net {
 namespace {
@@ -13,9 +15,14 @@ namespace {
 // The third field of a "min default max" sysctl file such as /proc/sys/net/ipv4/tcp_wmem; 0 when it
 // cannot be read (then the buffer is set explicitly, the safe side).
 long autotune_max(const char* path) {
-  std::ifstream in(path);
+  // Not std::ifstream: its descriptor would not be close-on-exec (net/cloexec.hpp says why that matters).
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char text[128] = {};
+  const ssize_t n = ::read(fd, text, sizeof text - 1);
+  ::close(fd);
   long lo = 0, def = 0, max = 0;
-  if (!(in >> lo >> def >> max)) return 0;
+  if (n <= 0 || std::sscanf(text, "%ld %ld %ld", &lo, &def, &max) != 3) return 0;
   return max;
 }
 

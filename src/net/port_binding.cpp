@@ -1,7 +1,8 @@
 // TCP first (SO_REUSEADDR, so a restart is not blocked by TIME_WAIT), then UDP on the same number
-// (no SO_REUSEADDR: two agents must never share a UDP port).
+// (no SO_REUSEADDR: two agents must never share a UDP port). Both close-on-exec (net/cloexec.hpp).
 #include "net/port_binding.hpp"
 
+#include "net/cloexec.hpp"
 #include "net/host_port.hpp"
 
 namespace shoal::net {
@@ -14,7 +15,7 @@ Result<BoundPort> bind_shared_port(asio::io_context& io, const asio::ip::address
     boost::system::error_code ec;
     tcp::acceptor acceptor(io);
     const tcp::endpoint tcp_ep(ip, port);
-    acceptor.open(tcp_ep.protocol(), ec);
+    open_cloexec(acceptor, tcp_ep.protocol(), ec);
     if (ec) return fail("cannot open a TCP socket: " + ec.message());
     acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
     acceptor.bind(tcp_ep, ec);
@@ -28,7 +29,7 @@ Result<BoundPort> bind_shared_port(asio::io_context& io, const asio::ip::address
 
     udp::socket socket(io);
     const udp::endpoint udp_ep(ip, chosen);
-    socket.open(udp_ep.protocol(), ec);
+    open_cloexec(socket, udp_ep.protocol(), ec);
     if (ec) return fail("cannot open a UDP socket: " + ec.message());
     socket.bind(udp_ep, ec);
     if (!ec) return BoundPort{std::move(acceptor), std::move(socket), chosen};

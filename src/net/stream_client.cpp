@@ -8,6 +8,7 @@
 #include <boost/asio/write.hpp>
 
 #include "base/tcp_backoff.hpp"
+#include "net/cloexec.hpp"
 #include "net/frame_io.hpp"
 #include "net/host_port.hpp"
 #include "net/stream_hello.hpp"
@@ -42,8 +43,15 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     });
     const tcp::endpoint target(to.ip, to.port);
     boost::system::error_code open_ec;
-    socket_.open(target.protocol(), open_ec);  // opened here so that the cap covers SYN retransmissions
-    if (!open_ec) net::cap_retransmission_backoff(socket_.native_handle());
+    // Opened here so that the cap covers SYN retransmissions, and close-on-exec (net/cloexec.hpp); not left
+    // to async_connect, which would open it without.
+    open_cloexec(socket_, target.protocol(), open_ec);
+    if (open_ec) {  // reported from the loop, as every other failure is: never inside the caller's send()
+      return asio::post(socket_.get_executor(), [self, why = "socket: " + open_ec.message()] {
+        self->complete(std::nullopt, why);
+      });
+    }
+    net::cap_retransmission_backoff(socket_.native_handle());
     socket_.async_connect(target, [self](boost::system::error_code ec) {
       if (ec) return self->complete(std::nullopt, "connect: " + ec.message(), ec == asio::error::connection_refused);
       self->socket_.set_option(tcp::no_delay(true), ec);

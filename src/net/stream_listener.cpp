@@ -11,6 +11,7 @@
 
 #include "base/log.hpp"
 #include "base/tcp_backoff.hpp"
+#include "net/cloexec.hpp"
 #include "net/frame_io.hpp"
 #include "net/host_port.hpp"
 #include "wire/frame_cipher.hpp"
@@ -364,7 +365,7 @@ void StreamListener::close() {
 }
 
 void StreamListener::accept_next() {
-  acceptor_.async_accept([this, shared = shared_](boost::system::error_code ec, tcp::socket socket) {
+  async_accept_cloexec(acceptor_, [this, shared = shared_](boost::system::error_code ec, tcp::socket socket) {
     if (ec == asio::error::operation_aborted) return;
     if (!acceptor_.is_open()) return;
     if (ec) {

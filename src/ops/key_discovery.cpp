@@ -12,9 +12,11 @@ std::optional<std::string> value(const Environment& env, const char* name) {
   return it->second;
 }
 
+// lstat: a link in a known place is found, and then refused by load_key_file with a sentence saying why,
+// rather than passed over in silence.
 bool exists(const std::string& path) {
   struct stat st {};
-  return ::stat(path.c_str(), &st) == 0;
+  return ::lstat(path.c_str(), &st) == 0;
 }
 
 }  // namespace

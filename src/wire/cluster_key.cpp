@@ -179,7 +179,13 @@ Result<KeyRing> parse_key_text(std::string_view text, std::string_view origin) {
 }
 
 Result<KeyRing> load_key_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Not through a link (whoever can change the link chooses the key), and never blocked on a FIFO.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0 && errno == ELOOP) {
+    return fail("cluster key file " + path +
+                " is a symbolic link; shoal reads a key file only where it lies: name the file itself "
+                "(readlink -f " + path + ")");
+  }
   if (fd < 0) return fail("cannot read cluster key file " + path + ": " + std::strerror(errno));
   // Checked on the open descriptor, so the file judged is the file read.
   struct stat st {};
@@ -191,6 +197,11 @@ Result<KeyRing> load_key_file(const std::string& path) {
   std::string refusal;
   if (!S_ISREG(st.st_mode)) {
     refusal = "cluster key file " + path + " is not a regular file";
+  } else if (st.st_uid != ::geteuid() && st.st_uid != 0) {
+    // Its owner could change the key (or chmod it open) whenever it likes.
+    refusal = "cluster key file " + path + " is owned by uid " + std::to_string(st.st_uid) +
+              ", neither this process's user (uid " + std::to_string(::geteuid()) + ") nor root; run chown " +
+              std::to_string(::geteuid()) + " " + path;
   } else if ((st.st_mode & 077) != 0) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));

@@ -66,8 +66,10 @@ class KeyRing {
 // with '#' are ignored. Errors name `origin` and the line, and never echo the line (it is a secret).
 Result<KeyRing> parse_key_text(std::string_view text, std::string_view origin);
 
-// Reads and parses a key file. Refuses a file that is readable or writable by group or others
-// (mode & 077), one that is not a regular file, and one larger than kMaxKeyFileBytes.
+// Reads and parses a key file. Refuses a symbolic link (never followed), a file that is not a regular
+// one (a FIFO is never blocked on), one owned by another user than this process's or root, one readable
+// or writable by group or others (mode & 077), and one larger than kMaxKeyFileBytes; each refusal says
+// the command that fixes it.
 Result<KeyRing> load_key_file(const std::string& path);
 
 // A fresh random key as a comment line and a line of base64, ready to be written to a key file.

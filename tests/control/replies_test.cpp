@@ -87,7 +87,8 @@ CkptLsReply sample_ckpt_ls() {
   r.held = {local, unsealed};
   r.counters = {1, 2, 3, 4, 5, 6, 7, 8};
   r.persist =
-      PersistSection{"/var/ckpt/j", {{0, 12, 2, 3000, "/var/ckpt/j/r0.s12.shoalckpt"}}, {1, 3000, 0, 0, 0, 0, true}};
+      PersistSection{"/var/ckpt/j", {{0, 12, 2, 3000, "/var/ckpt/j/r0.s12.shoalckpt"}}, {1, 3000, 0, 0, 0, 0, true},
+                     {0, 1, 2, 0, 0, 3, 4}};
   return r;
 }
 
@@ -288,7 +289,8 @@ TEST_CASE("the ckpt-ls document keeps its text: sealed, unsealed and the persist
       R"("persist_dir":"/var/ckpt/j","persisted":[{"rank":0,"step":12,"world":2,"bytes":3000,)"
       R"("path":"/var/ckpt/j/r0.s12.shoalckpt"}],)"
       R"("persist_counters":{"persisted":1,"bytes":3000,"refused":0,"cancelled":0,"failed":0,"removed":0,)"
-      R"("busy":true}})");
+      R"("busy":true},"persist_refused":{"unsafe_directory":0,"symlink":1,"not_regular":2,"foreign_owner":0,)"
+      R"("loose_mode":0,"oversized":3,"invalid":4}})");
 }
 
 TEST_CASE("documents of older agents read with defaults for what they lack") {

@@ -1,8 +1,11 @@
 // `shoal agent --ckpt-dir` as a real process: a version a trainer commits reaches the directory in the
 // background, byte-identical and listed by `ckpt-ls`; on SIGTERM the agent persists the newest version
-// it was never told about before it exits; bad flag combinations are usage errors.
+// it was never told about before it exits; bad flag combinations are usage errors; a directory others may
+// write is refused, and what was planted in the agent's own (a FIFO, a link, forged and corrupt files, an
+// oversized manifest) neither blocks its start nor hides the newest good version.
 #include <doctest/doctest.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -13,6 +16,7 @@
 #include "../ckpt_shm/shm_test_job.hpp"
 #include "../support/agent_fixture.hpp"
 #include "ckpt_shm/persist_dir.hpp"
+#include "ckpt_shm/persist_trust.hpp"
 #include "ckpt_shm/rank_store.hpp"
 #include "ckpt_shm/replica_store.hpp"
 #include "ckpt_shm/shm_segment.hpp"
@@ -224,4 +228,76 @@ TEST_CASE("scancel: SIGTERM to every host at once, each persists its newest vers
     REQUIRE_MESSAGE(loaded, loaded.error().message);
     CHECK(*loaded == versions[i]);
   }
+}
+
+TEST_CASE("an agent refuses a --ckpt-dir that others may write, saying the chmod that fixes it") {
+  shoal::test::TempDir tmp;
+  const std::string dir = tmp.path() + "/ckpt";
+  fs::create_directory(dir);
+  REQUIRE(::chmod(dir.c_str(), 0777) == 0);
+  auto r = run_command({SHOAL_BINARY, "agent", "--insecure", "--name", "x", "--bind", "127.0.0.1:0", "--control",
+                        tmp.path() + "/s.sock", "--ckpt-dir", dir},
+                       20s);
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("chmod go-w " + dir) != std::string::npos);
+  CHECK_FALSE(fs::exists(dir + "/x"));  // nothing made inside
+}
+
+TEST_CASE("planted files neither block a restarted agent nor hide its newest good version, and are counted") {
+  Host host;
+  host.start();
+  const auto version = save(host.job.name(), host.store, 4);
+  REQUIRE(host.cluster.request<shoal::control::CommittedReply>("p1", "ckpt-committed 0 4").has_value());
+  REQUIRE(AgentCluster::eventually([&] { return fs::exists(host.file(4)); }, 15s));
+  auto& first = host.cluster["p1"];
+  first.process->send_signal(SIGTERM);
+  REQUIRE(first.process->wait_exit(30s).has_value());
+  // Step 6 persisted, then its data corrupted on disk: its prefix is sound, so only a load finds it out.
+  const auto newer = save(host.job.name(), host.store, 6);
+  {
+    auto dir = shoal::ckpt::PersistDir::open({.dir = host.host_dir(), .job = host.job.name()});
+    REQUIRE(dir);
+    REQUIRE(dir->persist(newer));
+  }
+  const auto info = shoal::ckpt::decode_version(newer);
+  REQUIRE(info);
+  {
+    std::fstream f(host.file(6), std::ios::in | std::ios::out | std::ios::binary);
+    const auto at = static_cast<std::streamoff>(info->buffers[0].offset + 10);
+    f.seekg(at);
+    char c = 0;
+    f.get(c);
+    f.seekp(at);
+    f.put(static_cast<char>(c ^ 0x5a));
+    REQUIRE(f.good());
+  }
+  const fs::path job = fs::path(host.file(4)).parent_path();
+  REQUIRE(::mkfifo((job / "r0.s9.shoalckpt").c_str(), 0600) == 0);
+  fs::create_symlink(host.file(4), job / "r0.s8.shoalckpt");
+  fs::copy_file(host.file(4), job / "r0.s7.shoalckpt");  // its name says 7, it holds 4
+  fs::resize_file(job / "MANIFEST", shoal::ckpt::kMaxManifestBytes + 1);
+  // A reboot: /dev/shm is empty, the directory is not.
+  REQUIRE(shoal::ckpt::RankStore::remove_segments(host.store, 0).ok());
+  REQUIRE(shoal::ckpt::ReplicaStore::remove_all(host.store).ok());
+
+  host.start();  // fails the test when the agent does not come up within 10 s
+  INFO(host.cluster.log_tail("p1", 60));
+  const auto ls = host.cluster.request<shoal::control::CkptLsReply>("p1", "ckpt-ls verify");
+  REQUIRE(ls.has_value());
+  REQUIRE(ls->held.size() == 1);
+  REQUIRE(ls->held[0].version.has_value());
+  CHECK(ls->held[0].version->step == 4u);
+  CHECK(ls->held[0].verified == true);
+  CHECK(ls->held[0].from.value_or("").find("(disk: ") == 0);
+  REQUIRE(ls->persist.has_value());
+  const auto& refused = ls->persist->refused;
+  CHECK(refused.not_regular >= 1);
+  CHECK(refused.symlink >= 1);
+  CHECK(refused.oversized >= 1);
+  CHECK(refused.invalid >= 2);  // r0.s7 forged, r0.s6 corrupt
+  auto seg = shoal::ckpt::ShmSegment::open_existing(ls->held[0].segment);
+  REQUIRE(seg);
+  const auto bytes = seg->bytes().first(version.size());
+  CHECK(std::equal(bytes.begin(), bytes.end(), version.begin()));
+  CHECK(fs::is_fifo(job / "r0.s9.shoalckpt"));  // refused, left where it is
 }

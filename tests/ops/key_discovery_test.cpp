@@ -1,5 +1,5 @@
 // Where `shoal agent` finds its cluster key with no --key-file: SHOAL_KEY_FILE, the systemd credential, the
-// Slurm job's key in ~/.shoal, in that order, and nothing otherwise.
+// Slurm job's key in ~/.shoal, in that order (a link there found too: loading refuses it), and nothing otherwise.
 #include "ops/key_discovery.hpp"
 
 #include <doctest/doctest.h>
@@ -60,4 +60,13 @@ TEST_CASE("the systemd credential, then the Slurm job's own key in the home dire
   auto creds = discover_key_file(env, slurm_job("42"));
   REQUIRE(creds.has_value());
   CHECK(creds->path == dir.path() + "/creds/cluster.key");
+}
+
+TEST_CASE("a link in a known place is found, not passed over, so that loading it says why it is refused") {
+  shoal::test::TempDir dir;
+  std::filesystem::create_directories(dir.path() + "/.shoal");
+  std::filesystem::create_symlink(dir.path() + "/gone.key", dir.path() + "/.shoal/job-42.key");  // dangling
+  const auto found = discover_key_file(Environment{{"HOME", dir.path()}}, slurm_job("42"));
+  REQUIRE(found.has_value());
+  CHECK(found->path == dir.path() + "/.shoal/job-42.key");
 }

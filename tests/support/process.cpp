@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -43,10 +44,15 @@ pid_t spawn(const std::vector<std::string>& argv, int stdout_fd, int stderr_fd) 
   if (pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);  // the test died between fork and prctl
-    const int devnull = ::open("/dev/null", O_RDONLY);
+    const int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);  // dup2 gives 0 without the flag
     if (devnull >= 0) ::dup2(devnull, 0);
     ::dup2(stdout_fd, 1);
     ::dup2(stderr_fd, 2);
+    // Nothing else: a process under test holds only what it opens itself (launcher_worker_fds checks that
+    // every descriptor of an agent is close-on-exec).
+#ifdef SYS_close_range
+    ::syscall(SYS_close_range, 3u, ~0u, 0u);
+#endif
     ::execv(args[0], args.data());
     ::_exit(127);
   }

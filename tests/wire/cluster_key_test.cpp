@@ -1,13 +1,16 @@
-// The cluster key file: hex and base64 keys, comments, errors that name the line, the permission
-// check on a real file, and generated keys that parse back.
+// The cluster key file: hex and base64 keys, comments, errors that name the line, the permission, owner,
+// link and FIFO checks on a real file, and generated keys that parse back.
 #include "wire/cluster_key.hpp"
 
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
 #include <cctype>
+#include <chrono>
+#include <future>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -177,6 +180,50 @@ TEST_CASE("a key file readable by group or others is refused with the chmod to r
     REQUIRE_FALSE(ring.ok());
     CHECK(ring.error().message.find("chmod 600 " + file.path) != std::string::npos);
   }
+}
+
+TEST_CASE("a key file reached through a symbolic link is refused, the link never followed") {
+  TempKeyFile file(std::string(kBase64) + "\n");
+  REQUIRE(::chmod(file.path.c_str(), 0600) == 0);
+  const std::string link = file.path + ".link";
+  REQUIRE(::symlink(file.path.c_str(), link.c_str()) == 0);
+  auto ring = load_key_file(link);
+  ::unlink(link.c_str());
+  REQUIRE_FALSE(ring.ok());
+  CHECK(ring.error().message.find("symbolic link") != std::string::npos);
+  CHECK(ring.error().message.find("readlink -f " + link) != std::string::npos);
+}
+
+TEST_CASE("a FIFO named as the key file is refused at once, never waited on") {
+  char dir[] = "/tmp/shoal-key-fifo-XXXXXX";
+  REQUIRE(::mkdtemp(dir) != nullptr);
+  const std::string fifo = std::string(dir) + "/cluster.key";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  auto loading = std::async(std::launch::async, [&] { return load_key_file(fifo); });
+  const bool prompt = loading.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
+  if (!prompt) {  // let the blocked open return, so the test ends
+    const int unblock = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (unblock >= 0) ::close(unblock);
+  }
+  auto ring = loading.get();
+  ::unlink(fifo.c_str());
+  ::rmdir(dir);
+  CHECK_MESSAGE(prompt, "blocked on a FIFO");
+  REQUIRE_FALSE(ring.ok());
+  CHECK(ring.error().message.find("not a regular file") != std::string::npos);
+}
+
+TEST_CASE("a key file owned by another user than this one or root is refused with the chown to run") {
+  if (::geteuid() != 0) return;  // only root can give a file away
+  TempKeyFile file(std::string(kBase64) + "\n");
+  REQUIRE(::chmod(file.path.c_str(), 0600) == 0);
+  REQUIRE(::chown(file.path.c_str(), 65534, static_cast<gid_t>(-1)) == 0);
+  auto ring = load_key_file(file.path);
+  REQUIRE_FALSE(ring.ok());
+  CHECK(ring.error().message.find("owned by uid 65534") != std::string::npos);
+  CHECK(ring.error().message.find("chown 0 " + file.path) != std::string::npos);
+  REQUIRE(::chown(file.path.c_str(), 0, static_cast<gid_t>(-1)) == 0);
+  CHECK(load_key_file(file.path).ok());
 }
 
 TEST_CASE("an error in a key file names the file and the line") {

@@ -9,6 +9,8 @@ SHOAL_JSON_MEMBERS(CkptCounters, pushed, push_skipped, push_failed, push_superse
 SHOAL_JSON_MEMBERS(RefusedSegments, symlink, not_regular, foreign_owner, loose_mode)
 SHOAL_JSON_MEMBERS(PersistedRow, rank, step, world, bytes, path)
 SHOAL_JSON_MEMBERS(PersistCountersRow, persisted, bytes, refused, cancelled, failed, removed, busy)
+SHOAL_JSON_MEMBERS(RefusedPersisted, unsafe_directory, symlink, not_regular, foreign_owner, loose_mode, oversized,
+                   invalid)
 
 void to_json(Json& j, const HeldRow& r) {
   j = Json::object();
@@ -62,6 +64,7 @@ void to_json(Json& j, const CkptLsReply& r) {
     j["persist_dir"] = r.persist->dir;
     j["persisted"] = r.persist->files;
     j["persist_counters"] = r.persist->counters;
+    j["persist_refused"] = r.persist->refused;
   }
 }
 
@@ -80,6 +83,7 @@ void from_json(const Json& j, CkptLsReply& r) {
     read_member(j, "persist_dir", p.dir);
     read_member(j, "persisted", p.files);
     read_member(j, "persist_counters", p.counters);
+    read_member(j, "persist_refused", p.refused);
   }
 }
 

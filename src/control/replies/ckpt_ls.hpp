@@ -5,7 +5,8 @@
 //              "bytes"?, "buffers"?, "verified"?, "problem"?}...],
 //    "counters": {...}, "refused_segments": {"symlink", "not_regular", "foreign_owner", "loose_mode"},
 //    with a persist directory: "persist_dir", "persisted": [{"rank", "step", "world", "bytes", "path"}...],
-//    "persist_counters": {...}}
+//    "persist_counters": {...}, "persist_refused": {"unsafe_directory", "symlink", "not_regular",
+//    "foreign_owner", "loose_mode", "oversized", "invalid"}}
 #pragma once
 
 #include <array>
@@ -69,11 +70,21 @@ struct PersistCountersRow {
   bool operator==(const PersistCountersRow&) const = default;
 };
 
-// The persist directory's part of the reply; written flat as persist_dir, persisted, persist_counters.
+// Files and directories of the persist directory that the agent refused since it started: links, FIFOs,
+// other users' files, loose modes, oversized or forged files (ckpt_shm/persist_trust.hpp).
+struct RefusedPersisted {
+  uint64_t unsafe_directory = 0, symlink = 0, not_regular = 0, foreign_owner = 0, loose_mode = 0, oversized = 0,
+           invalid = 0;
+  bool operator==(const RefusedPersisted&) const = default;
+};
+
+// The persist directory's part of the reply; written flat as persist_dir, persisted, persist_counters,
+// persist_refused.
 struct PersistSection {
   std::string dir;
   std::vector<PersistedRow> files;
   PersistCountersRow counters;
+  RefusedPersisted refused;
   bool operator==(const PersistSection&) const = default;
 };
 
@@ -101,6 +112,8 @@ void to_json(Json& j, const PersistedRow& r);
 void from_json(const Json& j, PersistedRow& r);
 void to_json(Json& j, const PersistCountersRow& r);
 void from_json(const Json& j, PersistCountersRow& r);
+void to_json(Json& j, const RefusedPersisted& r);
+void from_json(const Json& j, RefusedPersisted& r);
 void to_json(Json& j, const CkptLsReply& r);
 void from_json(const Json& j, CkptLsReply& r);
 

@@ -1,6 +1,7 @@
 // The agent's Prometheus metrics: what an operator graphs and alerts on.
 #include <map>
 
+#include "ckpt_shm/persist_trust.hpp"
 #include "ckpt_shm/segment_trust.hpp"
 #include "daemon/agent.hpp"
 #include "daemon/gossip_runtime.hpp"
@@ -104,6 +105,13 @@ std::string Agent::metrics_text() const {
               "objects named like this host's checkpoint segments that were not opened (a link, a FIFO, another "
               "user's file, a mode others can read), by cause",
               static_cast<double>(ckpt::refused_segments(cause)), {{"cause", std::string(ckpt::name(cause))}});
+  }
+  for (size_t i = 0; i < ckpt::kPersistRefusals; ++i) {
+    const auto cause = static_cast<ckpt::PersistRefusal>(i);
+    m.counter("shoal_ckpt_persist_refused_total",
+              "directories and files of the persist directory (--ckpt-dir) that were refused (another user's or "
+              "writable by others, a link, a FIFO, oversized, not the version its name says), by cause",
+              static_cast<double>(ckpt::refused_persisted(cause)), {{"cause", std::string(ckpt::name(cause))}});
   }
   uint64_t local_bytes = 0, replica_bytes = 0;
   for (const auto& h : checkpoints_->held()) {
