@@ -148,7 +148,8 @@ class CheckpointService {
   // A local trainer said it sealed a version, and the kernel named its user (the control socket's
   // SO_PEERCRED): the slots are that user's from now on. Under the systemd unit the agent runs as root
   // and trainers as their own users; without this every slot of theirs would be refused as foreign.
-  // Only the control socket's file mode and group decide who may say so. Any thread.
+  // Only a caller at the control socket's local level (the agent's user, its group, root) may say so:
+  // control/handlers.hpp. Any thread.
   void trust_slot_writer(const ckpt::SegmentOwner& writer);
   // What this host holds, read from /dev/shm.
   std::vector<ckpt::HeldSegment> held() const;

@@ -90,7 +90,7 @@ Result<ckpt::VersionInfo> receive_stream(net::BlockingConn& conn, uint64_t strea
                                          const std::function<Status(ckpt::VersionReceiver&)>& place,
                                          const TransferLimits& limits, Clock::time_point start) {
   const WholeDeadline whole(limits, stream_bytes, start);
-  ckpt::VersionReceiver receiver;
+  ckpt::VersionReceiver receiver(stream_bytes);  // nothing beyond what was announced is allocated
   while (true) {
     if (receiver.complete()) {  // a version without data bytes completes at attach
       mark(limits, &TransferPhases::streamed);
@@ -198,6 +198,11 @@ Result<ckpt::VersionInfo> fetch_with(const TransferPeer& peer, std::string_view 
     return fail(peer.addr + " does not hold rank " + std::to_string(rank) + " step " + std::to_string(step));
   }
   if (answer->status() != wire::CkptResponse::OK) return fail("refused: " + answer->message());
+  if (answer->stream_bytes() > limits.max_stream_bytes) {
+    return fail(peer.addr + " announced rank " + std::to_string(rank) + " step " + std::to_string(step) + " as " +
+                std::to_string(answer->stream_bytes()) + " bytes, more than the " +
+                std::to_string(limits.max_stream_bytes) + " its holders reported: refused before reading it");
+  }
   mark(limits, &TransferPhases::answered);
   const auto checked = [&](ckpt::VersionReceiver& receiver) -> Status {
     const auto& id = receiver.info().id;

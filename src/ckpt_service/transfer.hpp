@@ -57,6 +57,10 @@ struct TransferLimits {
   // allowance covers connecting, the answers and a slow start. (Tests shorten both.)
   uint64_t floor_bytes_per_s = kTransferFloorBytesPerS;
   std::chrono::milliseconds whole_allowance{30'000};
+  // A fetch refuses, before any of the version's bytes are read or their memory allocated, a version
+  // whose stream the peer announces longer than this (the restore passes what the view's reports promised
+  // for that rank and step): a peer's word alone never sizes an allocation.
+  uint64_t max_stream_bytes = UINT64_MAX;
   const std::atomic<bool>* cancel = nullptr;  // polled between chunks; may be null
   TransferPhases* phases = nullptr;           // filled in when not null
 };

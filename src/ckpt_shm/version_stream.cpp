@@ -144,12 +144,20 @@ Result<VersionReceiver::Progress, LayoutError> VersionReceiver::prefix_arrived(s
     // allocate more than kMaxPrefixBytes before anything is checksummed.
     auto length = prefix_bytes(prefix_);
     if (!length) return refuse(length.error().cause, length.error().detail);
+    if (*length > max_stream_bytes_) {
+      return refuse(LayoutCause::malformed, "a prefix of " + std::to_string(*length) + " bytes in a stream of at most " +
+                                                std::to_string(max_stream_bytes_));
+    }
     prefix_.resize(*length);
     phase_ = Phase::prefix;
     return Progress::more;  // data_offset is at least a page, more than the header
   }
   auto info = decode_prefix(prefix_);
   if (!info) return refuse(info.error().cause, info.error().detail);
+  if (stream_bytes(*info) > max_stream_bytes_) {
+    return refuse(LayoutCause::malformed, "a version of " + std::to_string(stream_bytes(*info)) +
+                                              " stream bytes in a stream of at most " + std::to_string(max_stream_bytes_));
+  }
   info_ = std::move(*info);
   expected_ = stream_bytes(info_);
   phase_ = Phase::need_destination;

@@ -53,6 +53,12 @@ class VersionReceiver {
     complete,          // every byte arrived and verified; the destination is sealed
   };
 
+  VersionReceiver() = default;
+  // A stream of at most `max_stream_bytes` (what the sender announced, itself checked against what the
+  // receiver expects): a header announcing a longer prefix is refused as malformed before the prefix is
+  // allocated, and so is a table whose stream_bytes() is longer.
+  explicit VersionReceiver(uint64_t max_stream_bytes) : max_stream_bytes_(max_stream_bytes) {}
+
   // Where the next bytes of the stream go: at most kReceiveSliceBytes, never across a buffer's end.
   // Empty while a destination is needed, once complete, and once failed.
   std::span<std::byte> next();
@@ -110,6 +116,7 @@ class VersionReceiver {
   BufferChecksum buffer_sum_;
   uint64_t received_ = 0;
   uint64_t expected_ = 0;
+  uint64_t max_stream_bytes_ = UINT64_MAX;
   std::optional<LayoutError> error_;
 };
 

@@ -201,9 +201,10 @@ void add_operation_flags(CLI::App& app, AgentFlags& f) {
        f.control)
       ->check(not_empty());
   text(app, "control-group", "GROUP",
-       "give the control socket to this group (mode 0660), so that trainers running as other users in the group "
-       "can follow the agent (under the systemd unit the agent runs as root). Queries and a trainer's own notices "
-       "are open to the group; view-force only to the agent's user and root (default: the agent's own group)",
+       "give the control socket to this group (mode 0660), so that users in the group can query and follow the "
+       "agent (under the systemd unit the agent runs as root). Queries are open to the group; what changes state "
+       "(a trainer's ckpt-committed, peer-lost and health-report, and check) needs the agent's user, its group or "
+       "root; view-force the agent's user or root (default: the agent's own group)",
        f.control_group)
       ->check(not_empty());
   ops::add_config_flag(app,

@@ -47,7 +47,7 @@ std::optional<std::string> ControlHandlers::refuse(const Entry& e, const Caller&
     log::get(log::Component::agent)
         .warn("control request '{}' refused: {} is neither the agent's user (uid {}), of its group (gid {}), nor root",
               e.name, who, self, group);
-    return error_reply("request '" + e.name + "' is a local trainer's report: only the agent's user (uid " +
+    return error_reply("request '" + e.name + "' changes state or costs the cluster work: only the agent's user (uid " +
                        std::to_string(self) + "), its group (gid " + std::to_string(group) +
                        ") or root may send it, not " + who);
   }
@@ -61,14 +61,27 @@ std::optional<std::string> ControlHandlers::refuse(const Entry& e, const Caller&
 }
 
 void ControlHandlers::add_async(std::string name, std::string summary, std::chrono::milliseconds max_wait,
-                                AsyncHandler handler) {
+                                AsyncHandler handler, Access access) {
   for (auto& e : entries_) {
     if (e.name == name) {
-      e = Entry{std::move(name), std::move(summary), {}, std::move(handler), max_wait};
+      e = Entry{std::move(name), std::move(summary), {}, std::move(handler), max_wait, access};
       return;
     }
   }
-  entries_.push_back({std::move(name), std::move(summary), {}, std::move(handler), max_wait});
+  entries_.push_back({std::move(name), std::move(summary), {}, std::move(handler), max_wait, access});
+}
+
+std::vector<std::string> ControlHandlers::names() const {
+  std::vector<std::string> out;
+  for (const auto& e : entries_) out.push_back(e.name);
+  return out;
+}
+
+std::optional<Access> ControlHandlers::access_of(std::string_view name) const {
+  for (const auto& e : entries_) {
+    if (e.name == name) return e.access;
+  }
+  return std::nullopt;
 }
 
 namespace {

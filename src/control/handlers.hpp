@@ -1,11 +1,15 @@
 // The control socket's request table: one request line ("members", "view", "ckpt ls") in, one JSON
 // document out. Subsystems register their requests here; nothing about sockets.
 //
-// Who may send what: the socket's file mode (0660) lets the agent's user and group connect, and every
-// request names the Access it needs. Queries (and a trainer's own notices) are open to whoever could
-// connect; a local trainer's report that can change the cluster (health-report: a verdict that may evict)
-// only to the agent's user, its group or root; a request that changes the cluster (view-force) only to
-// the agent's own user or root, as the kernel reports the caller (SO_PEERCRED), never as the caller claims.
+// Who may send what: the socket's file mode (0660) lets the agent's user and group connect (with
+// --control-group, that group), and every request names the Access it needs, matched to its effect.
+// Queries that only read (members, view, status, session-wait, ckpt-safe, ...) are open to whoever could
+// connect; whatever changes state on this host or in the cluster, or costs the cluster work, needs the
+// agent's user, its group or root: a local trainer's reports (ckpt-committed: it names the slots' trusted
+// writer and a rank's newest step; peer-lost: it has the member probed at once; health-report: a verdict
+// that may evict) and the pre-flight check (compute and link probes on every member); a request that
+// changes the cluster without its consent (view-force) only the agent's own user or root. The caller is
+// who the kernel says (SO_PEERCRED), never what it claims.
 #pragma once
 
 #include <chrono>
@@ -34,9 +38,9 @@ struct Caller {
 };
 
 enum class Access {
-  query,  // anyone who can connect: reads, long polls, a local trainer's notices
-  owner,  // the agent's own user or root: changes the cluster
-  local,  // the agent's own user, a caller whose group is the agent's, or root: a local trainer's report
+  query,  // anyone who can connect: reads and long polls that change nothing
+  owner,  // the agent's own user or root: changes the cluster without its consent
+  local,  // the agent's own user, a caller whose group is the agent's, or root: changes state, costs work
 };
 
 class ControlHandlers {
@@ -55,7 +59,11 @@ class ControlHandlers {
   void add(std::string name, std::string summary, Handler handler, Access access = Access::query);
   void add_with_caller(std::string name, std::string summary, CallerHandler handler, Access access = Access::query);
   // Registers a request whose answer may take up to `max_wait`.
-  void add_async(std::string name, std::string summary, std::chrono::milliseconds max_wait, AsyncHandler handler);
+  void add_async(std::string name, std::string summary, std::chrono::milliseconds max_wait, AsyncHandler handler,
+                 Access access = Access::query);
+  // The access a request needs (nullopt: no such request), and every request's name, in registration order.
+  std::optional<Access> access_of(std::string_view name) const;
+  std::vector<std::string> names() const;
 
   // The reply to one request line (without its newline). Unknown requests, empty lines and bytes
   // outside printable ASCII get an error document, never an exception.

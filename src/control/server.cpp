@@ -54,8 +54,10 @@ Caller peer_of(stream::socket& socket) {
 // One client: read a line (bounded), write the reply, close.
 class ControlSession : public std::enable_shared_from_this<ControlSession> {
  public:
-  ControlSession(stream::socket socket, const ControlHandlers& handlers, std::chrono::milliseconds timeout)
-      : caller_(peer_of(socket)),
+  ControlSession(stream::socket socket, Caller caller, std::shared_ptr<void> slot, const ControlHandlers& handlers,
+                 std::chrono::milliseconds timeout)
+      : caller_(caller),
+        slot_(std::move(slot)),
         socket_(std::move(socket)),
         handlers_(handlers),
         timer_(socket_.get_executor()),
@@ -137,6 +139,7 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
   }
 
   Caller caller_;
+  std::shared_ptr<void> slot_;  // this connection's place under the server's cap, given back at the end
   stream::socket socket_;
   const ControlHandlers& handlers_;
   asio::steady_timer timer_;
@@ -204,9 +207,86 @@ Status ControlServer::open(const std::string& path, std::optional<uint32_t> grou
 void ControlServer::accept_next() {
   net::async_accept_cloexec(acceptor_, [this](boost::system::error_code ec, stream::socket socket) {
     if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
-    if (!ec) std::make_shared<ControlSession>(std::move(socket), handlers_, request_timeout)->start();
+    if (!ec) {
+      const Caller caller = peer_of(socket);
+      std::shared_ptr<void> slot;
+      if (admit(socket, caller, slot)) {
+        std::make_shared<ControlSession>(std::move(socket), caller, std::move(slot), handlers_, request_timeout)
+            ->start();
+      }
+    }
     accept_next();
   });
+}
+
+bool ControlServer::admit(stream::socket& socket, const Caller& caller, std::shared_ptr<void>& slot) {
+  const auto self = static_cast<uint32_t>(::geteuid());
+  const bool other = !caller.known || (caller.uid != 0 && caller.uid != self);
+  const size_t others_cap = max_connections - max_connections / 4;
+  const size_t open = slots_->open.load(std::memory_order_relaxed);
+  const size_t others = slots_->others.load(std::memory_order_relaxed);
+  if (open < max_connections && (!other || others < others_cap)) {
+    slots_->open.fetch_add(1, std::memory_order_relaxed);
+    if (other) slots_->others.fetch_add(1, std::memory_order_relaxed);
+    // The slot goes back when the session (which owns this token) ends.
+    slot = std::shared_ptr<void>(nullptr, [slots = slots_, other](void*) {
+      slots->open.fetch_sub(1, std::memory_order_relaxed);
+      if (other) slots->others.fetch_sub(1, std::memory_order_relaxed);
+    });
+    return true;
+  }
+  refused_.fetch_add(1, std::memory_order_relaxed);
+  const std::string why = other && open < max_connections
+                              ? "callers other than the agent's user and root hold " + std::to_string(others) +
+                                    " control connections, their share of " + std::to_string(max_connections)
+                              : std::to_string(open) + " control connections are open, the most served at once";
+  if (auto held = warn_.admit(other ? "others" : "all", log::WarnLimiter::Clock::now())) {
+    log::get(log::Component::agent)
+        .warn("control connection of uid {} (pid {}) refused: {}; {} refused since start{}", caller.uid, caller.pid,
+              why, refused_.load(std::memory_order_relaxed),
+              *held ? " (" + std::to_string(*held) + " more since the last report)" : std::string());
+  }
+  // One error line without waiting (a fresh socket's buffer holds it); then what the client sends is read
+  // and dropped for a moment, so that closing does not reset the connection before the client has sent its
+  // request and read the line. At most kMaxDraining refused connections linger so; past that they close
+  // at once.
+  const std::string doc = handlers_.error_reply("too many control connections: " + why + "; try again") + "\n";
+  (void)::send(socket.native_handle(), doc.data(), doc.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  boost::system::error_code ignored;
+  socket.shutdown(stream::socket::shutdown_send, ignored);
+  if (draining_->load(std::memory_order_relaxed) >= kMaxDraining) {
+    socket.close(ignored);
+    return false;
+  }
+  struct Drain {
+    stream::socket socket;
+    asio::steady_timer timer;
+    std::array<char, 256> discard{};
+    std::shared_ptr<std::atomic<size_t>> count;
+    Drain(stream::socket s, std::shared_ptr<std::atomic<size_t>> c)
+        : socket(std::move(s)), timer(socket.get_executor()), count(std::move(c)) {
+      count->fetch_add(1, std::memory_order_relaxed);
+    }
+    ~Drain() { count->fetch_sub(1, std::memory_order_relaxed); }
+    static void read(const std::shared_ptr<Drain>& d) {
+      d->socket.async_read_some(asio::buffer(d->discard), [d](boost::system::error_code ec, size_t) {
+        if (ec) {
+          d->timer.cancel();
+          return;
+        }
+        read(d);
+      });
+    }
+  };
+  auto drain = std::make_shared<Drain>(std::move(socket), draining_);
+  drain->timer.expires_after(std::chrono::milliseconds(500));
+  drain->timer.async_wait([drain](boost::system::error_code ec) {
+    if (ec) return;
+    boost::system::error_code ignored_close;
+    drain->socket.close(ignored_close);  // the pending read ends with an error and lets go of it
+  });
+  Drain::read(drain);
+  return false;
 }
 
 void ControlServer::close() {

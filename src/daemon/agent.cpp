@@ -126,10 +126,12 @@ Agent::Agent(AgentConfig cfg)
           checkpoints_->trust_slot_writer(ckpt::SegmentOwner{caller.uid, caller.gid});
         }
         return committed_reply(args);
-      });
+      },
+      control::Access::local);
   control_handlers_.add("peer-lost",
                         "a local trainer's connection to a member broke: peer-lost NAME GENERATION (probed at once)",
-                        [this](std::span<const std::string> args) { return peer_lost_reply(args); });
+                        [this](std::span<const std::string> args) { return peer_lost_reply(args); },
+                        control::Access::local);
   control_handlers_.add("ckpt-safe", "how safe a local rank's newest checkpoint is: ckpt-safe RANK",
                         [this](std::span<const std::string> args) { return safety_reply(args); });
   control_handlers_.add("status",
@@ -211,6 +213,9 @@ std::string Agent::view_reply() const {
   const auto& k = membership_->keeper();
   auto reply = view_report(cfg_.name, k.view(), k.status());
   reply.keyed = seal_ && seal_->keyed();
+  for (size_t i = 0; i < membership::kViewRefusals; ++i) {
+    reply.refused[std::string(membership::name(static_cast<membership::ViewRefusal>(i)))] = k.stats().refused[i];
+  }
   return control::write_reply(reply);
 }
 

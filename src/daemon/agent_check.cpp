@@ -84,9 +84,11 @@ void Agent::serve_check_requests() {
       "check",
       "pre-flight check of the committed view's members: compute probes and link probes in two rounds "
       "(check [factor=F] [bytes=N] [ms=M] [pings=P])",
-      kCheckMaxWait, [this](std::span<const std::string> args, control::ControlHandlers::Reply reply) {
+      kCheckMaxWait,
+      [this](std::span<const std::string> args, control::ControlHandlers::Reply reply) {
         check_request(args, std::move(reply));
-      });
+      },
+      control::Access::local);  // probes every member's compute and links: up to 1 GiB per link
 }
 
 void Agent::check_request(std::span<const std::string> args, control::ControlHandlers::Reply reply) {

@@ -75,7 +75,9 @@ Result<wire::ViewRequest, wire::DecodeError> decode_request(std::span<const std:
   if (!req.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     return reject(wire::RejectCause::malformed, "view request does not parse");
   }
-  if (req.epoch() == 0 || req.from_name().empty() || req.kind_case() == wire::ViewRequest::KIND_NOT_SET) {
+  // Epoch 0 only in a joiner's query (it has no view yet); every other request names the epoch it decides.
+  if ((req.epoch() == 0 && !req.has_query()) || req.from_name().empty() ||
+      req.kind_case() == wire::ViewRequest::KIND_NOT_SET) {
     return reject(wire::RejectCause::malformed, "view request lacks epoch, sender or kind");
   }
   return req;

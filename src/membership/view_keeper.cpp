@@ -46,6 +46,8 @@ void ViewKeeper::on_members(std::vector<gossip::Member> members, Time now, Keepe
 
 void ViewKeeper::on_tick(Time now, KeeperOutput& out) {
   if (round_ && now >= round_deadline_) fail_round(now, "phase timed out waiting for " + round_->waiting_for());
+  if (catch_up_ && now >= catch_up_->deadline) finish_catch_up(now, out);
+  if (!catch_up_ && behind_hint_ > view_.epoch() && now >= catch_up_after_) start_catch_up(now, out);
   while (!commit_retries_.empty() && commit_retries_.begin()->first <= now) {
     Pending p = commit_retries_.begin()->second;
     commit_retries_.erase(commit_retries_.begin());
@@ -141,6 +143,11 @@ void ViewKeeper::evaluate(Time now, KeeperOutput& out) {
   if (const auto due = eviction_.next_due(view_, now)) out.wake_no_later_than(*due);
   if (d.next_eligible) out.wake_no_later_than(*d.next_eligible);
   if (!commit_retries_.empty()) out.wake_no_later_than(commit_retries_.begin()->first);
+  if (catch_up_) {
+    out.wake_no_later_than(catch_up_->deadline);
+  } else if (behind_hint_ > view_.epoch()) {
+    out.wake_no_later_than(std::max(catch_up_after_, now));
+  }
 
   if (round_) {
     status_.phase = KeeperPhase::proposing;
@@ -156,6 +163,7 @@ void ViewKeeper::evaluate(Time now, KeeperOutput& out) {
     force_requested_ = false;
     status_.phase = view_.epoch() == 0 ? KeeperPhase::forming : KeeperPhase::stable;
     status_.reason = view_.epoch() == 0 ? "forming: no members" : evicted_reason(now);
+    if (status_.reason.empty()) status_.reason = catch_up_note();
     return;
   }
   if (!same_members(d.members, last_desired_)) {
@@ -347,6 +355,17 @@ void ViewKeeper::install(const View& v, Time now, KeeperOutput& out) {
                 v.hash(), view_.epoch(), view_.size());
   view_ = v;
   acceptor_.reset(v.epoch() + 1);
+  highest_round_seen_ = 0;  // ballot rounds count per epoch (plausible_round)
+  vouches_.reset();
+  catch_up_.reset();
+  joiner_hints_.clear();
+  catch_up_retries_ = 0;
+  if (behind_value_ && behind_value_->epoch() <= v.epoch()) behind_value_.reset();
+  if (behind_hint_ > v.epoch()) {
+    catch_up_after_ = now;  // a newer epoch was offered: go on catching up from this view
+  } else {
+    behind_hint_ = 0;
+  }
   if (round_ && round_->epoch() <= v.epoch()) round_.reset();
   pending_since_.reset();
   last_desired_.clear();

@@ -33,20 +33,32 @@ wire::ViewResponse ViewKeeper::answer(const wire::ViewRequest& req, Time now, Ke
   resp.set_generation(self_.generation);
   const uint64_t t = req.epoch();
 
+  if (req.has_query()) {
+    // A member catching up asks what this one committed (view_keeper.hpp: its answer is one report).
+    resp.set_verdict(wire::ViewResponse::COMMITTED);
+    resp.set_committed_epoch(view_.epoch());
+    if (view_.epoch() > t) to_msg(view_, resp.mutable_committed());
+    return resp;
+  }
   if (req.has_commit()) {
     if (t > view_.epoch()) {
+      // The value this member accepted for epoch t: as an acceptor (t = e + 1), or while behind.
+      const View* accepted = acceptor_.epoch() == t && acceptor_.accepted() ? &*acceptor_.accepted()
+                             : behind_value_ && behind_value_->epoch() == t ? &*behind_value_
+                                                                           : nullptr;
       if (req.commit().has_view()) {
         auto v = from_msg(req.commit().view());
         if (v && v->epoch() == t) {
-          install(*v, now, out);
+          const bool accepted_here = accepted != nullptr && *accepted == *v;
+          consider(*v, ViewSource::commit, req.from_name(), req.from_generation(), accepted_here, now, out);
         } else {
           stats_.rejected.add(wire::RejectCause::malformed);
           logger().warn("commit for epoch {} from {} carries a bad view: {}", t, req.from_name(),
                         v ? std::string("epoch mismatch") : v.error().message);
         }
-      } else if (acceptor_.epoch() == t && acceptor_.accepted() && acceptor_.accepted()->hash() == req.commit().hash()) {
-        const View accepted = *acceptor_.accepted();
-        install(accepted, now, out);
+      } else if (accepted != nullptr && accepted->hash() == req.commit().hash()) {
+        const View value = *accepted;
+        consider(value, ViewSource::commit, req.from_name(), req.from_generation(), true, now, out);
       }
     }
     resp.set_verdict(t <= view_.epoch() ? wire::ViewResponse::COMMITTED : wire::ViewResponse::NEED_FULL);
@@ -63,7 +75,9 @@ wire::ViewResponse ViewKeeper::answer(const wire::ViewRequest& req, Time now, Ke
     return resp;
   }
   if (t > view_.epoch() + 1) {
-    // We are behind (or a joiner that has not learned the view): ready, but no acceptor.
+    // We are behind (or a joiner that has not learned the view): ready, but no acceptor. A value that
+    // admits this member is kept: its COMMIT then installs it as an acceptor's would (view_keeper.hpp).
+    if (!prepare) keep_behind_value(req, now);
     resp.set_verdict(prepare ? wire::ViewResponse::PROMISE : wire::ViewResponse::ACCEPTED);
     resp.set_acceptor(false);
     return resp;
@@ -71,6 +85,14 @@ wire::ViewResponse ViewKeeper::answer(const wire::ViewRequest& req, Time now, Ke
   const ViewMember* me = view_.find(self_.name);
   resp.set_acceptor(t == 1 || (me != nullptr && me->generation == self_.generation));
   const Ballot b = from_msg(req.ballot());
+  if (!plausible_round(b.round)) {
+    refuse(ViewRefusal::ballot,
+           "a ballot of round " + std::to_string(b.round) + " from " + req.from_name() + " for epoch " +
+               std::to_string(t) + " (the highest seen is " + std::to_string(highest_round_seen_) + ")",
+           now);
+    resp.set_verdict(wire::ViewResponse::NACK);
+    return resp;
+  }
   highest_round_seen_ = std::max(highest_round_seen_, b.round);
   bool ok = false;
   if (prepare) {
@@ -107,6 +129,24 @@ wire::ViewResponse ViewKeeper::answer(const wire::ViewRequest& req, Time now, Ke
   return resp;
 }
 
+void ViewKeeper::keep_behind_value(const wire::ViewRequest& req, Time now) {
+  const uint64_t t = req.epoch();
+  if (behind_value_ && behind_value_->epoch() > t) return;  // an older round's value: the newer one stays
+  auto value = from_msg(req.accept().view());
+  if (!value || value->epoch() != t) {
+    stats_.rejected.add(wire::RejectCause::malformed);
+    return;
+  }
+  const ViewMember* me = value->find(self_.name);
+  if (me == nullptr || me->generation != self_.generation) return;  // only a value that admits this member
+  const AdmissionVerdict bounds = admit(OfferedView{view_, *value, ViewSource::answer, {}, 0, true, false});
+  if (bounds.action == Admission::refuse) {
+    refuse(*bounds.why, "an accept from " + req.from_name() + " of epoch " + std::to_string(t), now);
+    return;
+  }
+  behind_value_ = std::move(*value);
+}
+
 bool ViewKeeper::agrees_to_evict(const std::vector<std::string>& names, const std::string& proposer) {
   if (names.size() <= 1 && eviction_.agrees(names)) return true;
   if (refusal_logged_epoch_ != view_.epoch()) {
@@ -138,14 +178,15 @@ Vote ViewKeeper::vote_from(const wire::ViewResponse& resp, bool prepare_phase) c
   return v;
 }
 
-void ViewKeeper::learn_from(const wire::ViewResponse& resp, Time now, KeeperOutput& out) {
+void ViewKeeper::learn_from(const Pending& p, const wire::ViewResponse& resp, Time now, KeeperOutput& out) {
   if (!resp.has_committed() || resp.committed().epoch() <= view_.epoch()) return;
   auto v = from_msg(resp.committed());
-  if (v) {
-    install(*v, now, out);
-  } else {
+  if (!v) {
     stats_.rejected.add(wire::RejectCause::malformed);
+    return;
   }
+  vouched(p.name, p.addr, resp.generation(), *v, now, out);
+  consider(*v, ViewSource::answer, p.name, resp.generation(), false, now, out);
 }
 
 void ViewKeeper::on_response(uint64_t token, std::optional<std::span<const std::byte>> bytes, Time now,
@@ -164,8 +205,13 @@ void ViewKeeper::on_response(uint64_t token, std::optional<std::span<const std::
       stats_.rejected.add(r.error().cause);
     }
   }
-  if (resp) learn_from(*resp, now, out);
+  if (resp) learn_from(p, *resp, now, out);
 
+  if (p.query_id != 0) {
+    on_query_answer(p, now, out);
+    evaluate(now, out);
+    return;
+  }
   if (p.round_id == 0) {  // delivery of a commit
     if (p.commit_epoch == view_.epoch()) {
       if (resp && resp->verdict() == wire::ViewResponse::NEED_FULL && p.attempts + 1 < kMaxCommitAttempts) {
@@ -193,6 +239,13 @@ void ViewKeeper::on_response(uint64_t token, std::optional<std::span<const std::
       round_->record_failure(p.name);
     } else {
       Vote v = vote_from(*resp, round_->step() == RoundStep::prepare);
+      if (v.higher && !plausible_round(v.higher->round)) {
+        refuse(ViewRefusal::ballot,
+               "a nack from " + p.name + " naming round " + std::to_string(v.higher->round) + " (the highest seen is " +
+                   std::to_string(highest_round_seen_) + ")",
+               now);
+        v.higher.reset();
+      }
       if (v.higher) highest_round_seen_ = std::max(highest_round_seen_, v.higher->round);
       // A member of our view that is behind cannot vote: bring it up to date for the next round.
       if (view_.epoch() > 0 && resp->committed_epoch() < view_.epoch() && view_.find(p.name) != nullptr) {

@@ -137,6 +137,20 @@ std::optional<RestoredCheckpoint> load_local(const LoadRequest& request) {
 std::optional<RestoredCheckpoint> load_from_peer(const LoadRequest& request, const ckpt_service::TransferPeer& peer,
                                                  const std::string& holder) {
   const auto started = Clock::now();
+  ckpt_service::TransferLimits limits;
+  limits.max_stream_bytes = request.max_bytes;  // the peer's announcement is checked against it first
+  // Then the version's own description: its whole size and its first buffer (which the scattered path
+  // allocates here) within what the reports promised.
+  const auto oversized = [&](const ckpt::VersionInfo& info) -> std::optional<std::string> {
+    if (info.total_bytes > request.max_bytes) {
+      return holder + " sent a version of " + std::to_string(info.total_bytes) + " bytes; the reports promised " +
+             std::to_string(request.max_bytes);
+    }
+    if (!info.buffers.empty() && info.buffers.front().size > info.total_bytes) {
+      return holder + " sent a first buffer larger than its version";
+    }
+    return std::nullopt;
+  };
   if (request.place) {
     // Scattered: the first buffer into memory of this call, the others, once the placer has seen it,
     // straight where it says (the receiver verifies each as it arrives), so nothing is copied twice.
@@ -145,6 +159,7 @@ std::optional<RestoredCheckpoint> load_from_peer(const LoadRequest& request, con
     const auto place = [&](const ckpt::VersionInfo& info, size_t index,
                            const ckpt::VersionReceiver& receiver) -> Result<std::vector<std::span<std::byte>>> {
       if (index == 0) {
+        if (auto why = oversized(info)) return fail(*why);
         first.resize(info.buffers.front().size);
         return std::vector<std::span<std::byte>>{std::span<std::byte>(first)};
       }
@@ -176,8 +191,7 @@ std::optional<RestoredCheckpoint> load_from_peer(const LoadRequest& request, con
       }
       return rest;
     };
-    auto got = ckpt_service::fetch_version_scattered(peer, request.job, request.rank, request.step, place,
-                                                     ckpt_service::TransferLimits{});
+    auto got = ckpt_service::fetch_version_scattered(peer, request.job, request.rank, request.step, place, limits);
     if (!got) {
       logger().warn("ckpt: fetching rank {} step {} from {} failed: {}", request.rank, request.step, holder,
                     got.error().message);
@@ -189,10 +203,11 @@ std::optional<RestoredCheckpoint> load_from_peer(const LoadRequest& request, con
   auto got = ckpt_service::fetch_version(
       peer, request.job, request.rank, request.step,
       [&](const ckpt::VersionInfo& info) -> Result<std::span<std::byte>> {
+        if (auto why = oversized(info)) return fail(*why);
         data.resize(info.total_bytes);
         return std::span<std::byte>(data);
       },
-      ckpt_service::TransferLimits{});
+      limits);
   if (!got) {
     logger().warn("ckpt: fetching rank {} step {} from {} failed: {}", request.rank, request.step, holder,
                   got.error().message);

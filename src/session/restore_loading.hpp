@@ -26,6 +26,9 @@ struct LoadRequest {
   uint32_t rank = 0;  // the saved rank whose version is wanted
   uint64_t step = 0;
   const RestorePlacer* place = nullptr;  // null: load into RestoredCheckpoint::data
+  // From a peer: the most bytes the version may have, as the view's reports promised it
+  // (ckpt::promised_bytes). A peer announcing more is refused before any memory is allocated for it.
+  uint64_t max_bytes = UINT64_MAX;
 };
 
 // From this host's memory; nullopt when no intact copy is held here. Throws PlacerFailed.

@@ -179,6 +179,7 @@ bool SessionCheckpoints::wait_safe(uint64_t step, std::chrono::milliseconds time
 
 std::optional<RestoredCheckpoint> SessionCheckpoints::restore(Communicator& comm, uint32_t attempt,
                                                               comm::RendezvousStore& store,
+                                                              std::span<const ckpt::ExpectedHolder> expected,
                                                               std::optional<uint32_t> saved_rank,
                                                               const RestorePlacer* place) {
   const int world = comm.world_size();
@@ -217,6 +218,18 @@ std::optional<RestoredCheckpoint> SessionCheckpoints::restore(Communicator& comm
       ckpt::HolderReport r{m.holder(), m.addr(), {}};
       for (const auto& e : m.held()) r.held.push_back({e.rank(), e.step(), e.world(), e.bytes(), e.local()});
       reports.push_back(std::move(r));
+    }
+    // Any key holder can write any rank's report: only what the view's own member for that rank says counts.
+    if (const auto dropped = ckpt::drop_foreign_reports(reports, expected); !dropped.empty()) {
+      foreign_reports_.fetch_add(dropped.size(), std::memory_order_relaxed);
+      std::lock_guard lock(mu_);
+      if (auto held = warn_.admit("foreign", log::WarnLimiter::Clock::now())) {
+        logger().warn("ckpt: ignored the checkpoint report of rank {}{}: it names another holder or address than the "
+                      "view gives that rank (written by another key holder?); {} ignored so far{}",
+                      dropped.front(), dropped.size() > 1 ? " and " + std::to_string(dropped.size() - 1) + " more" : "",
+                      foreign_reports_.load(std::memory_order_relaxed),
+                      *held ? " (" + std::to_string(*held) + " warnings held back)" : std::string());
+      }
     }
     // 2. The same choice on every rank: by default each rank restores what its own host saved where it
     // can (reports are in rank order); with saved_rank given (on every rank), the step every saved rank
@@ -257,7 +270,9 @@ std::optional<RestoredCheckpoint> SessionCheckpoints::restore(Communicator& comm
         if (loaded) break;
         const auto& report = reports[holder];
         if (report.address == ctx_.agent_addr) continue;  // this host: load_local looked already
-        loaded = load_from_peer(request, ckpt_service::TransferPeer{report.address, ctx_.ckpt_hello}, report.holder);
+        LoadRequest bounded = request;
+        bounded.max_bytes = ckpt::promised_bytes(reports, source, choice->step, holder);
+        loaded = load_from_peer(bounded, ckpt_service::TransferPeer{report.address, ctx_.ckpt_hello}, report.holder);
       }
     } catch (const PlacerFailed& e) {
       placer_failed = e.what();

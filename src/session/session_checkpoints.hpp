@@ -4,17 +4,21 @@
 // from this host's memory or fetch it from a peer's agent.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "ckpt_service/service.hpp"
+#include "base/warn_limiter.hpp"
 #include "ckpt_shm/rank_store.hpp"
+#include "ckpt_shm/report_check.hpp"
 #include "comm_wrap/rendezvous_store.hpp"
 #include "net/stream_hello.hpp"
 #include "shoal/checkpoint.hpp"
@@ -43,10 +47,15 @@ class SessionCheckpoints {
                                              const std::vector<CheckpointBuffer>& buffers);
   // Session::prepare_save: readies the memory of the rank's next save of `buffers`.
   void prepare(uint32_t rank, uint32_t world, const std::vector<CheckpointBuffer>& buffers);
-  // `store` is the rendezvous store of comm's epoch, scoped to comm's attempt within it.
-  // With `place`, the buffers go where it says (Session::restore_into), else into the result's bytes.
+  // `store` is the rendezvous store of comm's epoch, scoped to comm's attempt within it; `expected[r]` is
+  // the member comm's view gives rank r and its agent's address: a report of rank r naming anyone else is
+  // ignored (ckpt::drop_foreign_reports). With `place`, the buffers go where it says
+  // (Session::restore_into), else into the result's bytes.
   std::optional<RestoredCheckpoint> restore(Communicator& comm, uint32_t attempt, comm::RendezvousStore& store,
+                                            std::span<const ckpt::ExpectedHolder> expected,
                                             std::optional<uint32_t> saved_rank, const RestorePlacer* place = nullptr);
+  // Reports ignored because they named another holder or address than the view gives their rank.
+  uint64_t foreign_reports() const { return foreign_reports_.load(std::memory_order_relaxed); }
   // Session::wait_checkpoint_safe for every rank this process saved as.
   bool wait_safe(uint64_t step, std::chrono::milliseconds timeout);
   // A view was committed: with store_by_lineage, the first one names the segments (as the agent's
@@ -68,6 +77,8 @@ class SessionCheckpoints {
       std::make_shared<std::map<uint32_t, uint64_t>>();
   // (epoch, attempt) -> restores begun on that communicator: makes rendezvous keys unique.
   std::map<std::pair<uint64_t, uint32_t>, uint64_t> restores_;
+  std::atomic<uint64_t> foreign_reports_{0};
+  log::WarnLimiter warn_{std::chrono::seconds(60)};  // under mu_
 };
 
 }  // namespace shoal::session

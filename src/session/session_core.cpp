@@ -201,7 +201,14 @@ std::optional<RestoredCheckpoint> SessionCore::restore_with(Communicator& comm, 
   const auto [view, attempt] = view_of(comm, "restore");
   NetworkRendezvousStore epoch_store(store_options(view));
   comm::ScopedRendezvousStore store(epoch_store, scope(attempt));
-  return checkpoints_->restore(comm, attempt, store, saved_rank, place);
+  // Rank r's report must come from the member the view gives rank r, naming that member's agent.
+  std::vector<ckpt::ExpectedHolder> expected;
+  const ranks::RankTable table(view);
+  for (const auto& r : table.ranks()) {
+    const membership::ViewMember* m = view.find(r.member);
+    expected.push_back({r.member, m != nullptr ? m->addr : std::string()});
+  }
+  return checkpoints_->restore(comm, attempt, store, expected, saved_rank, place);
 }
 
 NetworkRendezvousStore::Options SessionCore::store_options(const membership::View& view) {

@@ -246,6 +246,38 @@ TEST_CASE("a header claiming a huge prefix is refused from its 256 bytes, before
   CHECK(r.next().empty());
 }
 
+TEST_CASE("a receiver bounded by the announced stream refuses a longer prefix or version before allocating it") {
+  const Source src;
+  const auto stream = src.stream();
+  const uint64_t prefix = src.plan.offsets.front();  // the data starts after the prefix
+  {
+    // The stream's own length: received whole.
+    VersionReceiver r(stream.size());
+    Segment dest(src.plan.total_bytes);
+    CHECK(feed(r, stream, dest.bytes, 11, 1000).complete);
+  }
+  {
+    // Announced shorter than the prefix the header names: refused from the header alone.
+    VersionReceiver r(prefix - 1);
+    Segment dest(src.plan.total_bytes);
+    const auto out = feed(r, stream, dest.bytes, 12, 1000);
+    REQUIRE(out.refused.has_value());
+    CHECK(out.refused->cause == LayoutCause::malformed);
+    CHECK(out.fed == kHeaderBytes);
+    CHECK_FALSE(out.attached);
+  }
+  {
+    // Longer than the prefix, shorter than the version the prefix describes: refused before any destination.
+    VersionReceiver r(stream.size() - 1);
+    Segment dest(src.plan.total_bytes);
+    const auto out = feed(r, stream, dest.bytes, 13, 1000);
+    REQUIRE(out.refused.has_value());
+    CHECK(out.refused->cause == LayoutCause::malformed);
+    CHECK(out.fed <= prefix);
+    CHECK_FALSE(out.attached);
+  }
+}
+
 TEST_CASE("a truncated stream leaves the destination unsealed") {
   const Source src;
   const auto stream = src.stream();

@@ -72,7 +72,7 @@ TEST_CASE("a local trainer's report is served to the agent's user, its group and
     const auto reply = h.dispatch("health-report 1", Caller{kNobody, kNobody, 42, true});
     const auto error = shoal::control::parse_reply<shoal::control::ErrorReply>(reply);
     REQUIRE(error.ok());
-    CHECK(error->error.find("local trainer's report") != std::string::npos);
+    CHECK(error->error.find("changes state or costs the cluster work") != std::string::npos);
     CHECK(error->error.find("uid 65534 (pid 42)") != std::string::npos);
     CHECK(h.refused() == 1);
   }

@@ -190,6 +190,37 @@ TEST_CASE("a committed version is replicated to the peer and fetched back byte-i
   }
 }
 
+TEST_CASE("a fetch of a version larger than the reports promised is refused before its memory is allocated") {
+  Pair p;
+  save(p.job.name(), p.a.store(), 12);  // about 3 MiB
+  // A peer's announcement is believed only up to what the restore's reports promised for the version.
+  bool allocated = false;
+  shoal::ckpt_service::TransferLimits limits;
+  limits.max_stream_bytes = 1u << 20;
+  const auto got = shoal::ckpt_service::fetch_version(
+      p.a.peer(), p.job.name(), 0, 12,
+      [&](const shoal::ckpt::VersionInfo&) -> shoal::Result<std::span<std::byte>> {
+        allocated = true;
+        return shoal::fail(std::string("never asked"));
+      },
+      limits);
+  REQUIRE_FALSE(got);
+  CHECK(got.error().message.find("refused before reading it") != std::string::npos);
+  CHECK_FALSE(allocated);
+  // Within the promise, the same version comes whole.
+  limits.max_stream_bytes = 4u << 20;
+  std::vector<std::byte> out;
+  const auto whole = shoal::ckpt_service::fetch_version(
+      p.a.peer(), p.job.name(), 0, 12,
+      [&](const shoal::ckpt::VersionInfo& info) -> shoal::Result<std::span<std::byte>> {
+        out.assign(info.total_bytes, std::byte{0});
+        return std::span<std::byte>(out);
+      },
+      limits);
+  REQUIRE_MESSAGE(whole, whole.error().message);
+  CHECK(whole->id.step == 12);
+}
+
 TEST_CASE("a newer save of a rank is replicated after an older one, and unknown versions are refused clearly") {
   Pair p;
   (void)save(p.job.name(), p.a.store(), 10);

@@ -1,8 +1,10 @@
 // Whose slots an agent trusts: under the systemd unit the agent runs as root and trainers as their own
-// users. A slot written by another user is refused as foreign until a trainer of that user reports a
-// sealed version on the control socket; the kernel's peer credentials (SO_PEERCRED) then name the user
-// whose slots the agent reads. Needs root (a child becomes user nobody).
+// users. A slot written by another user is refused as foreign until a trainer of that user, in the agent's
+// group, reports a sealed version on the control socket; the kernel's peer credentials (SO_PEERCRED) then
+// name the user whose slots the agent reads. A user outside the agent's group is refused that report (it
+// would make itself the slots' trusted writer). Needs root (a child becomes user nobody).
 #include <doctest/doctest.h>
+#include <grp.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,13 +25,14 @@ namespace {
 
 constexpr uid_t kNobody = 65534;
 
-// In a child that becomes user nobody: seals `rank`'s version of `step` in `store`, then (when `notify`)
-// tells the agent over the control socket at `control`. The exit status says which part failed.
+// In a child that becomes user nobody of group `group`: seals `rank`'s version of `step` in `store`, then
+// (when `notify`) tells the agent over the control socket at `control`. The exit status says which part
+// failed; 14: the agent refused the report.
 int as_nobody(const std::string& job, const std::string& store, uint32_t rank, uint64_t step, const std::string& control,
-              bool notify) {
+              bool notify, gid_t group) {
   const pid_t child = ::fork();
   if (child == 0) {
-    if (::setgid(kNobody) != 0 || ::setuid(kNobody) != 0) ::_exit(10);
+    if (::setgroups(0, nullptr) != 0 || ::setgid(group) != 0 || ::setuid(kNobody) != 0) ::_exit(10);
     auto rs = shoal::ckpt::RankStore::open({.job = job, .rank = rank, .world = 2, .store = store});
     if (!rs) ::_exit(11);
     const std::vector<shoal::ckpt::BufferSpec> specs = {{"params", 4096}};
@@ -37,7 +40,8 @@ int as_nobody(const std::string& job, const std::string& store, uint32_t rank, u
     if (notify) {
       const auto r = shoal::control::control_request(control, "ckpt-committed " + std::to_string(rank) + " " +
                                                                   std::to_string(step));
-      if (!r || r->find("error") != std::string::npos) ::_exit(13);
+      if (!r) ::_exit(13);
+      if (r->find("error") != std::string::npos) ::_exit(14);
     }
     ::_exit(0);
   }
@@ -81,13 +85,19 @@ TEST_CASE("a slot written by another user is trusted once a trainer of that user
   };
 
   // Written by nobody, unreported: refused as another user's, never read.
-  CHECK(as_nobody(job.name(), cfg.ckpt.store, 0, 5, cfg.control_path, false) == 0);
+  CHECK(as_nobody(job.name(), cfg.ckpt.store, 0, 5, cfg.control_path, false, kNobody) == 0);
   CHECK(refused_slots() >= 1);
   CHECK_FALSE(version_of(5));
 
-  // A trainer running as nobody reports its next version: the kernel names nobody, and its slots count.
-  CHECK(as_nobody(job.name(), cfg.ckpt.store, 0, 6, cfg.control_path, true) == 0);
-  CHECK(eventually([&] { return version_of(6); }, 5s));
+  // Reported by nobody outside the agent's group: refused, and its slots stay another user's.
+  CHECK(as_nobody(job.name(), cfg.ckpt.store, 0, 6, cfg.control_path, true, kNobody) == 14);
+  CHECK(agent.checkpoints().owners().slots.uid != kNobody);
+  CHECK_FALSE(version_of(6));
+
+  // A trainer running as nobody in the agent's group (root's, here) reports its next version: the kernel
+  // names nobody, and its slots count.
+  CHECK(as_nobody(job.name(), cfg.ckpt.store, 0, 7, cfg.control_path, true, ::getegid()) == 0);
+  CHECK(eventually([&] { return version_of(7); }, 5s));
   CHECK(refused_slots() == 0);
 
   agent.stop_now();

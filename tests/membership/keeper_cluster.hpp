@@ -65,6 +65,14 @@ class KeeperCluster {
     nodes_[i]->on_verdict(epoch, named, step, now_, out);
     absorb(i, out);
   }
+  // A request that no keeper of the cluster sent (a forger's) delivered to node i now; its answer is returned
+  // and whatever node i sends in turn travels like any other request.
+  std::vector<std::byte> inject(size_t i, const wire::ViewRequest& req) {
+    KeeperOutput out;
+    auto resp = nodes_[i]->on_request(encode(req), now_, out);
+    absorb(i, out);
+    return resp;
+  }
   void crash(size_t i) { up_[i] = false; }
   void cut(size_t a, size_t b) { cut_.insert({a, b}), cut_.insert({b, a}); }
   void heal() { cut_.clear(); }

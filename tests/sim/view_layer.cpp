@@ -125,7 +125,11 @@ void ViewLayer::perform(membership::KeeperOutput& kout, gossip::Time now, gossip
 LayerFactory ViewKeepers::factory() {
   return [this](uint32_t member, const gossip::Identity& self, uint64_t seed) {
     std::vector<std::unique_ptr<Layer>> layers;
-    layers.push_back(std::make_unique<ViewLayer>(member, cfg_, self, seed, observers_, track_accepts_, coalesce_));
+    if (const auto it = makers_.find(member); it != makers_.end()) {
+      layers.push_back(it->second(member, cfg_, self, seed, observers_, track_accepts_, coalesce_));
+    } else {
+      layers.push_back(std::make_unique<ViewLayer>(member, cfg_, self, seed, observers_, track_accepts_, coalesce_));
+    }
     return layers;
   };
 }

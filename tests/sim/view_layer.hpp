@@ -9,6 +9,7 @@
 #include <utility>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -94,6 +95,12 @@ class ViewLayer : public Layer {
 // one Config, and the observers of all of them.
 class ViewKeepers {
  public:
+  // Builds one member's layer in place of a plain ViewLayer (a forging key holder, for instance); takes
+  // what the ViewLayer constructor takes.
+  using Maker = std::function<std::unique_ptr<ViewLayer>(
+      uint32_t member, const membership::Config& cfg, const gossip::Identity& self, uint64_t seed,
+      const std::vector<ViewObserver*>& observers, bool track_accepts, gossip::Time coalesce)>;
+
   explicit ViewKeepers(membership::Config cfg) : cfg_(std::move(cfg)) {}
   ViewKeepers(const ViewKeepers&) = delete;
   ViewKeepers& operator=(const ViewKeepers&) = delete;
@@ -109,6 +116,8 @@ class ViewKeepers {
   // of up to this much extra latency.
   void coalesce(gossip::Time t) { coalesce_ = t; }
   const membership::Config& config() const { return cfg_; }
+  // Member `member` gets maker's layer at every (re)start.
+  void replace(uint32_t member, Maker maker) { makers_[member] = std::move(maker); }
 
   // The keeper of a running or paused member; null otherwise.
   static ViewLayer* of(Cluster& c, uint32_t m);
@@ -118,6 +127,7 @@ class ViewKeepers {
   std::vector<ViewObserver*> observers_;
   bool track_accepts_ = false;
   gossip::Time coalesce_{0};
+  std::map<uint32_t, Maker> makers_;
 };
 
 }  // namespace shoal::sim

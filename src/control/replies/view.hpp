@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,8 @@ struct ViewReply {
   std::vector<ViewMemberRow> members;
   std::vector<RankRow> ranks;
   std::vector<std::string> evicted;  // members of the previous view this one removed as stragglers (under the hash)
+  // Views and ballots from peers this agent refused, by cause (membership::ViewRefusal); absent from older agents.
+  std::map<std::string, uint64_t> refused;
   bool operator==(const ViewReply&) const = default;
 };
 

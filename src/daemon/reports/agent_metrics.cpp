@@ -3,6 +3,7 @@
 
 #include "ckpt_shm/persist_trust.hpp"
 #include "ckpt_shm/segment_trust.hpp"
+#include "control/server.hpp"
 #include "daemon/agent.hpp"
 #include "daemon/gossip_runtime.hpp"
 #include "daemon/membership_runtime.hpp"
@@ -38,9 +39,25 @@ std::string Agent::metrics_text() const {
   m.gauge("shoal_cluster_keyed", "1 when this agent runs with a cluster key, 0 when it runs open (--insecure)",
           seal_ && seal_->keyed() ? 1 : 0);
   m.counter("shoal_control_refused_total",
-            "control requests refused because the caller may not send them (view-force from another user)",
+            "control requests refused because the caller may not send them (view-force from another user; "
+            "ckpt-committed, peer-lost, health-report or check from outside the agent's user and group)",
             static_cast<double>(control_handlers_.refused()));
+  m.counter("shoal_control_connections_refused_total",
+            "control connections refused because the socket serves that many at once already (another user's share "
+            "is three quarters of them)",
+            static_cast<double>(control_server_ ? control_server_->refused_connections() : 0));
   m.gauge("shoal_view_members", "members of the newest committed view", static_cast<double>(keeper.view().size()));
+  for (size_t i = 0; i < membership::kViewRefusals; ++i) {
+    const auto cause = static_cast<membership::ViewRefusal>(i);
+    m.counter("shoal_view_refused_total",
+              "views and ballots from peers refused, by cause: epoch_overflow (2^64-1), epoch_jump (2^32 ahead), "
+              "outsider (a COMMIT from outside both views), unconfirmed (rounds asking the members of this member's "
+              "view that confirmed nothing: a forgery, or a change still spreading), ballot (a round far beyond any "
+              "seen)",
+              static_cast<double>(keeper.stats().refused[i]), {{"cause", std::string(membership::name(cause))}});
+  }
+  m.counter("shoal_view_catch_ups_total", "newer views installed once members of this member's view confirmed them",
+            static_cast<double>(keeper.stats().catch_ups));
   m.gauge("shoal_view_in_view", "1 when this member is in the committed view", status.in_view ? 1 : 0);
   m.gauge("shoal_view_stable", "1 when the committed view matches the live members",
           status.phase == membership::KeeperPhase::stable ? 1 : 0);
