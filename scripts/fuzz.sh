@@ -64,7 +64,7 @@ declare -A sources=(
   [fuzz_json]="$replies src/control/handlers.cpp src/base/log.cpp"
   [fuzz_key_text]="src/wire/cluster_key.cpp"
   [fuzz_swim]="$gossip src/wire/packet.cpp src/wire/reject.cpp $proto/envelope.pb.cc"
-  [fuzz_manifest]="src/ckpt_shm/persist_files.cpp src/ckpt_shm/persist_io.cpp src/ckpt_shm/version_layout.cpp
+  [fuzz_manifest]="src/ckpt_shm/persist_files.cpp src/ckpt_shm/persist_io.cpp src/ckpt_shm/persist_trust.cpp src/ckpt_shm/version_layout.cpp
     src/ckpt_shm/checksum.cpp src/ckpt_shm/shm_segment.cpp src/ckpt_shm/segment_trust.cpp src/ckpt_shm/device/absent_copy.cpp
     src/base/log.cpp"
   [fuzz_rendezvous_request]="src/comm_wrap/stores/rendezvous_table.cpp $proto/rendezvous.pb.cc"
@@ -74,7 +74,7 @@ declare -A sources=(
   [make_corpus]="tests/fuzz/corpus_stream_seeds.cpp src/wire/packet.cpp src/wire/reject.cpp src/wire/frame.cpp src/wire/sealed_packet.cpp
     src/wire/stream_handshake.cpp src/wire/cluster_key.cpp src/wire/replay_guard.cpp src/net/stream_hello.cpp src/membership/view_codec.cpp
     src/membership/view.cpp src/ckpt_shm/version_layout.cpp src/ckpt_shm/checksum.cpp src/ckpt_shm/shm_segment.cpp src/ckpt_shm/segment_trust.cpp
-    src/ckpt_shm/device/absent_copy.cpp src/ckpt_shm/persist_files.cpp src/ckpt_shm/persist_io.cpp
+    src/ckpt_shm/device/absent_copy.cpp src/ckpt_shm/persist_files.cpp src/ckpt_shm/persist_io.cpp src/ckpt_shm/persist_trust.cpp
     $proto/envelope.pb.cc $proto/membership.pb.cc $proto/rendezvous.pb.cc $gossip $replies"
 )
 declare -A libs=(

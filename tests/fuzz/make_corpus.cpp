@@ -247,7 +247,8 @@ void control_text() {
                           true,
                           {{"node-a", "ha", "10.0.0.1:7946", 1, 1, 5}, {"node-b", "hb", "10.0.0.2:7946", 1, 2, 6}},
                           {{0, 0, 0, "node-a", 0}, {1, 0, 1, "node-b", 0}},
-                          {}};
+                          {},
+                          {{"oversized", 1}}};
   save("fuzz_json", "view.json", control::write_reply(view));
   save("fuzz_json", "session-wait.json",
        control::write_reply(control::SessionWaitReply{4, 3, "member node-c is dead", 1, view, 0}));
@@ -266,7 +267,7 @@ void control_text() {
   ls.held.push_back({"/shoal.j.r0.a", "local", 4096, "(a trainer on this host)",
                      control::HeldVersion{"j", 0, 12, 2, 3000, 2}, true, std::nullopt});
   ls.held.push_back({"/shoal.j.r1.b", "replica", 4096, std::nullopt, std::nullopt, std::nullopt, "not sealed"});
-  ls.persist = control::PersistSection{"/ckpt/j", {{0, 12, 2, 3000, "/ckpt/j/r0.s12.shoalckpt"}}, {}};
+  ls.persist = control::PersistSection{"/ckpt/j", {{0, 12, 2, 3000, "/ckpt/j/r0.s12.shoalckpt"}}, {}, {}};
   save("fuzz_json", "ckpt-ls.json", control::write_reply(ls));
   save("fuzz_json", "force.json", control::write_reply(control::ForceReply{false, "no live majority", 3}));
   save("fuzz_json", "error.json", control::write_reply(control::ErrorReply{"unknown request 'x'", {"members"}}));
