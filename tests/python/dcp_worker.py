@@ -11,6 +11,7 @@ Tasks:
 - load: (another world, same job and host names) a fresh model loads the newest step; prints the full
   parameters, or the error.
 Prints JSON lines."""
+import os
 import sys
 import traceback
 
@@ -109,12 +110,14 @@ def load(session, rank, world):
     import torch.distributed.checkpoint as dcp
     from shoal.torch.dcp import ShoalStorageReader
     model, opt = build(world, 1)
+    before = full(model)
     state = state_of(model, opt, 0)
     reader = ShoalStorageReader(session)
     try:
         dcp.load(state, storage_reader=reader)
     except BaseException as e:  # noqa: BLE001 (DCP raises CheckpointException, a BaseException; the test reads it)
-        return {"error": "%s: %s" % (type(e).__name__, e)}
+        return {"error": "%s: %s" % (type(e).__name__, e),
+                "untouched": all(torch.equal(a, b) for a, b in zip(before, full(model)))}
     restore(model, opt, state)
     return {"params": [p.reshape(-1).tolist() for p in full(model)], "step": reader.loaded_step,
             "progress": state["progress"]}
@@ -130,6 +133,10 @@ def main():
         result = {"crash": traceback.format_exc()[-4000:]}
     emit(event=task, rank=rank, **result)
     dist.barrier()
+    if task == "save":
+        # Gone as a killed host is: its versions stay in /dev/shm (a graceful leave removes them) for the next
+        # world of the same job and host names to load.
+        os._exit(0)
     dist.destroy_process_group()
     session.leave()
 
