@@ -2,7 +2,7 @@
 process group (an embedded session per rank, on loopback), saved with dcp.save into shoal's memory
 (ShoalStorageWriter) and loaded with dcp.load (ShoalStorageReader).
 
-    dcp_worker.py TASK RANK WORLD PORT0 JOB
+    dcp_worker.py TASK RANK WORLD PORT0 JOB [HOSTS]     (HOSTS: the ranks' host names, h0,h1,... by default)
 
 Tasks:
 - same: train 3 steps, save step 3, train 2 more (the reference); a fresh model of other values loads step 3
@@ -18,7 +18,20 @@ import traceback
 import torch
 import torch.distributed as dist
 
-from pg_worker import emit, setup
+from pg_worker import emit
+
+
+def setup(rank, world, port0, job, host):
+    """An embedded agent named `host` on loopback port PORT0 + rank, and the shoal process group."""
+    import shoal
+    import shoal.torch
+    seeds = [] if rank == 0 else ["127.0.0.1:%d" % port0]
+    session = shoal.Session.start(insecure=True, name=host, host=host, bind="127.0.0.1:%d" % (port0 + rank),
+                                  seeds=seeds, cluster=job, job=job, min_hosts=world, control_path="none",
+                                  log_spec="warn")
+    shoal.torch.init_process_group(session)
+    assert dist.get_rank() == rank and dist.get_world_size() == world, (dist.get_rank(), rank)
+    return session
 
 
 def build(world, seed):
@@ -125,8 +138,9 @@ def load(session, rank, world):
 
 def main():
     task, rank, world, port0, job = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+    hosts = sys.argv[6].split(",") if len(sys.argv) > 6 else ["h%d" % r for r in range(world)]
     torch.set_num_threads(1)
-    session = setup("shoal", rank, world, port0, job)
+    session = setup(rank, world, port0, job, hosts[rank])
     try:
         result = {"same": same_world, "save": save, "load": load}[task](session, rank, world)
     except Exception:  # noqa: BLE001

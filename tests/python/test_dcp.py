@@ -23,13 +23,15 @@ _Failed = BaseException
 WORKER = os.path.join(HERE, "dcp_worker.py")
 
 
-def run_world(task, world, job, timeout=120):
-    """Runs `world` ranks of dcp_worker.py; each rank's one result line, after all exited 0."""
+def run_world(task, world, job, hosts=None, timeout=120):
+    """Runs `world` ranks of dcp_worker.py (on hosts h0, h1, ... or those named); each rank's one result line,
+    after all exited 0."""
     port0 = free_ports(world + 1)[0]
+    hosts = hosts or ["h%d" % r for r in range(world)]
     procs = []
     try:
         for r in range(world):
-            procs.append(subprocess.Popen([PYTHON, WORKER, task, str(r), str(world), str(port0), job],
+            procs.append(subprocess.Popen([PYTHON, WORKER, task, str(r), str(world), str(port0), job, ",".join(hosts)],
                                           env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE))
         rows = []
         for r, p in enumerate(procs):
@@ -57,6 +59,19 @@ def test_fsdp2_state_saved_with_dcp_loads_back_bit_exact_on_the_same_world(job):
         assert d["step"] == 3 and d["source"] == "local", d
         assert d["moved"] and d["params_equal"] and d["optim_equal"], d
         assert d["progress"] == {"epoch": 7, "name": "run-a"}, d
+
+
+def test_the_coordinators_host_lost_the_survivor_and_a_newcomer_load_from_replicas(job):
+    """2 ranks save and are killed; a world of 2 without h0 (rank 0's host, DCP's coordinator) loads: h1, now
+    rank 0, reads saved rank 0's version from the replica it holds, the newcomer h2 fetches saved rank 1's from
+    h1; DCP's metadata comes from any version. The full parameters are the saved ones."""
+    saved = run_world("save", 2, job)
+    assert all(d["safe"] for d in saved), saved
+    loaded = run_world("load", 2, job, hosts=["h1", "h2"])
+    for d in loaded:
+        assert "error" not in d, d["error"]
+        assert d["step"] == 3 and d["params"] == saved[0]["params"], d
+        assert d["progress"] == {"epoch": 7, "name": "run-a"}
 
 
 def _has_ranged_reads():

@@ -11,8 +11,8 @@ item's name, chunk and properties, and which saved rank's buffer holds it), then
 tensor's bytes copied straight from its memory (row-major), a non-tensor item's serialized bytes. Every
 version holding the whole table, DCP's Metadata survives the loss of any host.
 
-Loading on the world that saved (same size): each rank reads its own version from its host's memory (a
-peer's replica when its host was replaced), straight into the caller's tensors where a read item is a whole
+Loading on the world that saved (same size): each rank reads the version of its own saved rank, from its
+host's memory (a peer's replica when its host was replaced or the ranks were renumbered), straight into the caller's tensors where a read item is a whole
 chunk; items DCP placed on another rank's version (replicated tensors and values, which DCP's planner saves
 once) are broadcast by that rank, which holds them, over the DCP process group. On another world, each rank
 reads exactly the byte ranges its read items need from the saved ranks' versions (dcp_cross_world). A
@@ -366,9 +366,12 @@ class ShoalStorageReader(StorageReader):
         temp: Dict[str, torch.Tensor] = {}
 
         def place(layout):
-            if layout.step != step:  # another step than the metadata's: this load goes on to older ones
+            if layout.step > step:  # newer than the metadata's: this load goes on to older ones
                 raise shoal.VersionRefused("step %d is not step %s, whose metadata this load planned with"
                                            % (layout.step, step))
+            if layout.step < step:
+                raise ValueError("step %d is not complete for every saved rank (the newest that is: step %d)"
+                                 % (step, layout.step))
             if layout.saved_rank != rank:
                 raise ValueError("step %d: this rank %d was given the version of saved rank %d"
                                  % (step, rank, layout.saved_rank))
@@ -387,10 +390,12 @@ class ShoalStorageReader(StorageReader):
                     out.append(None)
             return out
 
+        # saved_rank: this rank's own saved rank on every rank, at the newest step every saved rank completed --
+        # from this host's memory when it saved (or holds a replica of) that rank, else from a peer that holds it.
         with self._source.lock():
-            restored = self.session.restore_into(comm, place)
+            restored = self.session.restore_into(comm, place, rank)
         if restored is None:
-            raise FileNotFoundError("step %s is no longer complete in shoal's memory" % step)
+            raise FileNotFoundError("step %s is no longer complete in shoal's memory for every saved rank" % step)
         missing = sorted(wanted - set(direct) - set(temp))
         if missing:
             raise ValueError("step %d of rank %d lacks buffers %s its table names" % (step, rank, missing[:4]))
