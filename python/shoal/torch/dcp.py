@@ -25,9 +25,14 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 import torch.distributed as dist
-from torch.distributed.checkpoint.metadata import Metadata, StorageMeta
-from torch.distributed.checkpoint.planner import LoadItemType, LoadPlan, LoadPlanner, SavePlan, SavePlanner
-from torch.distributed.checkpoint.storage import StorageReader, StorageWriter, WriteResult
+
+try:
+    from torch.distributed.checkpoint.metadata import Metadata, StorageMeta
+    from torch.distributed.checkpoint.planner import LoadItemType, LoadPlan, LoadPlanner, SavePlan, SavePlanner
+    from torch.distributed.checkpoint.storage import StorageReader, StorageWriter, WriteResult
+except ImportError as e:  # torch 1.x: DCP's storage interface of 2.x is missing
+    raise ImportError("shoal.torch.dcp needs the torch.distributed.checkpoint of torch 2.x; this is torch %s (%s)"
+                      % (torch.__version__, e)) from e
 from torch.futures import Future
 
 import shoal
