@@ -140,6 +140,10 @@ def save_worker(rank, world, port0, job, total_bytes, tensors, runs, directory, 
             else:
                 path = os.path.join(directory, "step-%d" % (run + 1))
                 took = timed(lambda: dcp.save(state, storage_writer=dcp.FileSystemWriter(path)))
+                if rank == 0:  # keep only the newest directory, as shoal keeps two versions: /dev/shm stays bounded
+                    for old in os.listdir(directory):
+                        if old != os.path.basename(path):
+                            shutil.rmtree(os.path.join(directory, old), ignore_errors=True)
             print(json.dumps({"rank": rank, "run": run, "system": system, "save_s": took, "bytes": nbytes}),
                   flush=True)
     session.wait_checkpoint_safe(runs + WARMUP, 60.0)
