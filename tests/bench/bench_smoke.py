@@ -149,6 +149,18 @@ SMOKES = {
         Lines({"bench": "torch_ddp", "ddp_step_vs_gloo": None}, ("torch", "world", "params", "gloo_step_ms",
                                                                  "shoal_step_ms", "ddp_step_vs_gloo")),
     ], needs=("torch", "python")),
+    # Runs its ranks under a torch 2.x interpreter (this one's, else the build's -Dtest_pythons); with none, and
+    # until Session.read_ranges exists for the load onto another world, it prints those figures null with a reason.
+    "shard": Smoke(["{python}", "{bench}/shard_bench.py", "--build", "{build}", "--bytes", "8M", "--tensors", "2",
+                    "--world", "2", "--load-world", "3", "--runs", "1"], [
+        Lines({"bench": "shard", "reshard_vs_tcp_reason": None}, (
+            "torch", "bytes", "world", "load_world", "dcp_save_shoal_s", "dcp_save_filesystem_s",
+            "dcp_save_vs_filesystem", "dcp_load_reshard_shoal_s", "dcp_load_reshard_filesystem_s",
+            "dcp_load_reshard_vs_filesystem", "reshard_vs_tcp"),
+              nullable=("bytes", "dcp_save_shoal_s", "dcp_save_filesystem_s", "dcp_save_vs_filesystem",
+                        "dcp_load_reshard_shoal_s", "dcp_load_reshard_filesystem_s", "dcp_load_reshard_vs_filesystem",
+                        "reshard_vs_tcp")),
+    ], needs=("python", "torch")),
     "torch_elastic": Smoke(["{python}", "{bench}/torch_elastic_bench.py", "--build", "{build}", "--system", "all",
                             "--hosts", "3", "--kills", "1", "--torchrun-launch-only"], [
         Lines({"system": "elastic", "result": "kill"}, ("kill_to_step_ms", "join_to_step_ms", "rebuild_ms")),

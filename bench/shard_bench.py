@@ -1,0 +1,300 @@
+#!/usr/bin/python3
+"""dcp.save into shoal's memory against dcp.save with DCP's own FileSystemWriter into /dev/shm, and dcp.load
+onto another world from each, in one run (issue 38's DCP targets).
+
+A sharded state of --bytes (float32 DTensors, Shard(0) over a 1-D mesh of --world ranks; --tensors of them)
+on --world processes on loopback, each with an embedded shoal agent and shoal.torch.init_process_group().
+Each round saves the same state both ways (shoal first or second, alternating), untimed twice first (shoal's
+first save into each of its two versions and the filesystem's first files fault their memory in), then --runs
+timed rounds; a
+save's time is the slowest rank's wall time of dcp.save, which includes DCP's planning collectives (shoal's
+replication of a version to a peer, in the background, is waited for after each round, untimed). Then a
+world of --load-world ranks (the same job and host names, one more or fewer) loads the newest step with
+dcp.load from the directory (FileSystemReader) and, where this build of shoal reads ranges of other ranks'
+versions (Session.read_ranges), from shoal's memory, resharded by DCP's planner.
+
+JSON lines: one per round and system, then the summary:
+  {"bench": "shard", "torch": V, "bytes": B, "world": N, "load_world": M, "runs": R,
+   "dcp_save_shoal_s": S, "dcp_save_filesystem_s": F, "dcp_save_vs_filesystem": F/S,
+   "dcp_load_reshard_shoal_s": L or null, "dcp_load_reshard_filesystem_s": G,
+   "dcp_load_reshard_vs_filesystem": G/L or null, "dcp_load_reshard_reason": why null,
+   "reshard_vs_tcp": null, "reshard_vs_tcp_reason": ...}
+Figures are medians over rounds; *_vs_filesystem is how many times faster shoal is (issue 38: >= 5 for the
+save, >= 3 for the load).
+
+usage: shard_bench.py [--bytes 256M] [--tensors 8] [--world 2] [--load-world 3] [--runs 5] [--build DIR]
+                      [--python PATH]
+--python: the interpreter the ranks run (torch 2.x); default this one, or else the build's -Dtest_pythons.
+"""
+import argparse
+import json
+import math
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.abspath(__file__)
+REPO = os.path.dirname(os.path.dirname(HERE))
+# Untimed rounds first: shoal keeps two versions per rank, each faulted in by its first save; the filesystem's
+# page cache likewise.
+WARMUP = 2
+RESHARD_VS_TCP_REASON = ("measured by the reshard restore benchmark of Checkpointer (issue 38 item 3), not by DCP's "
+                         "storage: not filled in yet")
+
+
+def log(msg):
+    print("[%s] %s" % (time.strftime("%H:%M:%S"), msg), file=sys.stderr, flush=True)
+
+
+def parse_bytes(text):
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(text[:-1]) * units[text[-1].upper()] if text[-1].upper() in units else int(text)
+
+
+def free_port_block(n):
+    for _ in range(100):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            base = s.getsockname()[1]
+        if base + n >= 65000:
+            continue
+        ok = True
+        for p in range(base, base + n):
+            for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+                with socket.socket(socket.AF_INET, kind) as s:
+                    try:
+                        s.bind(("127.0.0.1", p))
+                    except OSError:
+                        ok = False
+        if ok:
+            return base
+    raise RuntimeError("no free ports")
+
+
+# --- one rank ---
+
+def rank_setup(rank, world, port0, job):
+    import torch
+    import shoal
+    import shoal.torch
+    torch.set_num_threads(1)
+    session = shoal.Session.start(insecure=True, name="h%d" % rank, host="h%d" % rank,
+                                  bind="127.0.0.1:%d" % (port0 + rank),
+                                  seeds=[] if rank == 0 else ["127.0.0.1:%d" % port0], cluster=job, job=job,
+                                  min_hosts=world, control_path="none", log_spec="warn")
+    shoal.torch.init_process_group(session)
+    return session
+
+
+def sharded_state(world, total_bytes, tensors, fill, unit):
+    """{"t<i>": DTensor} of float32 rows sharded evenly over `world` ranks (rows a multiple of `unit`, which
+    both worlds divide)."""
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import DTensor, Shard
+    mesh = init_device_mesh("cpu", (world,))
+    cols = 1024
+    rows = max(unit, (total_bytes // (4 * cols * tensors)) // unit * unit)
+    rank = dist.get_rank()
+    per = rows // world
+    state = {}
+    for i in range(tensors):
+        if fill:
+            local = torch.randn(per, cols, generator=torch.Generator().manual_seed(1000 * i + rank))
+        else:
+            local = torch.zeros(per, cols)
+        state["t%d" % i] = DTensor.from_local(local, mesh, [Shard(0)], run_check=False, shape=(rows, cols),
+                                              stride=(cols, 1))
+    return state, rows * cols * 4 * tensors
+
+
+def timed(fn):
+    import torch.distributed as dist
+    dist.barrier()
+    began = time.perf_counter()
+    fn()
+    took = time.perf_counter() - began
+    dist.barrier()
+    return took
+
+
+def save_worker(rank, world, port0, job, total_bytes, tensors, runs, directory, unit):
+    import torch.distributed as dist
+    import torch.distributed.checkpoint as dcp
+    from shoal.torch.dcp import ShoalStorageWriter
+    session = rank_setup(rank, world, port0, job)
+    state, nbytes = sharded_state(world, total_bytes, tensors, True, unit)
+    for run in range(runs + WARMUP):
+        order = ("shoal", "filesystem") if run % 2 == 0 else ("filesystem", "shoal")
+        for system in order:
+            if system == "shoal":
+                took = timed(lambda: dcp.save(state, storage_writer=ShoalStorageWriter(session, step=run + 1)))
+                # The agent replicates the version to a peer in the background: let it finish outside the timed
+                # saves (on a machine of few cores it would otherwise slow whichever save comes next).
+                session.wait_checkpoint_safe(run + 1, 60.0)
+            else:
+                path = os.path.join(directory, "step-%d" % (run + 1))
+                took = timed(lambda: dcp.save(state, storage_writer=dcp.FileSystemWriter(path)))
+                if rank == 0:  # keep only the newest directory, as shoal keeps two versions: /dev/shm stays bounded
+                    for old in os.listdir(directory):
+                        if old != os.path.basename(path):
+                            shutil.rmtree(os.path.join(directory, old), ignore_errors=True)
+            print(json.dumps({"rank": rank, "run": run, "system": system, "save_s": took, "bytes": nbytes}),
+                  flush=True)
+    session.wait_checkpoint_safe(runs + WARMUP, 60.0)
+    dist.barrier()
+    # Gone as a killed world is: its versions stay in /dev/shm (a graceful leave removes them) for the load world,
+    # whose first hosts have the same names. The driver removes them at the end.
+    os._exit(0)
+
+
+def load_worker(rank, world, port0, job, total_bytes, tensors, runs, directory, unit):
+    import torch.distributed as dist
+    import torch.distributed.checkpoint as dcp
+    from shoal.torch.dcp import ShoalStorageReader
+    from shoal.torch.dcp_cross_world import has_ranged_reads
+    session = rank_setup(rank, world, port0, job)
+    state, nbytes = sharded_state(world, total_bytes, tensors, False, unit)
+    path = os.path.join(directory, "step-%d" % (runs + WARMUP))
+    for run in range(runs):
+        took = timed(lambda: dcp.load(state, storage_reader=dcp.FileSystemReader(path)))
+        print(json.dumps({"rank": rank, "run": run, "system": "filesystem", "load_s": took}), flush=True)
+        if has_ranged_reads(session):
+            took = timed(lambda: dcp.load(state, storage_reader=ShoalStorageReader(session, step=runs + WARMUP)))
+            print(json.dumps({"rank": rank, "run": run, "system": "shoal", "load_s": took}), flush=True)
+    dist.barrier()
+    dist.destroy_process_group()
+    session.leave()
+
+
+# --- the driver ---
+
+def run_world(args, python, task, world, port0, job, directory):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.join(args.build, "python")
+    env.setdefault("SHOAL_LOG", "warn")
+    procs = [subprocess.Popen([python, HERE, "--worker", task, str(r), str(world), str(port0), job, str(args.bytes),
+                               str(args.tensors), str(args.runs), directory, str(args.unit)],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for r in range(world)]
+    rows = []
+    try:
+        for r, p in enumerate(procs):
+            out, err = p.communicate(timeout=900)
+            if p.returncode != 0:
+                raise RuntimeError("%s rank %d exited %d:\n%s" % (task, r, p.returncode, err.decode()[-3000:]))
+            rows += [json.loads(line) for line in out.decode().splitlines() if line.startswith("{")]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    return rows
+
+
+def torch_of(python):
+    p = subprocess.run([python, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True)
+    return p.stdout.strip() if p.returncode == 0 else None
+
+
+def new_enough(version):
+    return version is not None and tuple(int(x) for x in version.split("+")[0].split(".")[:2]) >= (2, 6)
+
+
+def choose_python(args):
+    """--python, else this interpreter when its torch is 2.6 or newer, else the build's -Dtest_pythons."""
+    if args.python:
+        return args.python
+    if new_enough(torch_of(sys.executable)):
+        return sys.executable
+    try:
+        with open(os.path.join(args.build, "meson-info", "intro-buildoptions.json")) as f:
+            options = {o["name"]: o["value"] for o in json.load(f)}
+        for candidate in options.get("test_pythons", []):
+            if new_enough(torch_of(candidate)):
+                return candidate
+    except (OSError, ValueError, KeyError):
+        pass
+    return sys.executable
+
+
+def slowest_by_run(rows, system, key):
+    runs = {}
+    for r in rows:
+        if r.get("system") == system and key in r:
+            runs[r["run"]] = max(runs.get(r["run"], 0.0), r[key])
+    return runs
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        a = sys.argv[2:]
+        worker = {"save": save_worker, "load": load_worker}[a[0]]
+        worker(int(a[1]), int(a[2]), int(a[3]), a[4], int(a[5]), int(a[6]), int(a[7]), a[8], int(a[9]))
+        return
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--bytes", default="256M")
+    ap.add_argument("--tensors", type=int, default=8)
+    ap.add_argument("--world", type=int, default=2)
+    ap.add_argument("--load-world", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--build", default=os.path.join(REPO, "build"))
+    ap.add_argument("--python", default=None)
+    args = ap.parse_args()
+    args.bytes = parse_bytes(args.bytes)
+    if not (1 <= args.world <= 12 and 1 <= args.load_world <= 12):
+        ap.error("--world and --load-world are 1 to 12")
+    args.unit = args.world * args.load_world // math.gcd(args.world, args.load_world)
+    python = choose_python(args)
+    version = torch_of(python)
+    summary = {"bench": "shard", "torch": version, "python": python, "bytes": None, "world": args.world,
+               "load_world": args.load_world, "runs": args.runs, "tensors": args.tensors,
+               "dcp_save_shoal_s": None, "dcp_save_filesystem_s": None, "dcp_save_vs_filesystem": None,
+               "dcp_load_reshard_shoal_s": None, "dcp_load_reshard_filesystem_s": None,
+               "dcp_load_reshard_vs_filesystem": None, "dcp_load_reshard_reason": None,
+               "reshard_vs_tcp": None, "reshard_vs_tcp_reason": RESHARD_VS_TCP_REASON}
+    if not new_enough(version):
+        reason = "needs torch 2.6 or newer (FSDP2/DTensor and DCP's storage interface); %s has %s" % (python, version)
+        summary.update(dcp_save_reason=reason, dcp_load_reshard_reason=reason)
+        print(json.dumps(summary), flush=True)
+        return
+    job = "shardb%d" % os.getpid()
+    directory = "/dev/shm/shoal-shard-bench-%d" % os.getpid()
+    os.makedirs(directory)
+    try:
+        saves = run_world(args, python, "save", args.world, free_port_block(args.world + 1), job, directory)
+        loads = run_world(args, python, "load", args.load_world, free_port_block(args.load_world + 1), job, directory)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+        for name in [f for f in os.listdir("/dev/shm") if f.startswith("shoal.%s" % job)]:
+            os.unlink(os.path.join("/dev/shm", name))
+    summary["bytes"] = saves[0]["bytes"]
+    timed_runs = range(WARMUP, args.runs + WARMUP)  # the first are the untimed warm-ups
+    medians = {}
+    for system in ("shoal", "filesystem"):
+        per_run = slowest_by_run(saves, system, "save_s")
+        for run in timed_runs:
+            print(json.dumps({"bench": "shard", "op": "dcp_save", "run": run, "system": system,
+                              "seconds": round(per_run[run], 4)}), flush=True)
+        medians[system] = statistics.median(per_run[r] for r in timed_runs)
+    summary.update(dcp_save_shoal_s=round(medians["shoal"], 4), dcp_save_filesystem_s=round(medians["filesystem"], 4),
+                   dcp_save_vs_filesystem=round(medians["filesystem"] / medians["shoal"], 2))
+    fs_loads = slowest_by_run(loads, "filesystem", "load_s")
+    shoal_loads = slowest_by_run(loads, "shoal", "load_s")
+    summary["dcp_load_reshard_filesystem_s"] = round(statistics.median(fs_loads.values()), 4)
+    if shoal_loads:
+        summary["dcp_load_reshard_shoal_s"] = round(statistics.median(shoal_loads.values()), 4)
+        summary["dcp_load_reshard_vs_filesystem"] = round(
+            summary["dcp_load_reshard_filesystem_s"] / summary["dcp_load_reshard_shoal_s"], 2)
+    else:
+        summary["dcp_load_reshard_reason"] = ("this build of shoal cannot read ranges of other ranks' versions "
+                                              "(shoal.Session.read_ranges): a load onto another world is refused")
+    print(json.dumps(summary), flush=True)
+
+
+if __name__ == "__main__":
+    main()
