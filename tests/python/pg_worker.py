@@ -266,9 +266,10 @@ def reshard_save(session, rank, world):
     return {"digest": _full_digest(model, opt)}
 
 
-def reshard_load(session, rank, world):
+def reshard_load(session, rank, world, then_save=False):
     """A fresh FSDP2 model and AdamW (one step at lr=0 gives it its state tensors) at `world` ranks: a model
-    of another shape is refused with nothing written, then the saved state loads resharded."""
+    of another shape is refused with nothing written, then the saved state loads resharded. then_save: the
+    loaded state is saved again as step 5 of this world (ended without leaving, as reshard_save)."""
     import shoal.torch
     ckpt = shoal.torch.Checkpointer(session, safe_timeout=0)
     bad, bad_opt = _fsdp2_model_and_adamw(world, out_features=5, lr=0.0)
@@ -284,6 +285,9 @@ def reshard_load(session, rank, world):
     _train(model, opt, rank, 1)
     step, state = ckpt.load(into={"model": model.state_dict(), "optim": opt.state_dict()})
     dtensors = all(type(v).__name__ == "DTensor" for v in state["model"].values())
+    if then_save:
+        ckpt.save(5, {"model": model.state_dict(), "optim": opt.state_dict(), "note": "w%d" % world})
+        assert ckpt.wait(30), "step 5 was not replicated"
     return {"step": step, "digest": _full_digest(model, opt), "note": state["note"], "refused": refused,
             "untouched": untouched, "dtensors": dtensors}
 
@@ -303,6 +307,10 @@ def main():
         os._exit(0)  # no leave: this host's memory stays for the next world
     elif task == "reshard_load":
         emit(event="reshard_load", rank=rank, **reshard_load(session, rank, world))
+    elif task == "reshard_load_save":
+        emit(event="reshard_load", rank=rank, **reshard_load(session, rank, world, then_save=True))
+        dist.barrier()
+        os._exit(0)
     elif task in ("ddp", "fsdp2"):
         params = train_ddp(rank, world) if task == "ddp" else train_fsdp2(rank, world)
         crc = zlib.crc32(json.dumps(params).encode())
