@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ckpt_shm/held_scan.hpp"
+#include "wire/cluster_key.hpp"
 #include "shoal/errors.hpp"
 #include "shoal/session.hpp"
 
@@ -27,13 +28,28 @@ namespace {
 constexpr uint64_t K = 64 * 1024;
 const std::string kJob = "ranged-" + std::to_string(::getpid());
 
-shoal::SessionOptions host(const std::string& name, const std::string& seed) {
+// A key file of mode 0600 (what the agent accepts), removed at the end of the test.
+struct KeyFile {
+  std::string path = "/tmp/shoal-ranged-" + std::to_string(::getpid()) + ".key";
+  KeyFile() {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    REQUIRE(fd >= 0);
+    const std::string text = shoal::wire::generate_key_text();
+    REQUIRE(::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()));
+    ::close(fd);
+  }
+  ~KeyFile() { ::unlink(path.c_str()); }
+};
+
+// key_file empty: an open cluster (loopback only).
+shoal::SessionOptions host(const std::string& name, const std::string& seed, const std::string& key_file) {
   shoal::SessionOptions o;
   o.name = name;
   o.bind = "127.0.0.1:0";
   o.cluster = kJob;
   o.log_spec = "error";
-  o.insecure = true;  // loopback only
+  o.key_file = key_file;
+  o.insecure = key_file.empty();
   o.control_path = "none";
   o.min_hosts = 2;
   o.job = kJob;
@@ -87,9 +103,9 @@ struct TwoHosts {
   // Each rank's buffers: "big" spans four chunks (the last one short), "small" is tiny.
   std::vector<std::vector<std::byte>> big, small;
 
-  TwoHosts() {
-    a = shoal::Session::start(host("a", ""));
-    b = shoal::Session::start(host("b", a->address()));
+  explicit TwoHosts(const std::string& key_file = {}) {
+    a = shoal::Session::start(host("a", "", key_file));
+    b = shoal::Session::start(host("b", a->address(), key_file));
     auto fa = std::async(std::launch::async, [&] { return a->communicator(); });
     cb = b->communicator();
     ca = fa.get();
@@ -132,7 +148,9 @@ struct TwoHosts {
 }  // namespace
 
 TEST_CASE("ranged reads come from local memory, then from the peer's replica when the local copy is gone or bad") {
-  TwoHosts h;
+  // A keyed cluster: the ranged fetch's frames and bytes are sealed like every other transfer's.
+  KeyFile key;
+  TwoHosts h(key.path);
   const auto point = h.agree();
   REQUIRE(point);
   CHECK(point->step == 7);
