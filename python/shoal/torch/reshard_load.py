@@ -4,6 +4,7 @@ agree on a step, read every saved rank's skeleton, build each tensor's table of 
 read into each local shard only the byte runs that overlap it (reshard.plan_world), straight from the
 holders' memory through Session.read_ranges: this host's memory first, then the peers'. Plain values come
 from one saved rank's version (rank 0 unless the caller names another)."""
+import concurrent.futures
 from typing import Any, Dict, List, Optional, Tuple
 
 import torch
@@ -182,8 +183,14 @@ def load_resharded(session, comm, point, into: Any, plain_rank: Optional[int] = 
             if n:
                 ranges.setdefault(plain_rank, []).append(
                     (_storage_name(r.storage), 0, n, storages[r.storage].data_ptr()))
-    for rank in sorted(ranges):
-        session.read_ranges(step, rank, ranges[rank])
+    # One read per saved rank, concurrently (each from its own holder; the copies run without the GIL).
+    if len(ranges) > 1:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(ranges), 8)) as pool:
+            for f in [pool.submit(session.read_ranges, step, rank, ranges[rank]) for rank in sorted(ranges)]:
+                f.result()
+    else:
+        for rank in ranges:
+            session.read_ranges(step, rank, ranges[rank])
     with torch.no_grad():
         for local, buf in staged:
             local.copy_(buf.view(local.dtype).view(local.shape))
