@@ -123,6 +123,7 @@ Result<ckpt::VersionInfo, RangedFetchError> fetch_ranges(const TransferPeer& pee
   constexpr uint64_t kSliceChunks = 64;  // 4 MiB: what one read fills (version_stream.hpp)
   std::vector<std::byte> scratch;
   std::vector<uint32_t> crcs;
+  std::vector<uint32_t> received;  // the crcs of the chunks as they arrived
   for (size_t i = 0; i < runs->size(); ++i) {
     const auto& run = (*runs)[i];
     const auto& b = info->buffers[run.buffer];
@@ -141,11 +142,10 @@ Result<ckpt::VersionInfo, RangedFetchError> fetch_ranges(const TransferPeer& pee
       const auto span = ckpt::run_bytes(slice, b.size);
       scratch.resize(span.bytes);
       if (auto r = read_all(*conn, scratch, deadlines); !r) return err(r.error().message);
+      received.resize(slice.chunks);
+      ckpt::chunk_crc_values(scratch, received.data());
       for (uint64_t k = 0; k < slice.chunks; ++k) {
-        const uint64_t at = k * ckpt::kChecksumChunkBytes;
-        const auto chunk = std::span<const std::byte>(scratch).subspan(
-            at, std::min<uint64_t>(ckpt::kChecksumChunkBytes, span.bytes - at));
-        if (ckpt::crc32c(chunk) != crcs[c + k]) {
+        if (received[k] != crcs[c + k]) {
           return err("chunk " + std::to_string(c + k) + " of buffer '" + b.name + "' of " + what + " from " +
                          peer.addr + " does not match its checksum",
                      true);

@@ -95,11 +95,8 @@ uint64_t ranged_stream_bytes(std::span<const uint64_t> buffer_sizes, std::span<c
 }
 
 std::vector<uint32_t> chunk_crcs(std::span<const std::byte> bytes) {
-  std::vector<uint32_t> out;
-  out.reserve(chunk_count(bytes.size()));
-  for (size_t off = 0; off < bytes.size(); off += K) {
-    out.push_back(crc32c(bytes.subspan(off, std::min<size_t>(K, bytes.size() - off))));
-  }
+  std::vector<uint32_t> out(chunk_count(bytes.size()));
+  chunk_crc_values(bytes, out.data());
   return out;
 }
 

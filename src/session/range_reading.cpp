@@ -38,6 +38,7 @@ RangedResult read_segment(const RangedRead& read, std::span<const std::byte> byt
   constexpr uint64_t kSliceChunks = 64;
   std::vector<std::byte> scratch;
   std::vector<uint32_t> crcs;
+  std::vector<uint32_t> copied;  // the crcs of the chunks as copied out
   for (size_t i = 0; i < runs->size(); ++i) {
     const auto& run = (*runs)[i];
     const auto& b = info->buffers[run.buffer];
@@ -53,12 +54,10 @@ RangedResult read_segment(const RangedRead& read, std::span<const std::byte> byt
       const ckpt::ChunkRun slice{run.buffer, c, std::min(kSliceChunks, run.first_chunk + run.chunks - c)};
       const auto span = ckpt::run_bytes(slice, b.size);
       scratch.resize(span.bytes);
-      std::memcpy(scratch.data(), buffer.data() + span.offset, span.bytes);
+      copied.resize(slice.chunks);
+      ckpt::chunk_crc_values(buffer.subspan(span.offset, span.bytes), copied.data(), scratch.data());
       for (uint64_t k = 0; k < slice.chunks; ++k) {
-        const uint64_t at = k * ckpt::kChecksumChunkBytes;
-        const auto chunk = std::span<const std::byte>(scratch).subspan(
-            at, std::min<uint64_t>(ckpt::kChecksumChunkBytes, span.bytes - at));
-        if (ckpt::crc32c(chunk) != crcs[c + k]) {
+        if (copied[k] != crcs[c + k]) {
           return {RangedOutcome::refused,
                   "chunk " + std::to_string(c + k) + " of buffer '" + b.name + "' of " + name + " changed meanwhile",
                   {}};

@@ -95,6 +95,15 @@ TEST_CASE("a buffer's chunk crcs match its sealed checksum; a forged list or a c
     CHECK(crcs.size() == chunk_count(n));
     CHECK(chunk_crcs_match(crcs, sealed));
     CHECK(decode_chunk_crcs(encode_chunk_crcs(crcs)) == crcs);
+    std::vector<std::byte> copy(n);
+    std::vector<uint32_t> copied(crcs.size());
+    chunk_crc_values(bytes, copied.data(), copy.data());
+    CHECK(copied == crcs);
+    CHECK(copy == bytes);
+    for (size_t i = 0; i < crcs.size(); ++i) {
+      const auto chunk = std::span<const std::byte>(bytes).subspan(i * K, std::min<size_t>(K, n - i * K));
+      CHECK(crcs[i] == crc32c_software(chunk));
+    }
     if (n == 0) continue;
     auto forged = crcs;
     forged.back() ^= 1;
