@@ -74,6 +74,22 @@ struct SHOAL_API RestoredCheckpoint {
   bool has(std::string_view name) const;
 };
 
+// The step Session::agree_restore settled on: every rank of its saved world completed it and each of
+// their versions is held by some host of the job.
+struct RestorePoint {
+  uint64_t step = 0;
+  uint32_t saved_world = 0;
+};
+
+// Bytes [offset, offset + bytes) of one buffer of a saved version, for Session::read_ranges to copy to
+// `into` (bytes writable bytes of the caller's).
+struct ByteRange {
+  std::string buffer;
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+  std::byte* into = nullptr;
+};
+
 // What Session::restore_into shows the caller of the version it is about to load, so that the caller
 // can say where each buffer goes before any byte of it is copied.
 struct RestoreLayout {

@@ -154,6 +154,27 @@ class SHOAL_API Session {
   // in this host's memory is read in place; one held only by a peer is fetched first.
   virtual std::optional<RestoredCheckpoint> restore_into(Communicator& comm, const RestorePlacer& place,
                                                          std::optional<uint32_t> saved_rank = std::nullopt) = 0;
+  // Ranged restores (a world of another size reads only the parts of each saved rank's version its new
+  // shards need). agree_restore is collective, like restore(comm, saved_rank): every rank of `comm` calls
+  // it, and all get the newest step that every rank of its saved world completed and whose versions some
+  // host of the job still holds (this host's memory, a peer's replica, what an agent loaded from its
+  // persist directory); nullopt on every rank when none. It remembers which hosts hold each saved rank's
+  // version of that step, for the two calls below, which are not collective.
+  virtual std::optional<RestorePoint> agree_restore(Communicator& comm) = 0;
+  // The buffers (names and sizes, in saved order) of saved rank `saved_rank`'s version of `step`, a step
+  // agree_restore returned: from this host's memory, else from a host that holds it. Throws shoal::Error
+  // when no host gives it, VersionRefused when every copy found failed verification.
+  virtual std::vector<RestoredCheckpoint::Entry> version_buffers(uint64_t step, uint32_t saved_rank) = 0;
+  // Copies exactly the given byte ranges of that version into the caller's memory: from this host's
+  // memory first, else from the holders agree_restore found (best first), trying the next one on any
+  // failure; over the network only the 64 KiB checksum chunks covering the ranges move. Every chunk is
+  // verified against the version's sealed checksums before a byte of it reaches `into`, so a caller's
+  // memory only ever receives verified bytes (on failure some ranges may have been filled, with correct
+  // bytes, and others not). Returns the source ("local" or the holder's member name). Throws
+  // shoal::Error for an unknown buffer, a range outside its buffer or more than 65536 ranges (before
+  // anything is read), or when no holder gives the version; VersionRefused when every copy found
+  // failed verification.
+  virtual std::string read_ranges(uint64_t step, uint32_t saved_rank, const std::vector<ByteRange>& ranges) = 0;
   // Blocks until the newest checkpoint this session saved, if its step is `step` or newer, is as safe
   // as the job is configured to keep it: held by every peer host that replica placement names (none
   // when the view has no other host) and, with a persist directory, written there. Returns false at

@@ -4,10 +4,12 @@
 #include <pybind11/functional.h>
 #include <pybind11/stl.h>
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -172,6 +174,13 @@ void bind_checkpoints(py::module_& m) {
           "first", [](const RestoreLayout& l) { return py::bytes(reinterpret_cast<const char*>(l.first.data()), l.first.size()); },
           "the first buffer's bytes, verified");
 
+  py::class_<RestorePoint>(m, "RestorePoint", "The step Session.agree_restore settled on, and its saved world.")
+      .def_readonly("step", &RestorePoint::step)
+      .def_readonly("saved_world", &RestorePoint::saved_world)
+      .def("__repr__", [](const RestorePoint& p) {
+        return "RestorePoint(step=" + std::to_string(p.step) + ", saved_world=" + std::to_string(p.saved_world) + ")";
+      });
+
   auto session = py::reinterpret_borrow<py::class_<PySession, std::shared_ptr<PySession>>>(m.attr("Session"));
   session
       .def(
@@ -254,6 +263,50 @@ void bind_checkpoints(py::module_& m) {
           "Collective, like restore(), but each buffer is copied straight into memory placer(layout) names: "
           "it returns one destination per entry (None, a writable buffer, or (address, nbytes)), verified in "
           "the same pass. An exception in the placer stops the restore on every rank.")
+      .def(
+          "agree_restore",
+          [](std::shared_ptr<PySession> s, Communicator& comm) {
+            py::gil_scoped_release release;
+            return s->get().agree_restore(comm);
+          },
+          py::arg("comm"),
+          "Collective: the newest step every rank of its saved world completed and whose versions some host "
+          "holds, as a RestorePoint (.step, .saved_world); None when there is none. read_ranges and "
+          "version_buffers then read any saved rank's version of it, not collectively.")
+      .def(
+          "version_buffers",
+          [](std::shared_ptr<PySession> s, uint64_t step, uint32_t saved_rank) {
+            std::vector<RestoredCheckpoint::Entry> entries;
+            {
+              py::gil_scoped_release release;
+              entries = s->get().version_buffers(step, saved_rank);
+            }
+            std::vector<std::pair<std::string, uint64_t>> out;
+            for (const auto& e : entries) out.emplace_back(e.name, e.size);
+            return out;
+          },
+          py::arg("step"), py::arg("saved_rank"),
+          "[(name, nbytes)] of saved rank saved_rank's version of step (a step agree_restore returned), in "
+          "saved order: from this host's memory, else from a host that holds it.")
+      .def(
+          "read_ranges",
+          [](std::shared_ptr<PySession> s, uint64_t step, uint32_t saved_rank,
+             const std::vector<std::tuple<std::string, uint64_t, uint64_t, uintptr_t>>& ranges) {
+            std::vector<ByteRange> wanted;
+            wanted.reserve(ranges.size());
+            for (const auto& [name, offset, bytes, address] : ranges) {
+              wanted.push_back({name, offset, bytes, reinterpret_cast<std::byte*>(address)});
+            }
+            py::gil_scoped_release release;
+            return s->get().read_ranges(step, saved_rank, wanted);
+          },
+          py::arg("step"), py::arg("saved_rank"), py::arg("ranges"),
+          "Copies byte ranges [(buffer_name, offset, nbytes, dest_address)] of saved rank saved_rank's version "
+          "of step into the caller's memory (each dest_address must have nbytes writable bytes): local memory "
+          "first, else the holders agree_restore found; only the 64 KiB chunks covering the ranges cross the "
+          "network, each verified before a byte reaches the destination. Returns the source ('local' or the "
+          "holder's name). Raises shoal.Error for an unknown buffer or a range outside it (nothing read), "
+          "shoal.VersionRefused when every copy failed verification.")
       .def(
           "wait_checkpoint_safe",
           [](const PySession& s, uint64_t step, double timeout) {

@@ -363,7 +363,8 @@ void CheckpointService::serve(const net::StreamPeer& peer, wire::CkptRequest req
                 } else if (request.kind() == wire::CkptRequest::PUSH) {
                   lower_this_thread_priority();  // a replica arriving: nobody waits for it
                   serve_push_request(peer, request, conn);
-                } else if (request.kind() == wire::CkptRequest::FETCH) {
+                } else if (request.kind() == wire::CkptRequest::FETCH ||
+                           request.kind() == wire::CkptRequest::FETCH_RANGES) {
                   serve_fetch_request(request, conn);
                 } else {
                   (void)send_ckpt_response(conn, wire::CkptResponse::REFUSED, "unknown request kind", limits(nullptr));
@@ -424,7 +425,9 @@ void CheckpointService::serve_push_request(const net::StreamPeer& peer, const wi
 bool CheckpointService::admit(const net::StreamPeer& peer, const wire::CkptRequest& request,
                               net::BlockingConn& conn) {
   const bool push = request.kind() == wire::CkptRequest::PUSH;
-  if (!push && request.kind() != wire::CkptRequest::FETCH) return true;  // answered as unknown
+  if (!push && request.kind() != wire::CkptRequest::FETCH && request.kind() != wire::CkptRequest::FETCH_RANGES) {
+    return true;  // answered as unknown
+  }
   std::optional<Refusal> refusal;
   std::string detail;
   {
@@ -452,44 +455,6 @@ bool CheckpointService::admit(const net::StreamPeer& peer, const wire::CkptReque
   }
   (void)send_ckpt_response(conn, wire::CkptResponse::REFUSED, detail, limits(nullptr));
   return false;
-}
-
-void CheckpointService::serve_fetch_request(const wire::CkptRequest& request, net::BlockingConn& conn) {
-  // What keeps the bytes mapped while they go out: a replica's own mapping in the store, already in
-  // memory (a new mapping of a large segment costs tens of milliseconds per GB before the first byte),
-  // else a new mapping of a local slot.
-  std::shared_ptr<const ckpt::ShmSegment> segment;
-  std::optional<ckpt::VersionInfo> info;
-  if (request.job() == cfg_.job) {
-    {
-      std::lock_guard lock(store_mu_);
-      if (replicas_) segment = replicas_->share(request.rank(), request.step());
-    }
-    if (segment) {
-      if (auto decoded = ckpt::decode_version(segment->bytes(), ckpt::DataCheck::skip)) info = std::move(*decoded);
-    }
-    for (const auto& h : holding(held(), cfg_.job, request.rank(), request.step())) {
-      if (info) break;
-      auto version = map_version(h, cfg_.job, request.rank(), request.step(), owners());
-      if (!version) continue;
-      segment = std::make_shared<const ckpt::ShmSegment>(std::move(version->segment));
-      info = std::move(version->info);
-    }
-  }
-  if (!info) {
-    (void)serve_fetch(conn, {}, nullptr, limits(nullptr));
-    return;
-  }
-  const auto started = Clock::now();
-  auto sent = serve_fetch(conn, segment->bytes().first(info->total_bytes), &*info, limits(nullptr));
-  std::lock_guard lock(mu_);
-  if (sent) {
-    ++counters_.fetches_served;
-    logger().debug("ckpt: served rank {} step {} ({} bytes in {:.3f} s)", request.rank(), request.step(),
-                   info->total_bytes, seconds_since(started));
-  } else {
-    logger().warn("ckpt: serving rank {} step {} failed: {}", request.rank(), request.step(), sent.error().message);
-  }
 }
 
 Status CheckpointService::make_room(uint32_t rank, uint64_t incoming) {

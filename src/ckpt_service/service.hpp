@@ -166,6 +166,7 @@ class CheckpointService {
   void replicate(uint32_t rank, uint64_t step);
   void serve(const net::StreamPeer& peer, wire::CkptRequest request, net::BlockingConn conn);
   void serve_push_request(const net::StreamPeer& peer, const wire::CkptRequest& request, net::BlockingConn& conn);
+  // FETCH and FETCH_RANGES (service_fetch.cpp).
   void serve_fetch_request(const wire::CkptRequest& request, net::BlockingConn& conn);
   // Under mu_: admits a request or answers REFUSED, counting and logging (once per cause and kind).
   bool admit(const net::StreamPeer& peer, const wire::CkptRequest& request, net::BlockingConn& conn);

@@ -142,6 +142,15 @@ Result<net::BlockingConn> open(const TransferPeer& peer, const wire::CkptRequest
 
 }  // namespace
 
+Result<net::BlockingConn> open_ckpt_connection(const TransferPeer& peer, const wire::CkptRequest& request,
+                                               const TransferLimits& limits) {
+  return open(peer, request, limits);
+}
+
+Result<wire::CkptResponse> read_ckpt_response(net::BlockingConn& conn, const TransferLimits& limits, const char* when) {
+  return read_response(conn, limits, when);
+}
+
 Status send_ckpt_response(net::BlockingConn& conn, wire::CkptResponse::Status status, const std::string& message,
                           const TransferLimits& limits, uint64_t stream_bytes) {
   wire::CkptResponse r;

@@ -106,6 +106,12 @@ Result<ckpt::VersionInfo> serve_push(net::BlockingConn& conn, const wire::CkptRe
 Status serve_fetch(net::BlockingConn& conn, std::span<const std::byte> segment, const ckpt::VersionInfo* info,
                    const TransferLimits& limits);
 
+// The pieces the ranged fetch (ranged_transfer.hpp) shares: a connection opened with its request sent,
+// and one response frame read, each within limits.stall_timeout.
+Result<net::BlockingConn> open_ckpt_connection(const TransferPeer& peer, const wire::CkptRequest& request,
+                                               const TransferLimits& limits);
+Result<wire::CkptResponse> read_ckpt_response(net::BlockingConn& conn, const TransferLimits& limits, const char* when);
+
 // Sends a response frame (used for refusals before any transfer).
 Status send_ckpt_response(net::BlockingConn& conn, wire::CkptResponse::Status status, const std::string& message,
                           const TransferLimits& limits, uint64_t stream_bytes = 0);

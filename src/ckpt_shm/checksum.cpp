@@ -84,14 +84,17 @@ uint32_t software_fold(uint32_t outer, uint32_t chunk_crc) {
 }
 
 // The CRCs of `count` whole chunks into out[0, count), each chunk copied to d first when d is set
-// (the software CRC runs far below memory speed, so fusing the copy into it would gain nothing).
+// (the software CRC runs far below memory speed, so fusing the copy into it would gain nothing) and
+// then checksummed there: the CRC is of the bytes copied, as on the fused hardware path.
 void software_chunk_crcs(uint32_t* out, std::byte* d, const std::byte* s, size_t count) {
   for (size_t i = 0; i < count; ++i, s += K) {
+    const std::byte* sum = s;
     if (d != nullptr) {
       std::memcpy(d, s, K);
+      sum = d;
       d += K;
     }
-    out[i] = ~software_update(kRegisterStart, s, K);
+    out[i] = ~software_update(kRegisterStart, sum, K);
   }
 }
 
@@ -285,6 +288,20 @@ uint32_t buffer_checksum(std::span<const std::byte> bytes) {
   BufferChecksum sum;
   sum.update(bytes);
   return sum.finish();
+}
+
+void chunk_crc_values(std::span<const std::byte> src, uint32_t* out, std::byte* copy_to) {
+  const size_t whole = src.size() / K;
+  chunk_crcs_for(copy_to != nullptr, false)(out, copy_to, src.data(), whole);
+  const size_t tail = src.size() - whole * K;
+  if (tail == 0) return;
+  if (copy_to == nullptr) {
+    out[whole] = crc32c(src.subspan(whole * K, tail));
+    return;
+  }
+  // The copy's own bytes: a source that changes meanwhile is caught by the check of what was copied.
+  std::memcpy(copy_to + whole * K, src.data() + whole * K, tail);
+  out[whole] = crc32c(std::span<const std::byte>(copy_to + whole * K, tail));
 }
 
 uint32_t copy_with_checksum(std::span<std::byte> dst, std::span<const std::byte> src) {

@@ -35,6 +35,12 @@ inline constexpr size_t kChecksumChunkBytes = 64 * 1024;
 
 uint32_t buffer_checksum(std::span<const std::byte> bytes);
 
+// The crc32c of each chunk of `src`, in order, into out[0, chunk count): the values buffer_checksum
+// folds, computed as it computes them (three chunks at a time). With copy_to (src.size() writable bytes,
+// not overlapping src), src is copied there in the same pass. A ranged read checks a buffer's list against
+// its sealed checksum, then the chunks it copies against the list.
+void chunk_crc_values(std::span<const std::byte> src, uint32_t* out, std::byte* copy_to = nullptr);
+
 // From this size on, buffer_checksum, BufferChecksum::update (for the whole chunks of one call) and
 // copy_with_checksum split their chunks over two threads where the machine has two CPUs or more: the
 // calling thread takes the first half, a helper thread started for the call takes the second, and

@@ -177,6 +177,56 @@ bool SessionCheckpoints::wait_safe(uint64_t step, std::chrono::milliseconds time
   }
 }
 
+std::vector<ckpt::HolderReport> SessionCheckpoints::collect_reports(Communicator& comm, comm::RendezvousStore& store,
+                                                                    const std::string& prefix,
+                                                                    std::span<const ckpt::ExpectedHolder> expected) {
+  const int world = comm.world_size();
+  const auto rank = static_cast<uint32_t>(comm.rank());
+  wire::HolderReport mine;
+  mine.set_holder(ctx_.holder);
+  mine.set_addr(ctx_.agent_addr);
+  for (const auto& h : ckpt::scan_held(segment_store())) {
+    if (!h.version || h.version->id.job != ctx_.job) continue;
+    auto* e = mine.add_held();
+    e->set_rank(h.version->id.rank);
+    e->set_step(h.version->id.step);
+    e->set_world(h.version->id.world);
+    e->set_bytes(h.version->total_bytes);
+    e->set_local(!h.replica);
+  }
+  store.set(prefix + "report/" + std::to_string(rank), to_bytes(mine.SerializeAsString()));
+  std::vector<std::string> keys;
+  for (int r = 0; r < world; ++r) keys.push_back(prefix + "report/" + std::to_string(r));
+  const auto values = store.multi_get(keys, ctx_.exchange_timeout);
+  std::vector<ckpt::HolderReport> reports;
+  for (const auto& v : values) {
+    wire::HolderReport m;
+    if (!m.ParseFromArray(v.data(), static_cast<int>(v.size()))) throw Error("a malformed checkpoint report");
+    ckpt::HolderReport r{m.holder(), m.addr(), {}};
+    for (const auto& e : m.held()) r.held.push_back({e.rank(), e.step(), e.world(), e.bytes(), e.local()});
+    reports.push_back(std::move(r));
+  }
+  // Any key holder can write any rank's report: only what the view's own member for that rank says counts.
+  if (const auto dropped = ckpt::drop_foreign_reports(reports, expected); !dropped.empty()) {
+    foreign_reports_.fetch_add(dropped.size(), std::memory_order_relaxed);
+    std::lock_guard lock(mu_);
+    if (auto held = warn_.admit("foreign", log::WarnLimiter::Clock::now())) {
+      logger().warn("ckpt: ignored the checkpoint report of rank {}{}: it names another holder or address than the "
+                    "view gives that rank (written by another key holder?); {} ignored so far{}",
+                    dropped.front(), dropped.size() > 1 ? " and " + std::to_string(dropped.size() - 1) + " more" : "",
+                    foreign_reports_.load(std::memory_order_relaxed),
+                    *held ? " (" + std::to_string(*held) + " warnings held back)" : std::string());
+    }
+  }
+  return reports;
+}
+
+uint64_t SessionCheckpoints::next_restore_call(const Communicator& comm, uint32_t attempt) {
+  std::lock_guard lock(mu_);
+  std::erase_if(restores_, [&](const auto& e) { return e.first.first < comm.epoch(); });
+  return ++restores_[{comm.epoch(), attempt}];
+}
+
 std::optional<RestoredCheckpoint> SessionCheckpoints::restore(Communicator& comm, uint32_t attempt,
                                                               comm::RendezvousStore& store,
                                                               std::span<const ckpt::ExpectedHolder> expected,
@@ -187,50 +237,12 @@ std::optional<RestoredCheckpoint> SessionCheckpoints::restore(Communicator& comm
   uint64_t at_most = UINT64_MAX;
   // Keys must match across ranks: the n-th restore on this communicator on every rank (a collective is
   // called the same number of times by all ranks of a communicator); `store` already scopes the attempt.
-  const uint64_t call = [&] {
-    std::lock_guard lock(mu_);
-    std::erase_if(restores_, [&](const auto& e) { return e.first.first < comm.epoch(); });
-    return ++restores_[{comm.epoch(), attempt}];
-  }();
+  const uint64_t call = next_restore_call(comm, attempt);
   for (int attempt = 0;; ++attempt) {
     const std::string prefix = "ckpt/" + std::to_string(call) + "/" + std::to_string(attempt) + "/";
     // 1. What this host holds, for everyone; everyone's, for this rank.
-    wire::HolderReport mine;
-    mine.set_holder(ctx_.holder);
-    mine.set_addr(ctx_.agent_addr);
-    for (const auto& h : ckpt::scan_held(segment_store())) {
-      if (!h.version || h.version->id.job != ctx_.job) continue;
-      auto* e = mine.add_held();
-      e->set_rank(h.version->id.rank);
-      e->set_step(h.version->id.step);
-      e->set_world(h.version->id.world);
-      e->set_bytes(h.version->total_bytes);
-      e->set_local(!h.replica);
-    }
-    store.set(prefix + "report/" + std::to_string(rank), to_bytes(mine.SerializeAsString()));
+    auto reports = collect_reports(comm, store, prefix, expected);
     std::vector<std::string> keys;
-    for (int r = 0; r < world; ++r) keys.push_back(prefix + "report/" + std::to_string(r));
-    const auto values = store.multi_get(keys, ctx_.exchange_timeout);
-    std::vector<ckpt::HolderReport> reports;
-    for (const auto& v : values) {
-      wire::HolderReport m;
-      if (!m.ParseFromArray(v.data(), static_cast<int>(v.size()))) throw Error("a malformed checkpoint report");
-      ckpt::HolderReport r{m.holder(), m.addr(), {}};
-      for (const auto& e : m.held()) r.held.push_back({e.rank(), e.step(), e.world(), e.bytes(), e.local()});
-      reports.push_back(std::move(r));
-    }
-    // Any key holder can write any rank's report: only what the view's own member for that rank says counts.
-    if (const auto dropped = ckpt::drop_foreign_reports(reports, expected); !dropped.empty()) {
-      foreign_reports_.fetch_add(dropped.size(), std::memory_order_relaxed);
-      std::lock_guard lock(mu_);
-      if (auto held = warn_.admit("foreign", log::WarnLimiter::Clock::now())) {
-        logger().warn("ckpt: ignored the checkpoint report of rank {}{}: it names another holder or address than the "
-                      "view gives that rank (written by another key holder?); {} ignored so far{}",
-                      dropped.front(), dropped.size() > 1 ? " and " + std::to_string(dropped.size() - 1) + " more" : "",
-                      foreign_reports_.load(std::memory_order_relaxed),
-                      *held ? " (" + std::to_string(*held) + " warnings held back)" : std::string());
-      }
-    }
     // 2. The same choice on every rank: by default each rank restores what its own host saved where it
     // can (reports are in rank order); with saved_rank given (on every rank), the step every saved rank
     // completed.

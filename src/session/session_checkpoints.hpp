@@ -19,6 +19,7 @@
 #include "base/warn_limiter.hpp"
 #include "ckpt_shm/rank_store.hpp"
 #include "ckpt_shm/report_check.hpp"
+#include "ckpt_shm/restore_choice.hpp"
 #include "comm_wrap/rendezvous_store.hpp"
 #include "net/stream_hello.hpp"
 #include "shoal/checkpoint.hpp"
@@ -62,7 +63,25 @@ class SessionCheckpoints {
   // checkpoint service names them). Before the view reaches the trainer.
   void follow_view(uint64_t lineage);
 
+  // Session::agree_restore, version_buffers and read_ranges (session_ranges.cpp).
+  std::optional<RestorePoint> agree(Communicator& comm, uint32_t attempt, comm::RendezvousStore& store,
+                                    std::span<const ckpt::ExpectedHolder> expected);
+  std::vector<RestoredCheckpoint::Entry> version_buffers(uint64_t step, uint32_t saved_rank);
+  std::string read_ranges(uint64_t step, uint32_t saved_rank, const std::vector<ByteRange>& ranges);
+
  private:
+  // What this host holds, exchanged through `store` under `prefix`: every rank's report, in rank order,
+  // those naming another member than the view gives that rank dropped.
+  std::vector<ckpt::HolderReport> collect_reports(Communicator& comm, comm::RendezvousStore& store,
+                                                  const std::string& prefix,
+                                                  std::span<const ckpt::ExpectedHolder> expected);
+  // The number of this restore (or agreement) on comm's (epoch, attempt): makes rendezvous keys unique.
+  uint64_t next_restore_call(const Communicator& comm, uint32_t attempt);
+  // A ranged read of (step, saved_rank) (empty ranges: the table only), local memory first, then the
+  // holders agree() found; returns the version's description and its source. Throws as read_ranges.
+  std::pair<ckpt::VersionInfo, std::string> read_version_ranges(uint64_t step, uint32_t saved_rank,
+                                                                const std::vector<ByteRange>& ranges);
+
   // The segment prefix in use (ctx_.store, resolved by follow_view).
   std::string segment_store() const;
 
@@ -78,6 +97,15 @@ class SessionCheckpoints {
   // (epoch, attempt) -> restores begun on that communicator: makes rendezvous keys unique.
   std::map<std::pair<uint64_t, uint32_t>, uint64_t> restores_;
   std::atomic<uint64_t> foreign_reports_{0};
+  // What the last agree() settled on: its step and the reports naming the holders of each saved rank's
+  // version of it (choice.holders), for read_ranges.
+  struct Agreed {
+    uint64_t step = 0;
+    std::vector<ckpt::HolderReport> reports;
+    std::vector<std::vector<size_t>> holders;
+  };
+  std::optional<Agreed> agreed_;              // under mu_
+  std::atomic<uint64_t> ranged_refused_{0};  // copies a ranged read refused (verification)
   log::WarnLimiter warn_{std::chrono::seconds(60)};  // under mu_
 };
 

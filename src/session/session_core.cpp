@@ -160,6 +160,39 @@ bool SessionCore::wait_checkpoint_safe(uint64_t step, std::chrono::milliseconds 
   return checkpoints != nullptr && checkpoints->wait_safe(step, timeout);
 }
 
+// Rank r's checkpoint report must come from the member the view gives rank r, naming that member's agent.
+static std::vector<ckpt::ExpectedHolder> expected_holders(const membership::View& view) {
+  std::vector<ckpt::ExpectedHolder> expected;
+  const ranks::RankTable table(view);
+  for (const auto& r : table.ranks()) {
+    const membership::ViewMember* m = view.find(r.member);
+    expected.push_back({r.member, m != nullptr ? m->addr : std::string()});
+  }
+  return expected;
+}
+
+SessionCheckpoints& SessionCore::checkpoints_or_throw(const char* what) {
+  std::lock_guard lock(mu_);
+  if (!checkpoints_) throw Error(std::string(what) + ": the session has not joined a view yet");
+  return *checkpoints_;
+}
+
+std::optional<RestorePoint> SessionCore::agree_restore(Communicator& comm) {
+  const auto [view, attempt] = view_of(comm, "agree_restore");
+  NetworkRendezvousStore epoch_store(store_options(view));
+  comm::ScopedRendezvousStore store(epoch_store, scope(attempt));
+  const auto expected = expected_holders(view);
+  return checkpoints_or_throw("agree_restore").agree(comm, attempt, store, expected);
+}
+
+std::vector<RestoredCheckpoint::Entry> SessionCore::version_buffers(uint64_t step, uint32_t saved_rank) {
+  return checkpoints_or_throw("version_buffers").version_buffers(step, saved_rank);
+}
+
+std::string SessionCore::read_ranges(uint64_t step, uint32_t saved_rank, const std::vector<ByteRange>& ranges) {
+  return checkpoints_or_throw("read_ranges").read_ranges(step, saved_rank, ranges);
+}
+
 std::pair<membership::View, uint32_t> SessionCore::view_of(const Communicator& comm, const char* what) const {
   {
     std::lock_guard lock(mu_);
@@ -201,13 +234,7 @@ std::optional<RestoredCheckpoint> SessionCore::restore_with(Communicator& comm, 
   const auto [view, attempt] = view_of(comm, "restore");
   NetworkRendezvousStore epoch_store(store_options(view));
   comm::ScopedRendezvousStore store(epoch_store, scope(attempt));
-  // Rank r's report must come from the member the view gives rank r, naming that member's agent.
-  std::vector<ckpt::ExpectedHolder> expected;
-  const ranks::RankTable table(view);
-  for (const auto& r : table.ranks()) {
-    const membership::ViewMember* m = view.find(r.member);
-    expected.push_back({r.member, m != nullptr ? m->addr : std::string()});
-  }
+  const auto expected = expected_holders(view);
   return checkpoints_->restore(comm, attempt, store, expected, saved_rank, place);
 }
 

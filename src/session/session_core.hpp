@@ -53,6 +53,9 @@ class SessionCore : public Session {
   std::optional<RestoredCheckpoint> restore_into(Communicator& comm, const RestorePlacer& place,
                                                  std::optional<uint32_t> saved_rank) override;
   bool wait_checkpoint_safe(uint64_t step, std::chrono::milliseconds timeout) override;
+  std::optional<RestorePoint> agree_restore(Communicator& comm) override;
+  std::vector<RestoredCheckpoint::Entry> version_buffers(uint64_t step, uint32_t saved_rank) override;
+  std::string read_ranges(uint64_t step, uint32_t saved_rank, const std::vector<ByteRange>& ranges) override;
   std::unique_ptr<EpochStore> store(Communicator& comm) override;
   std::vector<std::byte> state_seal(Communicator& comm, int sender, std::span<const std::byte> data) override;
   bool state_seal_valid(Communicator& comm, int sender, std::span<const std::byte> data,
@@ -118,6 +121,8 @@ class SessionCore : public Session {
   // ViewChanged naming `what` was asked.
   std::pair<membership::View, uint32_t> view_of(const Communicator& comm, const char* what) const;
   // restore() and restore_into(): `place` null for the former.
+  // Under mu_'s protection, the checkpoints of the identity; throws when there are none yet.
+  SessionCheckpoints& checkpoints_or_throw(const char* what);
   std::optional<RestoredCheckpoint> restore_with(Communicator& comm, std::optional<uint32_t> saved_rank,
                                                  const RestorePlacer* place);
   // Outside mu_: rendezvous and connect, under the keys of `attempt`; throws ViewChanged when the view

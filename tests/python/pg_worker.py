@@ -7,6 +7,7 @@ Tasks: collectives (every operation the group serves, checked here, plus its ref
 (20 training steps from fixed seeds; prints the full parameters' values). Prints JSON lines."""
 import datetime
 import json
+import os
 import sys
 import zlib
 
@@ -215,6 +216,82 @@ def fsdp2_checkpoint(session, rank, world):
     return {"step": step, "moved": moved, "back": back, "dtensors": kept_dtensors}
 
 
+def _fsdp2_model_and_adamw(world, out_features=4, lr=1e-2):
+    try:
+        from torch.distributed.fsdp import fully_shard
+    except ImportError:
+        from torch.distributed._composable.fsdp import fully_shard
+    from torch.distributed.device_mesh import init_device_mesh
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 30), torch.nn.ReLU(), torch.nn.Linear(30, out_features))
+    mesh = init_device_mesh("cpu", (world,))
+    for layer in (model[0], model[2]):
+        fully_shard(layer, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    return model, torch.optim.AdamW(model.parameters(), lr=lr)
+
+
+def _train(model, opt, rank, steps, first=0):
+    for step in range(first, first + steps):
+        g = torch.Generator().manual_seed(1000 * step + rank)
+        out = model(torch.randn(8, 16, generator=g))
+        loss = torch.nn.functional.mse_loss(out, torch.randn(out.shape, generator=g))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+def _full_digest(model, opt):
+    """sha256 of the full (gathered) parameters and AdamW moments, and the steps: equal across worlds."""
+    import hashlib
+    h = hashlib.sha256()
+    for p in model.parameters():
+        h.update(p.full_tensor().detach().numpy().tobytes())
+        st = opt.state[p]
+        for k in ("exp_avg", "exp_avg_sq"):
+            h.update(st[k].full_tensor().numpy().tobytes())
+        h.update(repr(float(st["step"])).encode())
+    return h.hexdigest()
+
+
+def reshard_save(session, rank, world):
+    """FSDP2 at `world` ranks trains 3 steps and saves step 2; the process then ends without leaving (as a
+    crash would), so its host's memory keeps its slot and its replicas for the next world."""
+    import shoal.torch
+    model, opt = _fsdp2_model_and_adamw(world)
+    _train(model, opt, rank, 3)
+    ckpt = shoal.torch.Checkpointer(session, safe_timeout=0)
+    ckpt.save(2, {"model": model.state_dict(), "optim": opt.state_dict(), "note": "w%d" % world})
+    assert ckpt.wait(30), "step 2 was not replicated"
+    return {"digest": _full_digest(model, opt)}
+
+
+def reshard_load(session, rank, world, then_save=False):
+    """A fresh FSDP2 model and AdamW (one step at lr=0 gives it its state tensors) at `world` ranks: a model
+    of another shape is refused with nothing written, then the saved state loads resharded. then_save: the
+    loaded state is saved again as step 5 of this world (ended without leaving, as reshard_save)."""
+    import shoal.torch
+    ckpt = shoal.torch.Checkpointer(session, safe_timeout=0)
+    bad, bad_opt = _fsdp2_model_and_adamw(world, out_features=5, lr=0.0)
+    _train(bad, bad_opt, rank, 1)
+    before = [p.full_tensor().clone() for p in bad.parameters()]
+    refused = ""
+    try:
+        ckpt.load(into={"model": bad.state_dict(), "optim": bad_opt.state_dict()})
+    except ValueError as e:
+        refused = str(e)
+    untouched = all(torch.equal(a, p.full_tensor()) for a, p in zip(before, bad.parameters()))
+    model, opt = _fsdp2_model_and_adamw(world, lr=0.0)
+    _train(model, opt, rank, 1)
+    step, state = ckpt.load(into={"model": model.state_dict(), "optim": opt.state_dict()})
+    dtensors = all(type(v).__name__ == "DTensor" for v in state["model"].values())
+    if then_save:
+        ckpt.save(5, {"model": model.state_dict(), "optim": opt.state_dict(), "note": "w%d" % world})
+        assert ckpt.wait(30), "step 5 was not replicated"
+    return {"step": step, "digest": _full_digest(model, opt), "note": state["note"], "refused": refused,
+            "untouched": untouched, "dtensors": dtensors}
+
+
 def main():
     task, backend, rank, world, port0, job = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), \
         int(sys.argv[5]), sys.argv[6]
@@ -224,6 +301,16 @@ def main():
         emit(event="checks", rank=rank, results=checks_collectives(rank, world), refusals=checks_refusals(rank))
     elif task == "fsdp2_ckpt":
         emit(event="fsdp2_ckpt", rank=rank, **fsdp2_checkpoint(session, rank, world))
+    elif task == "reshard_save":
+        emit(event="reshard_save", rank=rank, **reshard_save(session, rank, world))
+        dist.barrier()
+        os._exit(0)  # no leave: this host's memory stays for the next world
+    elif task == "reshard_load":
+        emit(event="reshard_load", rank=rank, **reshard_load(session, rank, world))
+    elif task == "reshard_load_save":
+        emit(event="reshard_load", rank=rank, **reshard_load(session, rank, world, then_save=True))
+        dist.barrier()
+        os._exit(0)
     elif task in ("ddp", "fsdp2"):
         params = train_ddp(rank, world) if task == "ddp" else train_fsdp2(rank, world)
         crc = zlib.crc32(json.dumps(params).encode())

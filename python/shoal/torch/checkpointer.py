@@ -25,7 +25,7 @@ from typing import Any, Optional, Tuple
 import torch
 
 import shoal
-from . import placement, state_tree
+from . import placement, reshard_load, state_tree
 from ._compat import storage_of
 
 log = logging.getLogger("shoal.torch")
@@ -177,8 +177,25 @@ class Checkpointer:
         same key path; shapes and dtypes are checked first, and a mismatch raises ValueError naming the
         tensor with nothing written. Tensors missing from into= come back as new tensors. saved_rank
         (given on every rank): load that rank's version instead of the one this rank's host saved, from
-        the newest step every rank of its world completed."""
+        the newest step every rank of its world completed.
+        When into= holds DTensors (FSDP2's state) and the step was saved by a world of another size, each
+        rank reads only the parts of the saved shards that overlap its own (resharding N -> M), local
+        memory first; every tensor's table of saved chunks and into='s names, global shapes and dtypes are
+        checked first (ValueError naming the tensor, nothing written), and plain values come from saved
+        rank 0's version (or saved_rank's). into= must hold the optimizer's state tensors already (e.g.
+        after one step), as their DTensors give each rank's new shard."""
         self._finish_pending()
+        if into is not None and reshard_load.holds_dtensor(into):
+            comm = comm or self.communicator()
+            with self._lock:
+                point = self._session.agree_restore(comm)
+                if point is None:
+                    return None
+                if point.saved_world != comm.world_size:
+                    got = reshard_load.load_resharded(self._session, comm, point, into, saved_rank)
+                    log.info("shoal: loaded step %d resharded from a world of %d onto %d", got[0],
+                             point.saved_world, comm.world_size)
+                    return got
         result = {}
 
         def place(layout):

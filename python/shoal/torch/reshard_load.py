@@ -1,0 +1,212 @@
+"""Loading a sharded state onto a world of another size (Checkpointer.load with into= holding DTensors):
+agree on a step, read every saved rank's skeleton, build each tensor's table of saved chunks and check it
+(whole, no overlaps, the same names, global shapes and dtypes as into=) before a byte is written, then
+read into each local shard only the byte runs that overlap it (reshard.plan_world), straight from the
+holders' memory through Session.read_ranges: this host's memory first, then the peers'. Plain values come
+from one saved rank's version (rank 0 unless the caller names another)."""
+import concurrent.futures
+from typing import Any, Dict, List, Optional, Tuple
+
+import torch
+
+import shoal
+from . import reshard, state_tree
+
+META = "meta"
+# A skeleton larger than this is refused before memory is allocated for it: a state's structure (names,
+# shapes, small values) is kilobytes to a few megabytes, never this.
+MAX_SKELETON_BYTES = 256 << 20
+
+
+def _storage_name(i: int) -> str:
+    return "s%d" % i
+
+
+def holds_dtensor(obj) -> bool:
+    """Whether a nest of dicts, lists and tuples holds a DTensor anywhere."""
+    if state_tree.is_distributed(obj):
+        return True
+    if isinstance(obj, dict):
+        return any(holds_dtensor(v) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return any(holds_dtensor(v) for v in obj)
+    return False
+
+
+class _Saved:
+    """One saved rank's version: its skeleton, parsed through state_tree's restricted path."""
+
+    def __init__(self, session, step: int, rank: int):
+        table = session.version_buffers(step, rank)
+        what = "saved rank %d's version of step %d" % (rank, step)
+        if not table or table[0][0] != META:
+            raise ValueError("%s was not saved by shoal.torch.Checkpointer (its first buffer is %r)"
+                             % (what, table[0][0] if table else None))
+        names = [n for n, _ in table[1:]]
+        if names != [_storage_name(i) for i in range(len(names))]:
+            raise ValueError("%s has buffers %s after its structure, not s0, s1, ..." % (what, names[:4]))
+        size = table[0][1]
+        if size > MAX_SKELETON_BYTES:
+            raise shoal.VersionRefused("%s: a structure of %d bytes (at most %d)" % (what, size, MAX_SKELETON_BYTES))
+        meta = torch.empty(size, dtype=torch.uint8)
+        if size:
+            session.read_ranges(step, rank, [(META, 0, size, meta.data_ptr())])
+        try:
+            self.tree, self.records, self.storages = state_tree.load_skeleton(meta.numpy().tobytes())
+        except state_tree.SkeletonRefused as e:
+            raise shoal.VersionRefused("%s: %s" % (what, e)) from e
+        if [n for _, n in table[1:]] != [s.nbytes for s in self.storages]:
+            raise shoal.VersionRefused("%s: its buffers do not match the storages its structure names" % what)
+        self.rank = rank
+
+
+def _dense_from_start(r: state_tree.TensorRecord) -> bool:
+    """The record's elements are its storage's bytes from r.offset on, row-major, with no gaps."""
+    acc = 1
+    for n, s in zip(reversed(r.shape), reversed(r.stride)):
+        if n > 1 and s != acc:
+            return False
+        acc *= n
+    return True
+
+
+def _tensor_tables(saved: List[_Saved]) -> Dict[Tuple, dict]:
+    """{path: {"shape", "dtype", "chunks": [Chunk], "sources": [(saved rank, record)]}} of every sharded
+    tensor; ValueError naming the tensor for saved ranks that disagree or a table that is not whole."""
+    tables: Dict[Tuple, dict] = {}
+    for s in saved:
+        for r in s.records:
+            if r.shard is None:
+                continue
+            name = state_tree.path_text(r.path)
+            global_shape, offsets = r.shard
+            if not _dense_from_start(r):
+                raise ValueError("%s: saved rank %d's shard is not dense in its storage; it cannot be resharded"
+                                 % (name, s.rank))
+            t = tables.setdefault(r.path, {"shape": global_shape, "dtype": r.dtype, "chunks": [], "sources": []})
+            if t["shape"] != global_shape or t["dtype"] != r.dtype:
+                raise ValueError("%s: saved ranks disagree on it (%s%s against %s%s)" % (
+                    name, t["dtype"], list(t["shape"]), r.dtype, list(global_shape)))
+            t["chunks"].append(reshard.Chunk(tuple(offsets), tuple(r.shape)))
+            t["sources"].append((s.rank, r))
+    for path, t in tables.items():
+        problems = reshard.check_cover(state_tree.path_text(path), t["shape"], t["chunks"])
+        if problems:
+            raise ValueError("the checkpoint's shards do not make up the tensor: %s" % "; ".join(problems[:5]))
+    return tables
+
+
+def load_resharded(session, comm, point, into: Any, plain_rank: Optional[int] = None) -> Tuple[int, Any]:
+    """(step, state) of `point` (Session.agree_restore's answer) loaded into `into`'s DTensors resharded for
+    this rank of `comm`. Every check runs before a byte is written into the caller's tensors; a read that
+    fails later (every copy refused) may leave some of them filled with the saved bytes, others not."""
+    step, world = point.step, point.saved_world
+    plain_rank = 0 if plain_rank is None else int(plain_rank)
+    if not 0 <= plain_rank < world:
+        raise ValueError("saved_rank %d did not exist at step %d (world %d)" % (plain_rank, step, world))
+    saved = [_Saved(session, step, r) for r in range(world)]
+    tables = _tensor_tables(saved)
+
+    # into=: every sharded tensor of the checkpoint must be a DTensor there, and every DTensor of into=
+    # one of the checkpoint's, with the same global shape and dtype.
+    targets: Dict[Tuple, Any] = {}
+    boxes: Dict[str, reshard.Chunk] = {}
+    specs: Dict[str, Tuple[Tuple[int, ...], int, List[reshard.Chunk]]] = {}
+    problems = []
+    flat_into = state_tree.flatten(into)
+    for rec in flat_into.records:
+        if rec.shard is not None and rec.path not in tables:
+            problems.append("%s: into= holds a sharded tensor the checkpoint does not (another model?)"
+                            % state_tree.path_text(rec.path))
+    for path, t in tables.items():
+        name = state_tree.path_text(path)
+        target = state_tree.lookup(into, path)
+        if target is None or not state_tree.is_distributed(target):
+            problems.append("%s: saved sharded, into= has %s there" % (
+                name, "nothing" if target is None else type(target).__name__))
+            continue
+        local, (global_shape, offsets) = state_tree.local_shard(target)
+        if tuple(global_shape) != tuple(t["shape"]) or state_tree.dtype_name(local.dtype) != t["dtype"]:
+            problems.append("%s: saved %s%s, into= has %s%s" % (name, t["dtype"], list(t["shape"]),
+                                                                   state_tree.dtype_name(local.dtype),
+                                                                   list(global_shape)))
+            continue
+        targets[path] = (target, local)
+        boxes[name] = reshard.Chunk(tuple(offsets), tuple(local.shape))
+        specs[name] = (tuple(t["shape"]), state_tree.itemsize(t["dtype"]), t["chunks"])
+    base = saved[plain_rank]
+    plain = []  # (record, caller's tensor or None) of the plain tensors, from saved rank plain_rank
+    for r in base.records:
+        if r.shard is not None:
+            continue
+        t = state_tree.lookup(into, r.path)
+        if isinstance(t, torch.Tensor) and not state_tree.is_distributed(t):
+            if tuple(t.shape) != tuple(r.shape) or state_tree.dtype_name(t.dtype) != r.dtype:
+                problems.append("%s: saved %s%s, into= has %s%s" % (
+                    state_tree.path_text(r.path), r.dtype, list(r.shape), state_tree.dtype_name(t.dtype),
+                    list(t.shape)))
+                continue
+        else:
+            t = None
+        plain.append((r, t))
+    if problems:
+        raise ValueError("into= does not match the checkpoint of step %d: %s%s" % (
+            step, "; ".join(problems[:5]), " (and %d more)" % (len(problems) - 5) if len(problems) > 5 else ""))
+    plans = reshard.plan_world(specs, boxes)  # ValueError naming the tensor and the range left uncovered
+
+    # The reads, per saved rank: each new shard's byte runs straight into its local tensor where that is
+    # dense CPU memory, else into a buffer copied in afterwards.
+    ranges: Dict[int, List[Tuple[str, int, int, int]]] = {}
+    staged = []  # (local tensor, buffer) for shards read into a buffer first
+    for path, (target, local) in targets.items():
+        name = state_tree.path_text(path)
+        if local.numel() == 0:
+            continue
+        if local.device.type == "cpu" and local.is_contiguous():
+            dst = local.data_ptr()
+        else:
+            buf = torch.empty(local.numel() * local.element_size(), dtype=torch.uint8)
+            staged.append((local, buf))
+            dst = buf.data_ptr()
+        sources = tables[path]["sources"]
+        size = state_tree.itemsize(tables[path]["dtype"])
+        for read in plans[name]:
+            rank, rec = sources[read.chunk]
+            origin = rec.offset * size
+            for src, off, n in read.runs:
+                ranges.setdefault(rank, []).append((_storage_name(rec.storage), origin + src, n, dst + off))
+    storages = {}  # the plain tensors' storages, read whole into buffers of this load
+    for r, _ in plain:
+        if r.storage not in storages:
+            n = base.storages[r.storage].nbytes
+            storages[r.storage] = torch.empty(n, dtype=torch.uint8)
+            if n:
+                ranges.setdefault(plain_rank, []).append(
+                    (_storage_name(r.storage), 0, n, storages[r.storage].data_ptr()))
+    # One read per saved rank, concurrently (each from its own holder; the copies run without the GIL).
+    if len(ranges) > 1:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(ranges), 8)) as pool:
+            for f in [pool.submit(session.read_ranges, step, rank, ranges[rank]) for rank in sorted(ranges)]:
+                f.result()
+    else:
+        for rank in ranges:
+            session.read_ranges(step, rank, ranges[rank])
+    with torch.no_grad():
+        for local, buf in staged:
+            local.copy_(buf.view(local.dtype).view(local.shape))
+        values = {}
+        for r, t in plain:
+            v = state_tree.view_of(storages[r.storage], r)
+            if t is not None:
+                t.copy_(v)
+                values[id(r)] = t
+            else:
+                if r.parameter:
+                    v = torch.nn.Parameter(v, requires_grad=r.requires_grad)
+                elif r.requires_grad:
+                    v.requires_grad_(True)
+                values[id(r)] = v
+    tensors = []
+    for r in base.records:
+        tensors.append(targets[r.path][0] if r.shard is not None else values[id(r)])
+    return step, state_tree.rebuild(base.tree, base.records, tensors)
