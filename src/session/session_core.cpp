@@ -280,8 +280,6 @@ RankInfo SessionCore::ranks() const {
   return comm_ranks_;
 }
 
-bool SessionCore::failure_is_local(uint64_t epoch) const { return rebuild_state().failure_is_local(epoch, Clock::now()); }
-
 RebuildState SessionCore::rebuild_state() const {
   RebuildState s;
   s.stopped = !stopped_.empty();

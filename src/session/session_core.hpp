@@ -127,9 +127,6 @@ class SessionCore : public Session {
   // moves on meanwhile, or when a peer fails the build.
   std::shared_ptr<Communicator> build(const membership::View& view, std::shared_ptr<Communicator> previous,
                                       const std::optional<membership::View>& previous_view, uint32_t attempt);
-  // Under mu_: a communicator of `epoch` that failed can be rebuilt for the same view: the view is the
-  // newest, holds this rank, and no member of it failed lately (so no newer view is coming to replace it).
-  bool failure_is_local(uint64_t epoch) const;
   // Outside mu_: the rebuild barrier after attempt `failed` of `view`'s epoch failed. Every rank says
   // so in the epoch's store and waits for all the others, so that all of them build attempt failed+1
   // together (a rank still inside a collective of the failed attempt gets there once its peers' aborts
