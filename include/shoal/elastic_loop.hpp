@@ -9,7 +9,9 @@
 //   - a rank of the previous view is gone (a death, a leave): `restore` when given (every rank loads the
 //     same checkpointed step), else the live state as above;
 //   - the first build of a job: `restore` when given, else rank 0's state.
-// Settling costs one small allreduce; the state moves only where it differs: when every rank already
+// shoal::SettleRule (shoal/settle_rule.hpp) decides this, the same rule as Python's shoal.torch.Elastic
+// (which keeps the live state after a loss unless told restore_after_loss). Settling costs one small
+// allreduce; the state moves only where it differs: when every rank already
 // holds the same state of the same step (the survivors of a loss in data-parallel training, a rebuild of
 // the same view), compared by a 64-bit BLAKE2b digest of save()'s bytes, nothing is handed out and
 // `load` is not called again (the `synced` hook still is).

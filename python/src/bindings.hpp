@@ -21,6 +21,7 @@ void bind_session(py::module_& m);       // session.cpp: Session (start, connect
 void bind_checkpoints(py::module_& m);   // checkpoints.cpp: saves, restores, copies with checksums
 void bind_store(py::module_& m);         // store.cpp: EpochStore, Session.store
 void bind_health(py::module_& m);        // health.cpp: HealthMonitor (node health for Python loops)
+void bind_settle(py::module_& m);        // settle.cpp: SettleRule, SettleFacts, SettleDecision
 
 // An instance of shoal.Error, shoal.Timeout or shoal.ViewChanged (with .epoch) for what `error` holds
 // (RuntimeError for other exceptions). Needs the GIL.

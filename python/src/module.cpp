@@ -28,6 +28,7 @@ PYBIND11_MODULE(_shoal, m) {
   shoal::python::bind_checkpoints(m);
   shoal::python::bind_store(m);
   shoal::python::bind_health(m);
+  shoal::python::bind_settle(m);
   m.attr("__version__") = std::string(shoal::build::version());
   m.attr("git_revision") = std::string(shoal::build::git_revision());
 }

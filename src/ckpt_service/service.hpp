@@ -176,7 +176,7 @@ class CheckpointService {
   void reap_finished();
   // At start, with persist_dir: the newest persisted version of each rank that this host holds nothing
   // as new of in memory is loaded (verified) into a replica segment, so that after every host lost its
-  // memory a restore finds it like any other holder's (ckpt_service_disk.cpp).
+  // memory a restore finds it like any other holder's (service_disk.cpp).
   void load_persisted(const ckpt::PersistDir& dir);
   // `ckpt-ls`'s part on the persist directory (with persist_dir).
   control::PersistSection persist_section() const;

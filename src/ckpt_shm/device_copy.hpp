@@ -1,6 +1,6 @@
 // Copies between CUDA device memory and checkpoint segments, and the page-locking that makes them
-// fast. Declared everywhere; device_copy_cuda.cpp implements it where the build found the CUDA
-// runtime, device_copy_absent.cpp elsewhere (every call then fails with a sentence saying so).
+// fast. Declared everywhere; device/cuda_copy.cpp implements it where the build found the CUDA
+// runtime, device/absent_copy.cpp elsewhere (every call then fails with a sentence saying so).
 //
 // Why page-lock: a device-to-host copy into pageable memory goes through a pinned staging buffer of
 // the driver in pieces, at a fraction of the link's speed; into registered memory the copy engine

@@ -24,8 +24,8 @@ std::shared_ptr<Communicator> make_gloo(const SessionCommSpec& spec, RendezvousS
   o.world_size = spec.world_size;
   o.epoch = spec.epoch;
   o.bind_host = spec.bind_ip;
-  o.op_timeout = spec.collective_timeout;
-  o.connect_timeout = spec.rendezvous_timeout;
+  o.collective_timeout = spec.collective_timeout;
+  o.rendezvous_timeout = spec.rendezvous_timeout;
   o.on_peer_lost = spec.on_peer_lost;
   return std::shared_ptr<Communicator>(make_gloo_communicator(o, store));
 #else
@@ -42,8 +42,8 @@ std::shared_ptr<Communicator> make_nccl(const SessionCommSpec& spec, RendezvousS
   o.world_size = spec.world_size;
   o.epoch = spec.epoch;
   o.cuda_device = spec.cuda_device;
-  o.init_timeout = spec.rendezvous_timeout;
-  o.op_timeout = spec.collective_timeout;
+  o.rendezvous_timeout = spec.rendezvous_timeout;
+  o.collective_timeout = spec.collective_timeout;
   auto* previous = dynamic_cast<NcclCommunicator*>(backend_of(spec.previous));
   if (previous && spec.before && spec.after) {
     const auto plan = plan_rebuild(*spec.before, *spec.after, previous->rebuild_state());

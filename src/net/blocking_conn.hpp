@@ -64,7 +64,7 @@ class BlockingConn {
   Result<wire::Frame> read_frame(size_t max_payload, Clock::time_point deadline);
 
   // From now on every frame and all bulk data are sealed with the connection's keys (after the handshake
-  // of stream_opening.hpp or the listener's).
+  // of blocking_open.hpp or the listener's).
   void set_keys(const wire::StreamKeys& keys);
   // The same with ciphers already in use (a connection the listener handed over after its request).
   void adopt(std::unique_ptr<wire::SealedFrames> frames) { frames_ = std::move(frames); }

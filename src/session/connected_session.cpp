@@ -100,7 +100,7 @@ Status ConnectedSession::begin() {
           wire::make_envelope(doc->cluster, id.name + "/" + std::to_string(id.slot), id.generation, agent_addr_),
           wire::Hello::CKPT_STREAM),
       seal);
-  id.checkpoints.exchange_timeout = opt_.rendezvous_timeout;
+  id.checkpoints.rendezvous_timeout = opt_.rendezvous_timeout;
   id.checkpoints.committed = [path = opt_.control_path](uint32_t rank, uint64_t step) {
     auto r = control::control_request(path, "ckpt-committed " + std::to_string(rank) + " " + std::to_string(step));
     if (!r)

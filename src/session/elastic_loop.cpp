@@ -1,6 +1,8 @@
 // The elastic run loop: step, roll back on a view change, rebuild, settle the state (live or restored).
 #include "shoal/elastic_loop.hpp"
 
+#include "shoal/settle_rule.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -19,10 +21,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
-
-// settle_state packs a step number and a rank into one int64: steps below 2^42, ranks below 2^20.
-constexpr unsigned kSettleRankBits = 20;
-constexpr uint64_t kSettleStepLimit = uint64_t{1} << 42;
 
 // 64 bits of the state's BLAKE2b digest (libsodium): whether two ranks hold the same state.
 uint64_t state_digest(const std::vector<std::byte>& state) {
@@ -78,52 +76,30 @@ void ElasticLoop::sync_from(int root) {
 
 void ElasticLoop::settle_state() {
   const RankInfo now = session_.ranks();
-  // Did this rank train before, and is every rank it trained with still here? One allreduce (min) tells
-  // every rank the same answers; it is also the new communicator's first collective, so a peer whose own
-  // build failed fails it at once, before any state moves. A failure can cut a step short on some ranks
+  // Did this rank train before, and is every rank it trained with still here? SettleRule's one allreduce
+  // tells every rank the same answers; it is also the new communicator's first collective, so a peer whose
+  // own build failed fails it at once, before any state moves. A failure can cut a step short on some ranks
   // only: the newest completed step wins, so no rank redoes a step it finished.
-  const bool trained = !trained_in_.empty();
-  bool kept = true;
+  SettleFacts facts;
+  facts.holds_state = !trained_in_.empty();
   for (const auto& name : trained_in_) {
-    if (std::find(now.members.begin(), now.members.end(), name) == now.members.end()) kept = false;
+    if (std::find(now.members.begin(), now.members.end(), name) == now.members.end()) facts.kept_peers = false;
   }
-  const uint64_t mine = next_step_;
-  if (mine >= kSettleStepLimit) throw Error("ElasticLoop: step counter " + std::to_string(mine) + " out of range");
-  const int64_t rank = comm_->rank();
-  // Two halves of the state's digest, so that min and max of each tell whether every rank holds the same.
-  const uint64_t digest = trained ? state_digest(snapshot_) : 0;
-  constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
-  int64_t facts[7] = {
-      trained ? -1 : 0,  // < 0: someone trained
-      trained ? 1 : 0,   // 1: every rank trained
-      kept ? 1 : 0,      // 1: every rank that trained still has all it trained with
-      // The newest step anyone completed and the lowest rank that holds it, in one number.
-      trained ? static_cast<int64_t>(((kSettleStepLimit - mine) << kSettleRankBits) | static_cast<uint64_t>(rank))
-              : kNone,
-      trained ? static_cast<int64_t>(mine) : kNone,  // the oldest step anyone trained to
-      trained ? static_cast<int64_t>(digest >> 1) : kNone,
-      trained ? -static_cast<int64_t>(digest >> 1) : 0,
-  };
-  comm_->allreduce(std::span<int64_t>(facts), ReduceOp::min);
-  const bool anyone_trained = facts[0] < 0;
-  const bool everyone_trained = facts[1] == 1;
-  const bool nothing_lost = anyone_trained && facts[2] == 1;
-  const uint64_t newest = kSettleStepLimit - (static_cast<uint64_t>(facts[3]) >> kSettleRankBits);
-  const auto holder = static_cast<int>(static_cast<uint64_t>(facts[3]) & ((uint64_t{1} << kSettleRankBits) - 1));
-  if (!nothing_lost && hooks_.restore) {
+  facts.next_step = next_step_;
+  facts.digest = facts.holds_state ? state_digest(snapshot_) : 0;
+  // This loop's documented rule: a trainer that restores does so at the start and after every loss.
+  facts.can_restore = static_cast<bool>(hooks_.restore);
+  facts.restore_after_loss = facts.can_restore;
+  const SettleDecision d = SettleRule::agree(*comm_, facts);
+  if (d.restore) {
     if (const auto restored = hooks_.restore(*comm_)) {
       next_step_ = *restored + 1;
       snapshot_ = hooks_.save();
       return;
     }
   }
-  const int root = anyone_trained ? holder : 0;
-  // Every rank holds the same state of the same step (the survivors of a loss in data-parallel training,
-  // a same-view rebuild): handing it out would copy every byte onto itself. Sync only when it differs.
-  const bool same_everywhere =
-      everyone_trained && static_cast<uint64_t>(facts[4]) == newest && facts[5] == -facts[6];
-  if (!same_everywhere) sync_from(root);
-  if (anyone_trained && hooks_.synced) hooks_.synced(next_step_, root);
+  if (d.hand_out) sync_from(d.source_rank);
+  if (d.anyone_holds_state && hooks_.synced) hooks_.synced(next_step_, d.source_rank);
 }
 
 uint64_t ElasticLoop::run(uint64_t last_step) {

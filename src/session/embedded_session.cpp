@@ -40,7 +40,7 @@ Status EmbeddedSession::begin() {
   id.checkpoints.holder = id.name;
   id.checkpoints.agent_addr = agent_->addr();
   id.checkpoints.ckpt_hello = agent_->hello(wire::Hello::CKPT_STREAM);
-  id.checkpoints.exchange_timeout = opt_.rendezvous_timeout;
+  id.checkpoints.rendezvous_timeout = opt_.rendezvous_timeout;
   id.checkpoints.committed = [agent = agent_.get()](uint32_t rank, uint64_t step) {
     agent->checkpoints().committed(rank, step);
   };

@@ -197,7 +197,7 @@ std::vector<ckpt::HolderReport> SessionCheckpoints::collect_reports(Communicator
   store.set(prefix + "report/" + std::to_string(rank), to_bytes(mine.SerializeAsString()));
   std::vector<std::string> keys;
   for (int r = 0; r < world; ++r) keys.push_back(prefix + "report/" + std::to_string(r));
-  const auto values = store.multi_get(keys, ctx_.exchange_timeout);
+  const auto values = store.multi_get(keys, ctx_.rendezvous_timeout);
   std::vector<ckpt::HolderReport> reports;
   for (const auto& v : values) {
     wire::HolderReport m;
@@ -294,7 +294,7 @@ std::optional<RestoredCheckpoint> SessionCheckpoints::restore(Communicator& comm
     store.set(prefix + "ok/" + std::to_string(rank), to_bytes(outcome));
     keys.clear();
     for (int r = 0; r < world; ++r) keys.push_back(prefix + "ok/" + std::to_string(r));
-    const auto oks = store.multi_get(keys, ctx_.exchange_timeout);
+    const auto oks = store.multi_get(keys, ctx_.rendezvous_timeout);
     for (size_t r = 0; r < oks.size(); ++r) {
       if (!oks[r].empty() && oks[r].front() == 'E') {
         const std::string why(oks[r].begin() + 1, oks[r].end());

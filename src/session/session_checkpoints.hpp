@@ -37,7 +37,7 @@ struct CheckpointContext {
   std::function<void(uint32_t rank, uint64_t step)> committed;  // tells the agent
   // Asks the agent how safe a local rank's newest version is; an error when it cannot answer.
   std::function<Result<ckpt_service::RankSafety>(uint32_t rank)> safety;
-  std::chrono::milliseconds exchange_timeout{30'000};
+  std::chrono::milliseconds rendezvous_timeout{30'000};
 };
 
 class SessionCheckpoints {

@@ -259,9 +259,7 @@ void SessionCore::mark_broken(uint64_t epoch) {
   broken_since_ = Clock::now();
 }
 
-bool SessionCore::fresh_failure(uint64_t epoch) const {
-  return broken_epoch_ >= epoch && Clock::now() < broken_since_ + kUnconfirmedFailureGrace;
-}
+bool SessionCore::fresh_failure(uint64_t epoch) const { return rebuild_state().fresh_failure(epoch, Clock::now()); }
 
 bool SessionCore::includes_me(const membership::View& view) const {
   const auto* me = view.find(id_.name);
@@ -309,8 +307,18 @@ RankInfo SessionCore::ranks() const {
   return comm_ranks_;
 }
 
-bool SessionCore::failure_is_local(uint64_t epoch) const {
-  return stopped_.empty() && latest_ && latest_->epoch() == epoch && usable(*latest_);
+RebuildState SessionCore::rebuild_state() const {
+  RebuildState s;
+  s.stopped = !stopped_.empty();
+  if (latest_) {
+    s.latest_epoch = latest_->epoch();
+    s.latest_includes_me = includes_me(*latest_);
+  }
+  s.broken_epoch = broken_epoch_;
+  s.broken_since = broken_since_;
+  if (comm_) s.comm = RebuildState::Held{comm_->epoch(), comm_attempt_, comm_->aborted()};
+  s.failed = failed_attempt_;
+  return s;
 }
 
 std::shared_ptr<Communicator> SessionCore::communicator() {
@@ -322,37 +330,30 @@ std::shared_ptr<Communicator> SessionCore::communicator() {
     std::optional<uint32_t> retry_after;  // the attempt every rank must be through with first
     {
       std::unique_lock lock(mu_);
-      if (comm_ && !comm_->aborted() && latest_ && comm_->epoch() == latest_->epoch()) return comm_;
-      if (comm_ && comm_->aborted() && !failed_attempt_ && failure_is_local(comm_->epoch())) {
-        failed_attempt_ = FailedAttempt{comm_->epoch(), comm_attempt_};
-      }
-      if (failed_attempt_ && failure_is_local(failed_attempt_->epoch)) {
-        view = latest_;
-        retry_after = failed_attempt_->attempt;
-      } else {
-        if (failed_attempt_ && (!latest_ || latest_->epoch() != failed_attempt_->epoch)) failed_attempt_.reset();
-        // A member's failure is waited out for a newer view; if none comes within the grace (gossip took
-        // the member back, the keeper removed nobody), the view is used again: rebuilt as it stands.
-        const auto wake =
-            broken_since_ + kUnconfirmedFailureGrace > Clock::now()
-                ? std::min(deadline, broken_since_ + kUnconfirmedFailureGrace + std::chrono::milliseconds(1))
-                : deadline;
-        const bool ok =
-            changed_.wait_until(lock, wake, [&] { return !stopped_.empty() || (latest_ && usable(*latest_)); });
-        if (!stopped_.empty()) throw Error("shoal session: " + stopped_);
-        if (!ok && Clock::now() < deadline) continue;
-        // The failure's grace passed with no newer view: the failed communicator's own view again, which
-        // is rebuilt as a retry (above), never under the keys its first build already used.
-        if (ok && comm_ && comm_->aborted() && latest_->epoch() == comm_->epoch()) continue;
-        if (!ok) {
+      const RebuildDecision d = decide_rebuild(rebuild_state(), Clock::now(), deadline);
+      failed_attempt_ = d.failed;
+      switch (d.action) {
+        case RebuildAction::use_current:
+          return comm_;
+        case RebuildAction::wait:
+          changed_.wait_until(lock, d.wake);
+          continue;
+        case RebuildAction::stop:
+          throw Error("shoal session: " + stopped_);
+        case RebuildAction::give_up:
           throw Timeout("no usable committed view for " + id_.name + " within " +
                         std::to_string(opt_.view_timeout.count()) + " ms: the newest epoch is " +
                         std::to_string(latest_ ? latest_->epoch() : 0) + ", epoch " + std::to_string(broken_epoch_) +
                         " lost a member");
-        }
-        view = latest_;
-        previous = comm_;
-        previous_view = comm_view_;
+        case RebuildAction::retry_same_view:
+          view = latest_;
+          retry_after = d.retry_after;
+          break;
+        case RebuildAction::build_newest:
+          view = latest_;
+          previous = comm_;
+          previous_view = comm_view_;
+          break;
       }
     }
     uint32_t attempt = 0;
@@ -373,14 +374,15 @@ std::shared_ptr<Communicator> SessionCore::communicator() {
       // A peer that never connected: under loss, or one that gave up on this attempt already. With every
       // member alive that is one more failed attempt; the barrier's own deadline bounds the retries.
       std::lock_guard lock(mu_);
-      if (!failure_is_local(view->epoch()) || Clock::now() >= deadline) throw;
+      if (on_build_failed(rebuild_state(), view->epoch(), true, Clock::now(), deadline) == BuildFailure::rethrow) throw;
       logger().info("communicator for epoch {} (attempt {}) timed out while building: {}", view->epoch(), attempt,
                     e.what());
       failed_attempt_ = FailedAttempt{view->epoch(), attempt};
       continue;
     } catch (const ViewChanged& e) {
       std::lock_guard lock(mu_);
-      if (failure_is_local(view->epoch())) {
+      if (on_build_failed(rebuild_state(), view->epoch(), false, Clock::now(), deadline) ==
+          BuildFailure::record_attempt) {
         // A peer's build failed, or its communicator of this attempt already did: not a view change.
         logger().info("communicator for epoch {} (attempt {}) failed while building: {}", view->epoch(), attempt,
                       e.what());

@@ -11,6 +11,7 @@
 
 #include "membership/view.hpp"
 #include "net/stream_hello.hpp"
+#include "session/rebuild_decision.hpp"
 #include "session/rendezvous_client.hpp"
 #include "session/session_checkpoints.hpp"
 #include "shoal/health.hpp"
@@ -105,6 +106,8 @@ class SessionCore : public Session {
   // graceful leave, a join): enough for data already sent, short against a rebuild.
   static constexpr std::chrono::milliseconds kFinishGrace{200};
 
+  // Under mu_: what decide_rebuild() and on_build_failed() decide from.
+  RebuildState rebuild_state() const;
   // Under mu_: a member of `epoch` (or a newer one) was reported failed less than the grace ago.
   bool fresh_failure(uint64_t epoch) const;
   // Under mu_: records a failure verdict about `epoch`.
@@ -129,9 +132,6 @@ class SessionCore : public Session {
   // moves on meanwhile, or when a peer fails the build.
   std::shared_ptr<Communicator> build(const membership::View& view, std::shared_ptr<Communicator> previous,
                                       const std::optional<membership::View>& previous_view, uint32_t attempt);
-  // Under mu_: a communicator of `epoch` that failed can be rebuilt for the same view: the view is the
-  // newest, holds this rank, and no member of it failed lately (so no newer view is coming to replace it).
-  bool failure_is_local(uint64_t epoch) const;
   // Outside mu_: the rebuild barrier after attempt `failed` of `view`'s epoch failed. Every rank says
   // so in the epoch's store and waits for all the others, so that all of them build attempt failed+1
   // together (a rank still inside a collective of the failed attempt gets there once its peers' aborts
@@ -154,10 +154,6 @@ class SessionCore : public Session {
   std::optional<membership::View> comm_view_;  // the view comm_ was built for
   uint32_t comm_attempt_ = 0;                  // comm_'s attempt within its epoch
   // A communicator (or a build) that failed with every member of its view alive: its epoch and attempt.
-  struct FailedAttempt {
-    uint64_t epoch = 0;
-    uint32_t attempt = 0;
-  };
   std::optional<FailedAttempt> failed_attempt_;
   RankInfo comm_ranks_;
   std::vector<std::function<void(uint64_t)>> callbacks_;

@@ -33,8 +33,8 @@ constexpr int kIdle = kRanks - 1;  // the rank that never joins the collective
 // Long enough that only an abort or a failure (never the timeout) can end the blocked collectives.
 GlooOptions patient() {
   GlooOptions o;
-  o.op_timeout = 20s;
-  o.connect_timeout = 10s;
+  o.collective_timeout = 20s;
+  o.rendezvous_timeout = 10s;
   return o;
 }
 
@@ -193,7 +193,7 @@ TEST_CASE("after an abort every collective throws ViewChanged at once, with the 
 TEST_CASE("a gloo collective a peer never joins throws Timeout after the op timeout, then ViewChanged") {
   LocalRendezvousStore store(15);
   GlooOptions o = patient();
-  o.op_timeout = 300ms;
+  o.collective_timeout = 300ms;
   auto world = make_gloo_world(2, store, o);
   std::vector<double> v(16, 2.0);
   const auto started = Clock::now();
@@ -209,7 +209,7 @@ TEST_CASE("connecting while a peer never arrives throws Timeout naming the rende
   o.rank = 0;
   o.world_size = 2;
   o.epoch = 16;
-  o.connect_timeout = 300ms;
+  o.rendezvous_timeout = 300ms;
   try {
     (void)shoal::comm::make_gloo_communicator(o, store);
     FAIL("connected without the peer");

@@ -80,7 +80,7 @@ TEST_CASE("every rank connects the mesh with one read of the store, and the mesh
     o.rank = r;
     o.world_size = kRanks;
     o.epoch = 3;
-    o.connect_timeout = 10s;
+    o.rendezvous_timeout = 10s;
     world[size_t(r)] = shoal::comm::make_gloo_communicator(o, *views[size_t(r)]);
   });
   for (const auto& e : built) REQUIRE_FALSE(e);
@@ -120,7 +120,7 @@ TEST_CASE("a rank that connects with Gloo's own connectFullMesh meets ranks that
     o.rank = r;
     o.world_size = kRanks;
     o.epoch = 5;
-    o.connect_timeout = 10s;
+    o.rendezvous_timeout = 10s;
     world[size_t(r)] = shoal::comm::make_gloo_communicator(o, shared);
   });
   for (const auto& e : built) REQUIRE_FALSE(e);

@@ -184,7 +184,7 @@ TEST_CASE("submitted collectives run in submission order and complete their Work
 TEST_CASE("an abort fails the submitted collective in flight and every later one with ViewChanged, at once") {
   LocalRendezvousStore store(1);
   shoal::comm::GlooOptions options;
-  options.op_timeout = 30s;
+  options.collective_timeout = 30s;
   auto world = shared_world(store, options);
   // Rank 3 never joins: ranks 0-2 block in their first allreduce until the abort.
   std::vector<std::vector<float>> bufs(kRanks, std::vector<float>(64, 1.0f));

@@ -70,8 +70,8 @@ void run() {
   shoal::comm::LocalRendezvousStore store1(1);
   NcclOptions o;
   o.epoch = 1;
-  o.init_timeout = std::chrono::seconds(60);
-  o.op_timeout = std::chrono::seconds(30);
+  o.rendezvous_timeout = std::chrono::seconds(60);
+  o.collective_timeout = std::chrono::seconds(30);
   auto comm = NcclCommunicator::create(o, store1);
   expect(std::string(comm->backend()) == "nccl" && comm->world_size() == 1, "fresh init of a world of one");
   expect(allreduce_gives(*comm, ReduceOp::sum, 2.5f, 2.5f), "f32 sum allreduce");

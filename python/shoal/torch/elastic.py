@@ -9,10 +9,11 @@ on. No lighthouse, no store host: the agents agree on the view and serve its sto
             loss_fn(job.model(batch)).backward()
             optimizer.step()
 
-What happens to the state:
+What happens to the state (shoal.SettleRule decides it, the same rule as shoal::ElasticLoop's):
 - after a leave, the survivors keep their live model and optimizer. They agree on the newest step any of
   them completed; a rank that finished a step its peers did not (the failure cut the step short on some
-  ranks only) hands its state to all, so a step is either applied on every rank or on none.
+  ranks only) hands its state to all, so a step is either applied on every rank or on none. With
+  restore_after_loss=True (and a Checkpointer) every rank loads the newest complete checkpoint instead.
 - after a join, the newcomer receives the live state (model, optimizer, data position, step) by a
   broadcast from a survivor; the survivors redo no step.
 - at the start of the job, with no live state anywhere, a Checkpointer given to Elastic loads the
@@ -94,12 +95,15 @@ class Elastic:
     (StragglerOptions: factor, exchange_every, ...). Every step is then timed (compute outside collectives,
     wait inside them), the ranks exchange the figures every exchange_every steps and judge stragglers
     alike; job.health() gives the verdict and the session's agent is told it (`shoal health`). Every rank
-    must pass the same options.
+    must pass the same options. restore_after_loss: with a checkpointer, load the newest checkpoint after a
+    host is lost instead of keeping the survivors' live state (as shoal::ElasticLoop does when it restores);
+    the state is settled by shoal.SettleRule, the rule C++'s loop follows.
     """
 
     def __init__(self, session: "shoal.Session", model: torch.nn.Module, optimizer: torch.optim.Optimizer, *,
                  sampler: Optional[ElasticSampler] = None, checkpointer: Optional[Checkpointer] = None,
-                 ckpt_every: int = 0, ddp_kwargs: Optional[dict] = None, health: Any = None):
+                 ckpt_every: int = 0, ddp_kwargs: Optional[dict] = None, health: Any = None,
+                 restore_after_loss: bool = False):
         if isinstance(model, DDP):
             raise TypeError("pass the plain module to shoal.torch.Elastic, not a DistributedDataParallel: "
                             "it wraps the module in DDP itself for every view")
@@ -122,6 +126,8 @@ class Elastic:
         self.model: Optional[DDP] = None
         self.completed = -1  # the last step this rank completed
         self._has_state = False  # this process holds the job's live state (it trained, synced or loaded)
+        self._trained_in: list = []  # the members of the view this process last trained in
+        self.restore_after_loss = restore_after_loss
         self._broken_at: Optional[float] = None  # when the step in flight failed, for rebuild_ms
         self.rebuild_ms: Optional[float] = None  # the last rebuild's duration, for the caller's log
         self.restored_step: Optional[int] = None  # the checkpoint step loaded at the last build, if any
@@ -195,34 +201,40 @@ class Elastic:
         if self.sampler is not None:
             self.sampler.set_world(comm.rank, comm.world_size)
         self._sync_state(comm)
+        self._trained_in = list(self.ranks.members)
         self.model = DDP(self.module, **self.ddp_kwargs)
 
     def _sync_state(self, comm: "shoal.Communicator") -> None:
-        """Every rank ends with the same state: the newest any rank completed, or the checkpoint's."""
-        mine = bytearray(struct.pack("<qq", self.completed, 1 if self._has_state else 0))
-        table = bytearray(16 * comm.world_size)
-        comm.allgather(mine, table)
-        rows = [struct.unpack_from("<qq", table, 16 * r) for r in range(comm.world_size)]
+        """Every rank ends with the same state, as shoal.SettleRule decides (the rule shoal::ElasticLoop
+        follows too): the newest any rank completed, or the checkpoint's."""
+        members = set(self.ranks.members) if self.ranks is not None else set()
+        facts = shoal.SettleFacts(
+            holds_state=self._has_state, kept_peers=all(m in members for m in self._trained_in),
+            next_step=self.completed + 1, can_restore=self.checkpointer is not None,
+            restore_after_loss=self.restore_after_loss)
+        decision = shoal.SettleRule.agree(comm, facts)
         self.restored_step = None
-        if not any(has for _, has in rows):
-            self._start_of_job(comm)
+        if decision.restore and self._load_checkpoint(comm):
             return
-        newest = max(done for done, has in rows if has)
-        source = min(r for r, (done, has) in enumerate(rows) if has and done == newest)
-        if all(has and done == newest for done, has in rows):
+        if not decision.anyone_holds_state:
+            self._check_same_start(comm)
+            return
+        if not decision.hand_out:
             return  # every rank holds the same live state already
-        behind = [r for r, (done, has) in enumerate(rows) if not has or done != newest]
-        log.info("shoal: rank %d hands its state of step %d to rank(s) %s", source, newest, behind)
-        self._adopt(state_sync.broadcast_state(comm, self._state(), source, session=self.session))
+        log.info("shoal: rank %d hands its state of step %d to the ranks behind it", decision.source_rank,
+                 decision.next_step - 1)
+        self._adopt(state_sync.broadcast_state(comm, self._state(), decision.source_rank, session=self.session))
 
-    def _start_of_job(self, comm: "shoal.Communicator") -> None:
-        if self.checkpointer is not None:
-            got = self.checkpointer.load(into=self._state(), comm=comm)
-            if got is not None:
-                step, state = got
-                self._adopt(state)
-                self.restored_step = step
-                return
+    def _load_checkpoint(self, comm: "shoal.Communicator") -> bool:
+        got = self.checkpointer.load(into=self._state(), comm=comm)
+        if got is None:
+            return False
+        step, state = got
+        self._adopt(state)
+        self.restored_step = step
+        return True
+
+    def _check_same_start(self, comm: "shoal.Communicator") -> None:
         # No live state and no checkpoint: the ranks start from their own initialisation, which must agree.
         mine = bytearray(struct.pack("<q", _param_hash(self.module)))
         table = bytearray(8 * comm.world_size)

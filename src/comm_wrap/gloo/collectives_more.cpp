@@ -57,7 +57,7 @@ void GlooCommunicator::all_to_all(const void* in, void* out, size_t bytes_per_ra
   }
   auto input = std::make_shared<std::vector<char>>(static_cast<const char*>(in), static_cast<const char*>(in) + total);
   auto output = std::make_shared<std::vector<char>>(total);
-  run("all_to_all", [ctx = context_, input, output, timeout = options_.op_timeout] {
+  run("all_to_all", [ctx = context_, input, output, timeout = options_.collective_timeout] {
     gloo::AlltoallOptions opts(ctx);
     opts.setInput(input->data(), input->size());
     opts.setOutput(output->data(), output->size());
@@ -79,7 +79,7 @@ void GlooCommunicator::gather(const void* in, void* out, size_t bytes_per_rank, 
   auto input = std::make_shared<std::vector<char>>(static_cast<const char*>(in),
                                                    static_cast<const char*>(in) + bytes_per_rank);
   auto output = std::make_shared<std::vector<char>>(at_root ? bytes_per_rank * size_t(world_size()) : 0);
-  run("gather", [ctx = context_, input, output, root, at_root, timeout = options_.op_timeout] {
+  run("gather", [ctx = context_, input, output, root, at_root, timeout = options_.collective_timeout] {
     gloo::GatherOptions opts(ctx);
     opts.setInput(input->data(), input->size());
     if (at_root) opts.setOutput(output->data(), output->size());
@@ -106,7 +106,7 @@ void GlooCommunicator::scatter(const void* in, void* out, size_t bytes_per_rank,
   auto output = std::make_shared<std::vector<char>>(bytes_per_rank);
   const int world = world_size();
   run("scatter", [ctx = context_, input, output, root, at_root, world, bytes_per_rank,
-                  timeout = options_.op_timeout] {
+                  timeout = options_.collective_timeout] {
     gloo::ScatterOptions opts(ctx);
     if (at_root) {
       std::vector<char*> blocks;

@@ -83,7 +83,7 @@ template <class T>
 void GlooCommunicator::allreduce_in_place_as(T* buf, size_t count, ReduceOp op, std::shared_ptr<void> keep) {
   if (count > 0 && world_size() > 1) {
     run("allreduce", [ctx = context_, buf, count, keep = std::move(keep), fn = reduce_fn<T>(op),
-                      timeout = options_.op_timeout] {
+                      timeout = options_.collective_timeout] {
       gloo::AllreduceOptions opts(ctx);
       opts.setOutput(buf, count);
       opts.setReduceFunction(fn);
@@ -100,7 +100,7 @@ void GlooCommunicator::broadcast(void* buf, size_t bytes, int root) {
   check_rank(root, "broadcast root");
   if (bytes == 0 || world_size() == 1) return run("broadcast", [] {});
   auto tmp = std::make_shared<std::vector<char>>(static_cast<char*>(buf), static_cast<char*>(buf) + bytes);
-  run("broadcast", [ctx = context_, tmp, root, timeout = options_.op_timeout] {
+  run("broadcast", [ctx = context_, tmp, root, timeout = options_.collective_timeout] {
     gloo::BroadcastOptions opts(ctx);
     opts.setOutput(tmp->data(), tmp->size());
     opts.setRoot(root);
@@ -120,7 +120,7 @@ void GlooCommunicator::allgather(const void* in, void* out, size_t bytes_per_ran
   auto input = std::make_shared<std::vector<char>>(static_cast<const char*>(in),
                                                    static_cast<const char*>(in) + bytes_per_rank);
   auto output = std::make_shared<std::vector<char>>(bytes_per_rank * size_t(world_size()));
-  run("allgather", [ctx = context_, input, output, timeout = options_.op_timeout] {
+  run("allgather", [ctx = context_, input, output, timeout = options_.collective_timeout] {
     gloo::AllgatherOptions opts(ctx);
     opts.setInput(input->data(), input->size());
     opts.setOutput(output->data(), output->size());
@@ -132,7 +132,7 @@ void GlooCommunicator::allgather(const void* in, void* out, size_t bytes_per_ran
 
 void GlooCommunicator::barrier() {
   if (world_size() == 1) return run("barrier", [] {});
-  run("barrier", [ctx = context_, timeout = options_.op_timeout] {
+  run("barrier", [ctx = context_, timeout = options_.collective_timeout] {
     gloo::BarrierOptions opts(ctx);
     opts.setTimeout(timeout);
     gloo::barrier(opts);
@@ -198,7 +198,7 @@ void GlooCommunicator::fail(const char* what, const std::string& message, bool t
   if (timed_out) {
     abort(std::string(what) + " timed out");
     throw Timeout("gloo " + std::string(what) + " of rank " + std::to_string(rank()) + ", epoch " +
-                  std::to_string(epoch()) + ": not complete within " + std::to_string(options_.op_timeout.count()) +
+                  std::to_string(epoch()) + ": not complete within " + std::to_string(options_.collective_timeout.count()) +
                   " ms (" + message + ")");
   }
   // Evidence for the agent before our own sockets close (after that every peer sees us go too).
@@ -234,8 +234,8 @@ void check_options(const GlooOptions& o) {
     throw Error("gloo backend: rank " + std::to_string(o.rank) + " is outside a world of " +
                 std::to_string(o.world_size));
   }
-  if (o.op_timeout.count() <= 0 || o.connect_timeout.count() <= 0) {
-    throw Error("gloo backend: op_timeout and connect_timeout must be positive");
+  if (o.collective_timeout.count() <= 0 || o.rendezvous_timeout.count() <= 0) {
+    throw Error("gloo backend: collective_timeout and rendezvous_timeout must be positive");
   }
 }
 
@@ -255,11 +255,11 @@ std::unique_ptr<Communicator> make_gloo_communicator(const GlooOptions& options,
     throw Error("gloo backend: cannot bind a TCP device to '" + options.bind_host + "': " + e.what());
   }
 
-  GlooStoreAdapter adapter(store, "gloo/", options.connect_timeout, options.world_size, options.rank);
+  GlooStoreAdapter adapter(store, "gloo/", options.rendezvous_timeout, options.world_size, options.rank);
   auto context = std::make_shared<MeshContext>(options.rank, options.world_size);
   // A pair waits 5 times its context's timeout for its TCP connection (gloo/transport/tcp/pair.h,
-  // waitUntil), so a fifth of connect_timeout bounds the connect by connect_timeout.
-  context->setTimeout(std::max(std::chrono::milliseconds(1), options.connect_timeout / 5));
+  // waitUntil), so a fifth of rendezvous_timeout bounds the connect by rendezvous_timeout.
+  context->setTimeout(std::max(std::chrono::milliseconds(1), options.rendezvous_timeout / 5));
   const std::string who = "gloo rank " + std::to_string(options.rank) + " of epoch " + std::to_string(options.epoch);
   try {
     // shoal::ViewChanged and shoal::Timeout thrown by the store pass through unchanged.
@@ -272,7 +272,7 @@ std::unique_ptr<Communicator> make_gloo_communicator(const GlooOptions& options,
   } catch (const gloo::Exception& e) {
     throw Error(who + ": connecting to the peers: " + e.what());
   }
-  context->setTimeout(options.op_timeout);
+  context->setTimeout(options.collective_timeout);
 
   auto sockets = GlooPairSockets::find(*context, adapter);
   bool unsupported = false;

@@ -20,9 +20,9 @@ struct GlooOptions {
   // The IP address or host name whose interface the Gloo TCP device binds to (port chosen by the OS).
   std::string bind_host = "127.0.0.1";
   // Bounds each collective end to end; past it the collective throws shoal::Timeout.
-  std::chrono::milliseconds op_timeout{std::chrono::seconds(30)};
+  std::chrono::milliseconds collective_timeout{std::chrono::seconds(30)};
   // Bounds the rendezvous (each store wait) and each pair's TCP connect.
-  std::chrono::milliseconds connect_timeout{std::chrono::seconds(30)};
+  std::chrono::milliseconds rendezvous_timeout{std::chrono::seconds(30)};
   // Evidence for the agent: a collective failed because the connection to `peer_rank` was closed or
   // reset (Gloo names the pair). Called once per failed collective, on the caller's thread, before the
   // communicator shuts its own sockets. May be empty.

@@ -122,7 +122,7 @@ void GlooCommunicator::run(const char* what, Fn&& fn) {
 
 template <class T>
 void GlooCommunicator::allreduce_owned(const std::shared_ptr<std::vector<T>>& data, ReduceOp op, const char* what) {
-  run(what, [ctx = context_, data, fn = reduce_fn<T>(op), timeout = options_.op_timeout] {
+  run(what, [ctx = context_, data, fn = reduce_fn<T>(op), timeout = options_.collective_timeout] {
     gloo::AllreduceOptions opts(ctx);
     opts.setOutput(data->data(), data->size());
     opts.setReduceFunction(fn);

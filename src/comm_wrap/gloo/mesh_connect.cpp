@@ -11,6 +11,8 @@
 #include <optional>
 #include <string>
 
+#include "comm_wrap/gloo/gloo_assumptions.hpp"
+
 namespace shoal::comm {
 
 std::optional<bool> gloo_initiates(const std::vector<char>& self, const std::vector<char>& peer) {

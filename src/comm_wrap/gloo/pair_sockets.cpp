@@ -20,6 +20,7 @@
 #include "base/log.hpp"
 #include "base/tcp_backoff.hpp"
 #include "base/tcp_keepalive.hpp"
+#include "comm_wrap/gloo/gloo_assumptions.hpp"
 #include "comm_wrap/gloo/store_adapter.hpp"
 
 namespace shoal::comm {

@@ -57,7 +57,7 @@ void GlooCommunicator::settle(const std::shared_ptr<gloo::transport::UnboundBuff
   bool timed_out = false;
   bool completed = false;
   try {
-    completed = sending ? buf->waitSend(options_.op_timeout) : buf->waitRecv(options_.op_timeout);
+    completed = sending ? buf->waitSend(options_.collective_timeout) : buf->waitRecv(options_.collective_timeout);
   } catch (const gloo::IoException& e) {
     error = e.what();
     timed_out = is_gloo_timeout(error);

@@ -83,7 +83,7 @@ void wait_until_ready(ncclComm_t comm, const NcclOptions& o, Clock::time_point d
     }
     if (Clock::now() >= deadline) {
       ncclCommAbort(comm);
-      throw Timeout(who + ": not complete within " + std::to_string(o.init_timeout.count()) + " ms");
+      throw Timeout(who + ": not complete within " + std::to_string(o.rendezvous_timeout.count()) + " ms");
     }
     pause_briefly();
   }
@@ -94,8 +94,8 @@ void check_options(const NcclOptions& o) {
     throw Error("nccl backend: rank " + std::to_string(o.rank) + " is outside a world of " +
                 std::to_string(o.world_size));
   }
-  if (o.init_timeout.count() <= 0 || o.op_timeout.count() <= 0) {
-    throw Error("nccl backend: init_timeout and op_timeout must be positive");
+  if (o.rendezvous_timeout.count() <= 0 || o.collective_timeout.count() <= 0) {
+    throw Error("nccl backend: rendezvous_timeout and collective_timeout must be positive");
   }
 }
 
@@ -109,10 +109,10 @@ ncclConfig_t non_blocking_config() {
 
 std::unique_ptr<NcclCommunicator> NcclCommunicator::create(const NcclOptions& options, RendezvousStore& store) {
   check_options(options);
-  const auto deadline = Clock::now() + options.init_timeout;
+  const auto deadline = Clock::now() + options.rendezvous_timeout;
   check_cuda(cudaSetDevice(options.cuda_device), "cudaSetDevice(" + std::to_string(options.cuda_device) + ")");
 
-  const ncclUniqueId id = exchange_unique_id(options.rank, store, options.init_timeout);
+  const ncclUniqueId id = exchange_unique_id(options.rank, store, options.rendezvous_timeout);
 
   ncclConfig_t config = non_blocking_config();
   ncclComm_t comm = nullptr;
@@ -131,7 +131,7 @@ std::unique_ptr<NcclCommunicator> NcclCommunicator::create(const NcclOptions& op
 std::unique_ptr<NcclCommunicator> NcclCommunicator::shrink(NcclCommunicator& parent, const Shrink& plan,
                                                            const NcclOptions& options) {
   check_options(options);
-  const auto deadline = Clock::now() + options.init_timeout;
+  const auto deadline = Clock::now() + options.rendezvous_timeout;
   std::lock_guard lock(parent.op_mu_);
   if (parent.comm_ == nullptr) throw Error("nccl backend: cannot shrink a released communicator");
   check_cuda(cudaSetDevice(options.cuda_device), "cudaSetDevice(" + std::to_string(options.cuda_device) + ")");
@@ -144,7 +144,7 @@ std::unique_ptr<NcclCommunicator> NcclCommunicator::shrink(NcclCommunicator& par
       if (Clock::now() >= deadline) {
         throw Timeout("nccl shrink of rank " + std::to_string(options.rank) +
                       ": the revoked parent did not become quiescent within " +
-                      std::to_string(options.init_timeout.count()) + " ms");
+                      std::to_string(options.rendezvous_timeout.count()) + " ms");
       }
       pause_briefly();
     }
@@ -388,7 +388,7 @@ void NcclCommunicator::run(const char* what, Enqueue&& enqueue) {
   std::lock_guard lock(op_mu_);
   if (aborted_.load()) throw_aborted();
   check_cuda(cudaSetDevice(options_.cuda_device), "cudaSetDevice");
-  const auto deadline = Clock::now() + options_.op_timeout;
+  const auto deadline = Clock::now() + options_.collective_timeout;
   in_flight_.store(true);
   const ncclResult_t r = enqueue();
   if (r != ncclSuccess && r != ncclInProgress) fail(std::string(what) + ": " + nccl_text(r, comm_));
@@ -413,7 +413,7 @@ void NcclCommunicator::run(const char* what, Enqueue&& enqueue) {
     if (Clock::now() >= deadline) {
       const std::string text = std::string("nccl ") + what + " of rank " + std::to_string(rank()) + ", epoch " +
                                std::to_string(epoch()) + ": not complete within " +
-                               std::to_string(options_.op_timeout.count()) + " ms";
+                               std::to_string(options_.collective_timeout.count()) + " ms";
       abort(std::string(what) + " timed out");
       stop_in_flight();
       throw Timeout(text);

@@ -31,16 +31,16 @@ struct NcclOptions {
   uint64_t epoch = 0;
   int cuda_device = 0;
   // Bounds the unique id's rendezvous, ncclCommInitRankConfig and ncclCommShrink together.
-  std::chrono::milliseconds init_timeout{std::chrono::seconds(120)};
+  std::chrono::milliseconds rendezvous_timeout{std::chrono::seconds(120)};
   // Bounds each collective from enqueue to completion on the stream.
-  std::chrono::milliseconds op_timeout{std::chrono::seconds(300)};
+  std::chrono::milliseconds collective_timeout{std::chrono::seconds(300)};
 };
 
 class NcclCommunicator final : public Communicator {
  public:
   // Fresh init, all ranks of the epoch at once. Throws shoal::ViewChanged (store superseded, or init
   // failed because a peer failed), shoal::Timeout (no unique id, or init not complete in
-  // init_timeout: the half-built communicator is aborted), shoal::Error (bad options, CUDA errors).
+  // rendezvous_timeout: the half-built communicator is aborted), shoal::Error (bad options, CUDA errors).
   static std::unique_ptr<NcclCommunicator> create(const NcclOptions& options, RendezvousStore& store);
 
   // ncclCommShrink of `parent` per `plan` (from plan_rebuild), by every survivor at once; `options`

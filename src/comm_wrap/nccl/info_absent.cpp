@@ -1,4 +1,4 @@
-// Built instead of nccl_info.cpp when NCCL was not found at configure time.
+// Built instead of nccl/info.cpp when NCCL was not found at configure time.
 #include "comm_wrap/backends.hpp"
 
 namespace shoal::comm {
