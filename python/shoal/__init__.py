@@ -8,6 +8,8 @@
 `shoal.torch` adds flash checkpoints of PyTorch state (shoal.torch.Checkpointer); `import shoal` alone
 never imports torch.
 """
+import os as _os
+
 from ._shoal import (  # noqa: F401  (re-exported)
     CheckpointSave,
     Communicator,
@@ -51,3 +53,17 @@ __all__ = [
     "__version__",
     "git_revision",
 ]
+
+
+def _after_fork_in_child() -> None:
+    # A forked child (a DataLoader worker, a multiprocessing "fork" process) has one thread: the threads of
+    # the parent's sessions, communicators and Gloo loops are not there. If its garbage collector freed the
+    # parent's unreachable shoal objects (an old view's communicator still in a reference cycle, say), their
+    # destructors would join threads that do not exist in this process (a crash: pthread_join on a thread of
+    # another process). Objects that exist at the fork are frozen out of the child's collections instead; the
+    # child's own objects are collected as usual, and the parent still frees its own.
+    import gc
+    gc.freeze()
+
+
+_os.register_at_fork(after_in_child=_after_fork_in_child)
