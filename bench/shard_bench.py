@@ -31,11 +31,12 @@ import json
 import math
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import time
+
+from ports import free_port_block  # bench/ports.py
 
 HERE = os.path.abspath(__file__)
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -53,26 +54,6 @@ def log(msg):
 def parse_bytes(text):
     units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
     return int(text[:-1]) * units[text[-1].upper()] if text[-1].upper() in units else int(text)
-
-
-def free_port_block(n):
-    for _ in range(100):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        if base + n >= 65000:
-            continue
-        ok = True
-        for p in range(base, base + n):
-            for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
-                with socket.socket(socket.AF_INET, kind) as s:
-                    try:
-                        s.bind(("127.0.0.1", p))
-                    except OSError:
-                        ok = False
-        if ok:
-            return base
-    raise RuntimeError("no free ports")
 
 
 # --- one rank ---

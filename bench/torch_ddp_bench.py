@@ -19,11 +19,12 @@ usage: torch_ddp_bench.py [--world 4] [--width 1024] [--steps 30] [--warmup 5] [
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import time
+
+from ports import free_port_block  # bench/ports.py
 
 HERE = os.path.abspath(__file__)
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -31,25 +32,6 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 
 def log(msg):
     print("[%s] %s" % (time.strftime("%H:%M:%S"), msg), file=sys.stderr, flush=True)
-
-
-def free_port_block(n):
-    for _ in range(100):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        if base + n < 65000:
-            ok = True
-            for p in range(base, base + n):
-                for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
-                    with socket.socket(socket.AF_INET, kind) as s:
-                        try:
-                            s.bind(("127.0.0.1", p))
-                        except OSError:
-                            ok = False
-            if ok:
-                return base
-    raise RuntimeError("no free ports")
 
 
 def worker(system, rank, world, port0, width, steps, warmup, job):
