@@ -180,6 +180,10 @@ class SHOAL_API Session {
   // when the view has no other host) and, with a persist directory, written there. Returns false at
   // `timeout`, or when this session saved no such step. A trainer calls it before a normal exit.
   virtual bool wait_checkpoint_safe(uint64_t step, std::chrono::milliseconds timeout) = 0;
+  // How many peer hosts keep a copy of each checkpoint version this session saves (the agent's
+  // `--ckpt-replicas`; SessionOptions::ckpt_replicas when embedded); nullopt when the agent does not say
+  // (an older one). With 0, a host lost takes its ranks' versions with it.
+  virtual std::optional<uint32_t> checkpoint_replicas() const = 0;
   // The key-value store of comm's view (and attempt), served by the agents: empty when the view is new,
   // never shared with another view, its calls throw ViewChanged once the view is superseded or loses a
   // member. Throws ViewChanged when `comm` is no longer the session's current communicator.

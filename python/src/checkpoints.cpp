@@ -316,7 +316,11 @@ void bind_checkpoints(py::module_& m) {
           },
           py::arg("step"), py::arg("timeout") = 60.0,
           "Blocks until this session's newest save (of `step` or newer) is held by the peers placement names "
-          "and, with a persist directory, written there. False at timeout.");
+          "and, with a persist directory, written there. False at timeout.")
+      .def_property_readonly(
+          "checkpoint_replicas", [](const PySession& s) { return s.get().checkpoint_replicas(); },
+          "Peer hosts that keep a copy of each checkpoint version this session saves (the agent's "
+          "--ckpt-replicas, or Session.start's ckpt_replicas); None when the agent does not say (an older one).");
 }
 
 }  // namespace shoal::python

@@ -95,7 +95,8 @@ Agent::Agent(AgentConfig cfg)
                        checkpoints_ ? checkpoints_->config().job : std::string(),
                        checkpoints_ ? checkpoints_->config().store : std::string(),
                        cfg_.key_file,
-                       checkpoints_ && checkpoints_->config().store_by_lineage};
+                       checkpoints_ && checkpoints_->config().store_by_lineage,
+                       checkpoints_ ? static_cast<int64_t>(checkpoints_->config().replicas) : int64_t{-1}};
   });
   control_handlers_.add("members", "this member's view of the cluster and the inputs it refused",
                         [this](std::span<const std::string> args) {

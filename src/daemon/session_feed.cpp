@@ -38,7 +38,7 @@ SessionFeed::SessionFeed(boost::asio::io_context& io, control::ControlHandlers& 
     const SessionInfo i = info_();
     return control::write_reply(
         control::SessionInfoReply{i.name, i.generation, i.addr, i.cluster, i.slots, i.job, i.store, i.key_file,
-                                  i.store_by_lineage});
+                                  i.store_by_lineage, i.ckpt_replicas});
   });
   handlers.add_async("session-wait", "SEQ TIMEOUT_MS: the committed view and failures, once newer than SEQ (long poll)",
                      std::chrono::milliseconds(kMaxWaitMs),

@@ -32,6 +32,7 @@ struct SessionInfo {
   std::string store;     // checkpoints: this host's segment names
   std::string key_file;  // the cluster key file (empty: an open cluster); connected trainers seal with it
   bool store_by_lineage = false;  // the segments are store_for_lineage(store, the view's lineage)
+  int64_t ckpt_replicas = -1;     // peer hosts that keep a copy of each version (-1: serves no checkpoints)
 };
 
 class SessionFeed {

@@ -93,6 +93,7 @@ Status ConnectedSession::begin() {
   id.checkpoints.job = doc->job;
   id.checkpoints.store = doc->store;
   id.checkpoints.store_by_lineage = doc->store_by_lineage;
+  if (doc->ckpt_replicas >= 0) id.checkpoints.replicas = static_cast<uint32_t>(doc->ckpt_replicas);
   id.checkpoints.holder = id.name;
   id.checkpoints.agent_addr = agent_addr_;
   id.checkpoints.ckpt_hello = net::OutgoingHello(

@@ -37,6 +37,7 @@ Status EmbeddedSession::begin() {
   id.checkpoints.job = ckpt.job;
   id.checkpoints.store = ckpt.store;
   id.checkpoints.store_by_lineage = ckpt.store_by_lineage;
+  id.checkpoints.replicas = ckpt.replicas;
   id.checkpoints.holder = id.name;
   id.checkpoints.agent_addr = agent_->addr();
   id.checkpoints.ckpt_hello = agent_->hello(wire::Hello::CKPT_STREAM);

@@ -38,6 +38,8 @@ struct CheckpointContext {
   // Asks the agent how safe a local rank's newest version is; an error when it cannot answer.
   std::function<Result<ckpt_service::RankSafety>(uint32_t rank)> safety;
   std::chrono::milliseconds rendezvous_timeout{30'000};
+  // Peer hosts that keep a copy of each version (`--ckpt-replicas`); nullopt when the agent does not say.
+  std::optional<uint32_t> replicas;
 };
 
 class SessionCheckpoints {

@@ -115,6 +115,11 @@ std::shared_ptr<const wire::KeyRing> SessionCore::health_keys() const {
   return id_.keys;
 }
 
+std::optional<uint32_t> SessionCore::checkpoint_replicas() const {
+  std::lock_guard lock(mu_);
+  return id_.checkpoints.replicas;
+}
+
 std::unique_ptr<CheckpointSave> SessionCore::begin_save(Communicator& comm, uint64_t step,
                                                        const std::vector<CheckpointBuffer>& buffers) {
   {

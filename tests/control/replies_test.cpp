@@ -149,9 +149,14 @@ TEST_CASE("the view and session documents keep their text") {
       R"({"rank":1,"local_rank":1,"node_rank":0,"name":"a","slot":1},)"
       R"({"rank":2,"local_rank":0,"node_rank":1,"name":"b","slot":0}],"evicted":[],"refused":{}})";
   CHECK(write_reply(sample_view()) == view);
-  CHECK(write_reply(SessionInfoReply{"a", 17, "10.0.0.1:7946", "c", 4, "j", "j.a", "", true}) ==
+  CHECK(write_reply(SessionInfoReply{"a", 17, "10.0.0.1:7946", "c", 4, "j", "j.a", "", true, 1}) ==
         R"({"name":"a","generation":17,"addr":"10.0.0.1:7946","cluster":"c","slots":4,"job":"j","store":"j.a",)"
-        R"("key_file":"","store_by_lineage":true})");
+        R"("key_file":"","store_by_lineage":true,"ckpt_replicas":1})");
+  // An agent from before ckpt_replicas: the trainer reads -1 ("does not say"), not 0 ("keeps no copy").
+  const auto older = parse_reply<SessionInfoReply>(
+      R"({"name":"a","generation":17,"addr":"10.0.0.1:7946","cluster":"c","slots":4,"job":"j","store":"j.a"})");
+  REQUIRE(older);
+  CHECK(older->ckpt_replicas == -1);
   CHECK(write_reply(SessionWaitReply{5, 2, "member b is dead", 1, std::nullopt, 2}) ==
         R"({"seq":5,"broken_epoch":2,"broken_why":"member b is dead","failures":1,"view":null,"cleared_epoch":2})");
   CHECK(write_reply(SessionWaitReply{6, 0, "", 0, sample_view(), 0}) ==

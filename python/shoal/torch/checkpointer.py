@@ -25,7 +25,7 @@ from typing import Any, Optional, Tuple
 import torch
 
 import shoal
-from . import placement, reshard_load, state_tree
+from . import placement, reshard_load, shard_safety, state_tree
 from ._compat import storage_of
 
 log = logging.getLogger("shoal.torch")
@@ -99,9 +99,15 @@ class Checkpointer:
         flat = state_tree.flatten(state)
         buffers = [(META, len(flat.skeleton))] + [(_storage_name(i), s.nbytes) for i, s in enumerate(flat.storages)]
         self._finish_pending()
+        comm = comm or self.communicator()
+        if comm.world_size > 1 and shard_safety.is_sharded(flat.records):
+            refusal = shard_safety.sharded_save_refusal(True, self._session.checkpoint_replicas,
+                                                        self._session.ranks().members)
+            if refusal is not None:
+                raise shoal.Error("checkpoint of step %d refused: %s" % (int(step), refusal))
         protected = self._fenced_storages(fence) if fence is not None else set()
         with self._lock:
-            save = self._session.begin_save(comm or self.communicator(), int(step), buffers)
+            save = self._session.begin_save(comm, int(step), buffers)
             try:
                 save.write(META, flat.skeleton)
                 now, later = [], []

@@ -3,7 +3,8 @@
 
 namespace shoal::control {
 
-SHOAL_JSON_MEMBERS(SessionInfoReply, name, generation, addr, cluster, slots, job, store, key_file, store_by_lineage)
+SHOAL_JSON_MEMBERS(SessionInfoReply, name, generation, addr, cluster, slots, job, store, key_file, store_by_lineage,
+                   ckpt_replicas)
 
 void to_json(Json& j, const SessionWaitReply& r) {
   j = Json::object();

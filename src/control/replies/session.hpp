@@ -1,6 +1,7 @@
 // The replies a connected trainer follows its agent by: `session-info` (who the agent is) and the long
 // poll `session-wait SEQ TIMEOUT_MS` (the committed view and failures, once newer than SEQ):
-//   {"name", "generation", "addr", "cluster", "slots", "job", "store", "key_file"}
+//   {"name", "generation", "addr", "cluster", "slots", "job", "store", "key_file", "store_by_lineage",
+//    "ckpt_replicas"}
 //   {"seq", "broken_epoch", "broken_why", "failures", "view": the `view` reply, or null before the first}
 #pragma once
 
@@ -28,6 +29,7 @@ struct SessionInfoReply {
   // The segments are "<store>-<the view's lineage>" (ckpt::store_for_lineage), the job being unnamed;
   // false from agents before lineages.
   bool store_by_lineage = false;
+  int64_t ckpt_replicas = -1;  // peer hosts that keep a copy of each version; -1 from agents before it
   bool operator==(const SessionInfoReply&) const = default;
 };
 
