@@ -292,11 +292,7 @@ def reshard_load(session, rank, world, then_save=False):
             "untouched": untouched, "dtensors": dtensors}
 
 
-def main():
-    task, backend, rank, world, port0, job = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), \
-        int(sys.argv[5]), sys.argv[6]
-    torch.set_num_threads(1)
-    session = setup(backend, rank, world, port0, job)
+def run_task(task, session, rank, world):
     if task == "collectives":
         emit(event="checks", rank=rank, results=checks_collectives(rank, world), refusals=checks_refusals(rank))
     elif task == "fsdp2_ckpt":
@@ -314,8 +310,20 @@ def main():
     elif task in ("ddp", "fsdp2"):
         params = train_ddp(rank, world) if task == "ddp" else train_fsdp2(rank, world)
         crc = zlib.crc32(json.dumps(params).encode())
-        emit(event="params", rank=rank, params=params if rank == 0 else None, crc=crc)
+        emit(event="params", task=task, rank=rank, params=params if rank == 0 else None, crc=crc)
+    else:
+        raise SystemExit("pg_worker: unknown task %r" % task)
     dist.barrier()
+
+
+def main():
+    """TASKS (one, or several joined by '+', run in order on one process group) BACKEND RANK WORLD PORT0 JOB"""
+    tasks, backend, rank, world, port0, job = sys.argv[1].split("+"), sys.argv[2], int(sys.argv[3]), \
+        int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
+    torch.set_num_threads(1)
+    session = setup(backend, rank, world, port0, job)
+    for task in tasks:
+        run_task(task, session, rank, world)
     dist.destroy_process_group()
     if session is not None:
         session.leave()

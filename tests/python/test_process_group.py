@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from agents import free_ports
-from conftest import PYTHON, child_env
+from conftest import PYTHON, child_env, remove_segments
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "pg_worker.py")
@@ -39,8 +39,27 @@ def run_world(task, backend, job, timeout=240):
                 p.wait()
 
 
-def test_every_collective_gives_exact_results_and_refusals_say_what_to_do(job):
-    outs = run_world("collectives", "shoal", job)
+FSDP2 = TORCH >= (2, 6)  # fully_shard on CPU and Gloo
+NO_FSDP2 = "FSDP2 (fully_shard) on CPU and Gloo needs a torch 2.x newer than this one"
+
+
+@pytest.fixture(scope="module")
+def worlds():
+    """Two worlds of WORLD processes, each running every task in turn on one process group (a world's start
+    costs seconds of imports and joins): {"shoal": each rank's lines, "gloo": each rank's lines}."""
+    name = "pg%d" % os.getpid()
+    remove_segments(name)
+    try:
+        shoal_tasks = ["collectives", "ddp"] + (["fsdp2", "fsdp2_ckpt"] if FSDP2 else [])
+        gloo_tasks = ["ddp"] + (["fsdp2"] if FSDP2 else [])
+        yield {"shoal": run_world("+".join(shoal_tasks), "shoal", name),
+               "gloo": run_world("+".join(gloo_tasks), "gloo", name + "g")}
+    finally:
+        remove_segments(name)
+
+
+def test_every_collective_gives_exact_results_and_refusals_say_what_to_do(worlds):
+    outs = worlds["shoal"]
     for r, lines in enumerate(outs):
         group = [d for d in lines if d.get("event") == "group"][0]
         assert group["backend"] == "shoal"
@@ -55,10 +74,12 @@ def test_every_collective_gives_exact_results_and_refusals_say_what_to_do(job):
             assert "set_force_sum_reduction_for_comms" in refusals["premul_sum"], refusals
 
 
-def _params(outs):
-    crcs = {lines[-1]["crc"] for lines in outs}
-    assert len(crcs) == 1, "ranks ended with different parameters: %s" % crcs
-    return outs[0][-1]["params"]
+def _params(outs, task):
+    rows = [[d for d in lines if d.get("event") == "params" and d.get("task") == task] for lines in outs]
+    assert all(len(r) == 1 for r in rows), "every rank reports the parameters of %s once: %s" % (task, rows)
+    crcs = {r[0]["crc"] for r in rows}
+    assert len(crcs) == 1, "ranks ended %s with different parameters: %s" % (task, crcs)
+    return rows[0][0]["params"]
 
 
 def _max_difference(a, b):
@@ -66,25 +87,20 @@ def _max_difference(a, b):
     return max(max(abs(x - y) for x, y in zip(pa, pb)) for pa, pb in zip(a, b))
 
 
-def test_ddp_over_shoal_trains_as_over_gloo(job):
-    shoal_params = _params(run_world("ddp", "shoal", job))
-    gloo_params = _params(run_world("ddp", "gloo", job + "g"))
-    assert _max_difference(shoal_params, gloo_params) < 1e-5
+def test_ddp_over_shoal_trains_as_over_gloo(worlds):
+    assert _max_difference(_params(worlds["shoal"], "ddp"), _params(worlds["gloo"], "ddp")) < 1e-5
 
 
-@pytest.mark.skipif(TORCH < (2, 6), reason="FSDP2 (fully_shard) on CPU and Gloo needs a torch 2.x newer than this one")
-def test_fsdp2_over_shoal_trains_as_over_gloo(job):
-    shoal_params = _params(run_world("fsdp2", "shoal", job))
-    gloo_params = _params(run_world("fsdp2", "gloo", job + "g"))
-    assert _max_difference(shoal_params, gloo_params) < 1e-5
+@pytest.mark.skipif(not FSDP2, reason=NO_FSDP2)
+def test_fsdp2_over_shoal_trains_as_over_gloo(worlds):
+    assert _max_difference(_params(worlds["shoal"], "fsdp2"), _params(worlds["gloo"], "fsdp2")) < 1e-5
 
 
-@pytest.mark.skipif(TORCH < (2, 6), reason="FSDP2 (fully_shard) on CPU and Gloo needs a torch 2.x newer than this one")
-def test_fsdp2_shards_save_and_load_back_in_place(job):
+@pytest.mark.skipif(not FSDP2, reason=NO_FSDP2)
+def test_fsdp2_shards_save_and_load_back_in_place(worlds):
     """Each rank's Checkpointer saves its shards of FSDP2's DTensors (model and AdamW state) with what DCP
     records (global shape, offsets); a load on the same world puts them back into the live DTensors."""
-    outs = run_world("fsdp2_ckpt", "shoal", job)
-    rows = [d for lines in outs for d in lines if d.get("event") == "fsdp2_ckpt"]
+    rows = [d for lines in worlds["shoal"] for d in lines if d.get("event") == "fsdp2_ckpt"]
     assert len(rows) == WORLD
     for d in rows:
         assert d["step"] == 4 and d["moved"] and d["back"] and d["dtensors"], d
