@@ -509,7 +509,10 @@ def main(argv):
     # directory; SHOAL_LAB_TRAINER overrides that (meson's test passes the target's path there).
     trainer = os.environ.get("SHOAL_LAB_TRAINER") or os.path.join(os.path.dirname(shoal), "examples",
                                                                     "allreduce_trainer")
-    names = argv[2:] or [n for n in SCENARIOS if n not in NOT_BY_DEFAULT]
+    # SHOAL_LAB_ELSEWHERE: scenarios of the default list that another test of the suite runs (in full form or
+    # alone), left out of it here so that one CI run does not run them twice.
+    elsewhere = {n for n in os.environ.get("SHOAL_LAB_ELSEWHERE", "").split(",") if n}
+    names = argv[2:] or [n for n in SCENARIOS if n not in NOT_BY_DEFAULT and n not in elsewhere]
     unknown = [n for n in names if n not in SCENARIOS]
     if unknown:
         print(f"unknown scenario(s) {unknown}; known: {list(SCENARIOS)}", file=sys.stderr)
