@@ -93,7 +93,8 @@ void add_health_flags(CLI::App& app, AgentFlags& f) {
                "ordinary majority path: never below --min-hosts, at most one host per --evict-window, and only when "
                "every survivor's own verdict named it too. The evicted host stays alive out of views and is readmitted "
                "after --evict-hold-down. Needs the cluster key (the figures are sealed with it) and trainers that "
-               "embed their agent (a connected trainer does not report its verdict yet). Off by default")
+               "report their verdict: embedded agents, and trainers connected to this agent (health-report). Off by "
+               "default")
       ->group("Node health");
   duration(app, "evict-after", "with --evict-stragglers: how long the verdict must name a host without a break (default: 3)",
            f.evict_after_s, ZeroSeconds::refused, kDay_s);

@@ -2,7 +2,7 @@
 """One benchmark of bench/ at a smoke size, so that a benchmark that breaks fails the build's tests.
 
 Runs the benchmark named NAME with the flags of its SMOKES entry below (seconds, not minutes) and fails when
-it exits non-zero, prints a line on stdout that is not one JSON object, or leaves out a field that the README
+it exits non-zero, prints a line on stdout that is not one JSON object, or leaves out a field that docs/benchmarks.md
 quotes for it (its `expect`; a field may be nested, "kill_to_step_ms.p50"). Figures are printed, never
 judged: a test never measures speed. Exit 0 pass, 77 skip (what the benchmark needs is missing here: root
 and network namespaces for the lab, torch for the PyTorch benchmarks), 1 fail.
@@ -54,7 +54,7 @@ class Smoke:
     env: dict = field(default_factory=dict)
 
 
-# Fields the README quotes, per benchmark and kind of line.
+# Fields docs/benchmarks.md quotes, per benchmark and kind of line.
 CKPT = ("save_s", "memcpy_s", "save_vs_memcpy", "save_cold_s", "save_cold_vs_memcpy", "replicate_gbps", "tcp_gbps",
         "replicate_vs_tcp", "tcp_stream_gbps", "restore_s", "tcp_transfer_s", "restore_vs_tcp", "load_s",
         "load_vs_memcpy", "save_begin_s", "save_copy_s", "save_commit_s", "save_cold_begin_s", "save_cold_copy_s",

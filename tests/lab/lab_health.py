@@ -14,7 +14,7 @@ train_loss_no_verdict: equal trainers while every host loses 10% of its packets 
 train_equal_no_verdict: the same without loss (equal hosts).
 
 The no-verdict scenarios run for SHOAL_LAB_HEALTH_S seconds (default 60; the issue's figure is 600, run by
-hand: see README's lab section). Registered in lab_scenarios.SCENARIOS, not in its default list: the meson
+hand: see docs/benchmarks.md, Node health). Registered in lab_scenarios.SCENARIOS, not in its default list: the meson
 test netns_lab_health runs train_cpu_quota and train_loss_no_verdict.
 """
 
