@@ -8,6 +8,7 @@ import os
 import pytest
 import torch
 
+import shoal.torch.elastic_fsdp as elastic_fsdp
 from agents import Trainer
 from conftest import run_pair, wait_for
 from test_elastic import BATCH, DATASET, running, start_world
@@ -16,7 +17,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLE = os.path.join(HERE, "..", "..", "examples", "python", "elastic_fsdp.py")
 TORCH = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2])
 
-pytestmark = pytest.mark.skipif(TORCH < (2, 6), reason="FSDP2 (fully_shard) on CPU and Gloo needs torch 2.6 or newer")
+needs_fsdp2 = pytest.mark.skipif(TORCH < (2, 6), reason="FSDP2 (fully_shard) on CPU and Gloo needs torch 2.6 or newer")
 
 
 def epochs(host):
@@ -90,6 +91,7 @@ def check_lines(hosts):
                 ("an epoch ended early", s, final[s], final[s + 1])
 
 
+@needs_fsdp2
 def test_fsdp2_survivors_reshard_in_place_after_a_kill_and_again_after_a_join(job, tmp_path):
     flags = ["--min-hosts", "2", "--steps", "1000000", "--step-ms", "20", "--ckpt-every", "1"]
     hosts, ports = start_world(EXAMPLE, 3, job, tmp_path, flags)
@@ -132,8 +134,31 @@ s.leave()
 '''
 
 
+@needs_fsdp2
 def test_fsdp2_ranks_that_built_from_different_seeds_are_told_at_the_start(job):
     first, second = run_pair(DIFFERENT_SEEDS, [job, "a", "1", "-"], [job, "b", "2", "{addr}"])
     errors = [first[-1]["error"], second[-1]["error"]]
     for e in errors:
         assert e and "different random states" in e and "torch.manual_seed" in e, errors
+
+
+@pytest.mark.parametrize("make", [
+    lambda ps: torch.optim.AdamW(ps, lr=0.1, weight_decay=0.5),
+    lambda ps: torch.optim.Adam(ps, lr=0.1, weight_decay=0.5, amsgrad=True),
+    lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=0.5),
+    lambda ps: torch.optim.RMSprop(ps, lr=0.1, momentum=0.5, weight_decay=0.5),
+], ids=["adamw", "adam-amsgrad", "sgd-momentum", "rmsprop"])
+def test_an_optimizer_gets_its_state_tensors_with_no_parameter_gradient_or_lr_changed(make):
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 2)
+    opt = make(model.parameters())
+    model.weight.grad = torch.ones_like(model.weight)  # a gradient the caller holds stays
+    before = [p.detach().clone() for p in model.parameters()]
+    elastic_fsdp.materialize_optimizer_state(opt)
+    assert all(opt.state[p] for p in model.parameters()), "a parameter has no optimizer state"
+    assert all(torch.equal(a, p) for a, p in zip(before, model.parameters())), "a parameter changed"
+    assert torch.equal(model.weight.grad, torch.ones_like(model.weight)) and model.bias.grad is None
+    assert opt.param_groups[0]["lr"] == 0.1
+    tensors = {k: v.clone() for k, v in opt.state[model.weight].items() if isinstance(v, torch.Tensor)}
+    elastic_fsdp.materialize_optimizer_state(opt)  # state already there: left as it is
+    assert all(torch.equal(v, opt.state[model.weight][k]) for k, v in tensors.items())

@@ -58,13 +58,17 @@ log = logging.getLogger("shoal.torch")
 
 def materialize_optimizer_state(optimizer: torch.optim.Optimizer) -> None:
     """Gives `optimizer` the state tensors it makes lazily at its first step, without changing a parameter:
-    one step at learning rate 0 on zero gradients (each parameter's own gradient and the learning rates are
-    put back afterwards). Parameters that already have state are left as they are."""
+    one step at learning rate 0 on zero gradients, after which each parameter's values (a copy taken before,
+    for optimizers whose step moves a parameter even so), its gradient and the learning rates are put back.
+    Parameters that already have state are left as they are. Nothing is communicated (the step's arithmetic
+    on DTensors is per shard)."""
     params = [p for g in optimizer.param_groups for p in g["params"] if p.requires_grad]
     if all(optimizer.state.get(p) for p in params):
         return
     grads = [p.grad for p in params]
     lrs = [g.get("lr") for g in optimizer.param_groups]
+    with torch.no_grad():
+        values = [p.detach().clone() for p in params]
     try:
         for p in params:
             p.grad = torch.zeros_like(p)
@@ -76,8 +80,10 @@ def materialize_optimizer_state(optimizer: torch.optim.Optimizer) -> None:
         with torch.no_grad():
             optimizer.step()
     finally:
-        for p, grad in zip(params, grads):
-            p.grad = grad
+        with torch.no_grad():
+            for p, v, grad in zip(params, values, grads):
+                p.copy_(v)
+                p.grad = grad
         for g, lr in zip(optimizer.param_groups, lrs):
             if lr is not None:
                 g["lr"] = lr
