@@ -116,8 +116,8 @@ DIFFERENT_SEEDS = r'''
 import json, sys, torch, shoal, shoal.torch
 from torch.distributed.fsdp import fully_shard
 job, name, seed, addr = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-s = shoal.Session.start(insecure=True, name=name, host=name, bind="127.0.0.1:0", control_path="none", cluster=job, job=job,
-                        seeds=[addr] if addr != "-" else [], min_hosts=2, log_spec="error")
+s = shoal.Session.start(insecure=True, name=name, host=name, bind="127.0.0.1:0", control_path="none", cluster=job,
+                        job=job, seeds=[addr] if addr != "-" else [], min_hosts=2, log_spec="error")
 print(json.dumps({"addr": s.address}), flush=True)
 torch.manual_seed(seed)
 def build(mesh):
