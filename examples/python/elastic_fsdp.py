@@ -97,7 +97,7 @@ def main(argv):
 
     all_ok = True
     injected = False
-    last_rebuilds = -1
+    last_comm = None  # the communicator of the world the last printed step ran in
     try:
         for x, y in job.batches(source, steps=args.steps):
             step, pos, data_epoch = job.next_step, job.sampler.position, job.sampler.epoch
@@ -108,7 +108,7 @@ def main(argv):
                     job.comm.abort("--abort-at %d: a fault injected for tests" % step)
                 if args.step_ms:
                     time.sleep(args.step_ms / 1000.0)  # the "compute"
-                if job.rebuilds != last_rebuilds:  # the first step of a (re)built world
+                if job.comm is not last_comm:  # the first step of a (re)built world (a collective: every rank)
                     before = full_checksum(job.model)
                     line.update(state_ok=same_everywhere(before), state_checksum=before)
                 loss = torch.nn.functional.mse_loss(job.model(x), y)
@@ -122,7 +122,7 @@ def main(argv):
                 # Discarded, or applied but cut short before its checks (it was not saved: the restore after
                 # the rebuild goes back to an earlier step): the next iterations rebuild and redo it.
                 continue
-            last_rebuilds = job.rebuilds
+            last_comm = job.comm
             all_ok = all_ok and ok and line.get("state_ok", True)
             out = trainer_cli.step_line(job, step, ok, args.ckpt_every)
             out.update(line, pid=os.getpid(), pos=pos, data_epoch=data_epoch)

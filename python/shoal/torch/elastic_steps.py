@@ -96,6 +96,10 @@ class ElasticSteps:
     def _build(self) -> None:
         started = time.monotonic()
         since = self._broken_at if self._broken_at is not None else started
+        # Every build after this process's first is a rebuild, also one whose view change was seen between
+        # steps (no step failed): counting only failed steps left `rebuilds` unchanged there, and a caller that
+        # runs a collective on the first step of each world ran it on some ranks only.
+        first = self.comm is None
         while True:
             try:
                 self._build_once()
@@ -103,7 +107,6 @@ class ElasticSteps:
             except (shoal.ViewChanged, shoal.Timeout) as e:
                 log.info("shoal: the view changed while building (%s); building again", e)
                 continue
-        first = self.rebuilds == 0 and self._broken_at is None
         self.rebuild_ms = None if first else (time.monotonic() - since) * 1000.0
         self._broken_at = None
         self.rebuilds += 0 if first else 1
