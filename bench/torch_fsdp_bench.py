@@ -52,20 +52,31 @@ class ElasticFSDP(teb.Elastic):
 
     def after_kill(self, before, victim, survivors, firsts, t_kill):
         out = super().after_kill(before, victim, survivors, firsts, t_kill)
-        old_world = self.n
-        # The newest step every survivor printed in the world of N, and what each printed at every step.
-        printed = [{d["step"]: d for d in h.steps() if d["world"] == old_world and d["t"] <= t_kill} for h in survivors]
-        newest = min(max(p) for p in printed if p) if all(printed) else None
+        # What each survivor printed at every step in the view the kill ended (its last before the SIGKILL).
+        printed = []
+        for h in survivors:
+            lines = [d for d in h.steps() if d["t"] <= t_kill]
+            view = lines[-1]["epoch"] if lines else None
+            printed.append({d["step"]: d for d in lines if d["epoch"] == view and d["world"] == self.n})
+        newest = min(max(p) for p in printed) if all(printed) else None  # every survivor printed it
         restored = {name: d.get("restored_step") for name, d in firsts.items()}
         steps = {s for s in restored.values()}
         step = steps.pop() if len(steps) == 1 else None
-        bad = 0
+        bad = {}  # survivor: why its restore is bad
         for name, d in firsts.items():
-            at = [p.get(d.get("restored_step")) for p in printed]
-            bad += not (d.get("restored_step") is not None and all(a is not None for a in at)
-                        and all(a["checksum"] == d.get("state_checksum") for a in at))
+            step_of = d.get("restored_step")
+            at = [p.get(step_of) for p in printed]
+            if step_of is None:
+                bad[name] = "no restore"
+            elif any(a is None for a in at):
+                bad[name] = "step %d not printed by every survivor" % step_of
+            elif any(a["checksum"] != d.get("state_checksum") for a in at):
+                bad[name] = "checksum %s after the restore, %s printed at step %d" % (
+                    d.get("state_checksum"), sorted({a["checksum"] for a in at}), step_of)
         out.update(restored_step=step, steps_lost=None if step is None or newest is None else max(0, newest - step),
-                   bad_restores=bad)
+                   bad_restores=len(bad))
+        if bad:
+            out["bad_restore_why"] = bad
         return out
 
     def summary(self, recs, s):

@@ -162,3 +162,20 @@ def test_an_optimizer_gets_its_state_tensors_with_no_parameter_gradient_or_lr_ch
     tensors = {k: v.clone() for k, v in opt.state[model.weight].items() if isinstance(v, torch.Tensor)}
     elastic_fsdp.materialize_optimizer_state(opt)  # state already there: left as it is
     assert all(torch.equal(v, opt.state[model.weight][k]) for k, v in tensors.items())
+
+
+@pytest.mark.parametrize("older, newer", [
+    ((3, 0, 900), (4, 0, 10)),   # a newer view's save outranks any step of an older view's line
+    ((4, 0, 10), (4, 1, 5)),     # a rebuild of the same view (a new attempt) too
+    ((4, 1, 5), (4, 1, 6)),      # within one view and attempt, the training step orders them
+    ((0, 0, 0), (0, 0, 1)),
+])
+def test_checkpoint_numbers_order_views_before_steps(older, newer):
+    assert elastic_fsdp.checkpoint_step(*older) < elastic_fsdp.checkpoint_step(*newer)
+    assert elastic_fsdp.checkpoint_step(*newer) & elastic_fsdp.STEP_MASK == newer[2]
+
+
+@pytest.mark.parametrize("epoch, step", [(1 << 23, 0), (0, 1 << 32), (-1, 0), (0, -1)])
+def test_checkpoint_numbers_out_of_range_are_refused(epoch, step):
+    with pytest.raises(ValueError, match="epoch"):
+        elastic_fsdp.checkpoint_step(epoch, 0, step)

@@ -19,11 +19,13 @@ the survivors' memory). With a flash checkpoint every step (the default) no step
             job.optimizer.step()
 
 What happens to the state:
-- at every build the newest step every rank of its world saved completely is loaded (Checkpointer.load
+- at every build the newest checkpoint every rank of its world saved completely is loaded (Checkpointer.load
   with into=: names, global shapes and dtypes are checked against the new model before a byte is written;
   a state of another model, or a mesh that cannot hold it, raises ValueError naming the tensor). The
   model's and optimizer's tensors, the optimizer's hyperparameters, the step count and the data position
-  (the ElasticSampler's, global) come from it, so no sample of an epoch is skipped or repeated.
+  (the ElasticSampler's, global) come from it, so no sample of an epoch is skipped or repeated. The
+  checkpoints are numbered by view epoch, attempt and step (checkpoint_step), so that a restore never
+  prefers a version of a step that an older view did and a newer view did again.
 - the optimizer's state must exist before it can be loaded into (AdamW makes it at its first step):
   ElasticFSDP gives it its state tensors with one step at learning rate 0 on zero gradients (no
   parameter changes, nothing is communicated), and empties the state again when no checkpoint exists.
@@ -129,6 +131,22 @@ def check_meshes(state, mesh) -> None:
                                    state_tree.path_text(path), t.device_mesh.get_coordinate(), want))
 
 
+# A checkpoint's step number: the view's epoch and attempt above the training step. A restore can go back to
+# an earlier step (a save some rank did not finish), and the steps after it are then done again in the new
+# view; their old versions (of another world, another batch split) stay on the hosts. The restore takes the
+# newest complete step number, so numbering the saves of a newer view higher keeps it on the line of the
+# current training: an old line's version of step s never outranks the new line's.
+EPOCH_SHIFT, ATTEMPT_SHIFT, STEP_MASK = 40, 32, (1 << 32) - 1
+
+
+def checkpoint_step(epoch: int, attempt: int, step: int) -> int:
+    """The number a step's flash checkpoint is saved as (see above); ValueError past the ranges it holds."""
+    if not (0 <= step <= STEP_MASK and 0 <= epoch < (1 << 23)):
+        raise ValueError("ElasticFSDP numbers its checkpoints by view epoch (< 2^23) and step (< 2^32): epoch %d, "
+                         "step %d" % (epoch, step))
+    return (epoch << EPOCH_SHIFT) | (min(attempt, 255) << ATTEMPT_SHIFT) | step
+
+
 def _rng_digest() -> int:
     return zlib.crc32(torch.get_rng_state().numpy().tobytes())
 
@@ -174,6 +192,9 @@ class ElasticFSDP(ElasticSteps):
             state["sampler"] = self.sampler.state_dict()
         check_meshes(state, self.mesh)  # before it is saved or loaded into: every shard is this rank's
         return state
+
+    def _checkpoint_step(self) -> int:
+        return checkpoint_step(self.ranks.epoch, self.ranks.attempt, self.completed)
 
     def _call_build(self, mesh) -> Tuple[torch.nn.Module, torch.optim.Optimizer, int]:
         caller_rng = torch.get_rng_state()
@@ -231,7 +252,8 @@ class ElasticFSDP(ElasticSteps):
         saved_groups = state["optim"].get("param_groups", [])
         if len(saved_groups) != len(self.optimizer.param_groups):
             raise ValueError("the checkpoint of step %d has %d optimizer parameter groups, the optimizer build(mesh) "
-                             "made has %d" % (step, len(saved_groups), len(self.optimizer.param_groups)))
+                             "made has %d" % (int(state["completed"]), len(saved_groups),
+                                              len(self.optimizer.param_groups)))
         for saved, group in zip(saved_groups, self.optimizer.param_groups):
             for key, value in saved.items():
                 if key != "params":
@@ -240,7 +262,7 @@ class ElasticFSDP(ElasticSteps):
         if self.sampler is not None and "sampler" in state:
             self.sampler.load_state_dict(state["sampler"])
             self.sampler.set_world(self.comm.rank, self.comm.world_size)
-        self.restored_step = step
+        self.restored_step = self.completed  # the training step (`step` is the checkpoint's number, see above)
         self._has_state = True
 
     def _check_same_start(self, comm: "shoal.Communicator", digest: int) -> None:

@@ -93,6 +93,10 @@ class ElasticSteps:
     def _build_once(self) -> None:
         raise NotImplementedError
 
+    def _checkpoint_step(self) -> int:
+        """The step number the flash checkpoint of the step just completed is saved as."""
+        return self.completed
+
     def _build(self) -> None:
         started = time.monotonic()
         since = self._broken_at if self._broken_at is not None else started
@@ -233,7 +237,7 @@ class ElasticSteps:
         self._has_state = True
         if save and self.checkpointer is not None and self.ckpt_every and (self.completed + 1) % self.ckpt_every == 0:
             try:
-                self.checkpointer.save(self.completed, self._state(), comm=comm)
+                self.checkpointer.save(self._checkpoint_step(), self._state(), comm=comm)
             except shoal.ViewChanged as e:  # the view moved on after the step: this save is lost, not the step
                 log.info("shoal: the checkpoint of step %d was not saved: %s", self.completed, e)
 
