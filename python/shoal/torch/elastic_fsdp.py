@@ -3,7 +3,9 @@ hosts a newcomer joins, keep their processes: at every view change the process g
 new view in the same process, a 1-D DeviceMesh is made over it, the user's build(mesh) shards a new model
 and makes its optimizer, and every rank loads the newest complete flash checkpoint into it, resharded from
 the saved world of N onto the new world of M straight from the hosts' memory (a newcomer's shards come from
-the survivors' memory). With a flash checkpoint every step (the default) no step is lost.
+the survivors' memory). With a flash checkpoint every step (the default) no step every survivor completed is
+lost; a step only some ranks finished, or whose copy from the lost host had not reached a peer yet, is done
+again from the step before it (with the same samples).
 
     def build(mesh):                                   # called again at every view change
         model = Net()
@@ -15,6 +17,7 @@ the survivors' memory). With a flash checkpoint every step (the default) no step
     job = shoal.torch.ElasticFSDP(session, build, sampler=shoal.torch.ElasticSampler(len(data), 32))
     for batch in job.batches(data):
         with job.step():                               # a view change during the step: discarded, redone
+            job.optimizer.zero_grad()
             loss_fn(job.model(batch)).backward()
             job.optimizer.step()
 
