@@ -24,7 +24,6 @@ sync); after a checkpoint load restored_step, restore_source ("checkpoint"), sta
 the step was checkpointed. Exits 0 after --steps steps with every check passed, 1 when a check failed,
 2 on bad flags.
 """
-import argparse
 import json
 import logging
 import os
@@ -38,42 +37,10 @@ import torch.distributed as dist
 import shoal
 import shoal.torch
 
+import trainer_cli
+
 DATASET = 4096
 BATCH = 8
-
-
-def parse(argv):
-    ap = argparse.ArgumentParser(prog="elastic_ddp.py", description=__doc__.split("\n\n")[1].replace("\n", " "),
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--name")
-    ap.add_argument("--bind")
-    ap.add_argument("--seeds", default="")
-    ap.add_argument("--cluster", default="")
-    ap.add_argument("--slots", type=int, default=1)
-    ap.add_argument("--min-hosts", type=int, default=1)
-    ap.add_argument("--steps", type=int, default=100)
-    ap.add_argument("--step-ms", type=int, default=0)
-    ap.add_argument("--log-level", default="warn")
-    ap.add_argument("--control", default="")
-    ap.add_argument("--slot", type=int, default=0)
-    ap.add_argument("--ckpt-every", type=int, default=0)
-    ap.add_argument("--job", default="")
-    ap.add_argument("--host", default="")
-    ap.add_argument("--ckpt-dir", default="")
-    ap.add_argument("--key-file", default="", help="the cluster key (shoal keygen); or SHOAL_KEY_FILE")
-    ap.add_argument("--insecure", action="store_true", help="no cluster key: any host that reaches the port may join")
-    ap.add_argument("--loader", action="store_true", help="batches from a torch DataLoader with the ElasticSampler")
-    ap.add_argument("--loader-workers", type=int, default=0, help="the DataLoader's worker processes (--loader)")
-    ap.add_argument("--abort-at", type=int, default=-1, help="rank 0 aborts its own communicator once, before "
-                    "that step's collectives, as a reset connection would (tests)")
-    args = ap.parse_args(argv)
-    connect = bool(args.control) or (not args.name and os.environ.get("SHOAL_CONTROL"))
-    if not connect and (not args.name or not args.bind):
-        ap.error("--name and --bind are required (or --control PATH)")
-    if args.min_hosts < 1 or args.steps < 0 or args.step_ms < 0 or args.ckpt_every < 0 or args.loader_workers < 0:
-        ap.error("--steps, --step-ms, --ckpt-every, --loader-workers take non-negative integers, --min-hosts at "
-                 "least 1")
-    return args, connect
 
 
 def params_hash(module):
@@ -91,21 +58,11 @@ def same_everywhere(value):
 
 
 def main(argv):
-    args, connect = parse(argv)
+    args, connect = trainer_cli.parse(argv, "elastic_ddp.py", __doc__)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
-    try:
-        if connect:
-            session = shoal.Session.connect(control_path=args.control, slot=args.slot, log_spec=args.log_level)
-        else:
-            session = shoal.Session.start(name=args.name, bind=args.bind, cluster=args.cluster,
-                                          seeds=[s for s in args.seeds.split(",") if s], slots=args.slots,
-                                          min_hosts=args.min_hosts, log_spec=args.log_level, job=args.job,
-                                          host=args.host, ckpt_dir=args.ckpt_dir, key_file=args.key_file,
-                                          insecure=args.insecure)
-    except shoal.Error as e:
-        print("elastic_ddp: %s" % e, file=sys.stderr)
+    session = trainer_cli.start_session(args, connect, "elastic_ddp")
+    if session is None:
         return 2
-    print(json.dumps({"event": "started", "name": "" if connect else args.name, "addr": session.address}), flush=True)
 
     torch.set_num_threads(1)
     torch.manual_seed(0)  # the same initial model on every rank (Elastic checks it)
@@ -148,18 +105,7 @@ def main(argv):
                 continue  # discarded: the next iteration rebuilds and redoes it
             last_rebuilds = job.rebuilds
             all_ok = all_ok and ok and line.get("state_ok", True)
-            out = {"t": round(time.time(), 6), "step": step, "epoch": job.ranks.epoch, "rank": job.comm.rank,
-                   "world": job.comm.world_size, "ok": ok}
-            if job.rebuild_ms is not None:
-                out["rebuild_ms"] = round(job.rebuild_ms, 1)
-                job.rebuild_ms = None
-            if job.ranks.attempt:
-                out["attempt"] = job.ranks.attempt
-            if job.restored_step is not None:
-                out.update(restored_step=job.restored_step, restore_source="checkpoint")
-                job.restored_step = None
-            if args.ckpt_every and (step + 1) % args.ckpt_every == 0:
-                out["saved"] = True
+            out = trainer_cli.step_line(job, step, ok, args.ckpt_every)
             out.update(line, pid=os.getpid(), pos=pos, data_epoch=data_epoch)
             print(json.dumps(out), flush=True)
     except shoal.Error as e:

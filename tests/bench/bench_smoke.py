@@ -174,6 +174,14 @@ SMOKES = {
         Lines({"system": "torchrun", "result": "summary"}, ("hosts", "baseline_step_ms", "workers_restarted",
                                                             "ratio")),
     ], needs=("python", "torch")),
+    # Its hosts run a torch 2.6+ interpreter (FSDP2): this one's, else the build's -Dtest_pythons; skipped without.
+    "torch_fsdp": Smoke(["{python}", "{bench}/torch_fsdp_bench.py", "--build", "{build}", "--hosts", "3", "--kills",
+                         "2"], [
+        Lines({"system": "elastic_fsdp", "result": "kill"}, ("kill_to_step_ms", "join_to_step_ms", "rebuild_ms",
+                                                             "restored_step", "steps_lost", "bad_restores")),
+        Lines({"system": "elastic_fsdp", "result": "summary"}, ELASTIC_SUMMARY + (
+            "steps_lost.total", "survivors_restarted", "bad_restores", "torch")),
+    ], needs=("python", "torch2")),
 }
 
 
@@ -197,6 +205,10 @@ def missing_need(need, build):
     if need == "torch":
         p = subprocess.run([PYTHON, "-c", "import torch, torch.distributed"], capture_output=True, text=True)
         return None if p.returncode == 0 else "%s cannot import torch (python3-torch)" % PYTHON
+    if need == "torch2":  # FSDP2: this interpreter's torch if 2.6 or newer, else the build's -Dtest_pythons
+        p = subprocess.run([PYTHON, os.path.join(SOURCE, "bench", "torch_fsdp_bench.py"), "--find-python", "--build",
+                            build], capture_output=True, text=True)
+        return None if p.returncode == 0 else p.stdout.strip() or p.stderr.strip()[-300:]
     raise ValueError("unknown need %r" % need)
 
 
