@@ -192,7 +192,7 @@ class Checkpointer:
                 if point is None:
                     return None
                 if point.saved_world != comm.world_size:
-                    got = reshard_load.load_resharded(self._session, comm, point, into, saved_rank)
+                    got = reshard_load.load_resharded_or_older(self._session, comm, point, into, saved_rank)
                     log.info("shoal: loaded step %d resharded from a world of %d onto %d", got[0],
                              point.saved_world, comm.world_size)
                     return got
