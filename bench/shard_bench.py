@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """dcp.save into shoal's memory against dcp.save with DCP's own FileSystemWriter into /dev/shm, and dcp.load
 onto another world from each, in one run (issue 38's DCP targets); then the reshard restore of an FSDP2 state
-(model + AdamW) 4 -> 3 -> 4 hosts (--reshard-worlds) against a raw TCP stream of the bytes that cross hosts (bench/shard_restore.py).
+(model + AdamW) 4 -> 3 -> 4 hosts (--reshard-worlds) against a raw TCP stream of the bytes that cross hosts
+(bench/shard_restore.py).
 
 A sharded state of --bytes (float32 DTensors, Shard(0) over a 1-D mesh of --world ranks; --tensors of them)
 on --world processes on loopback, each with an embedded shoal agent and shoal.torch.init_process_group().
@@ -20,8 +21,8 @@ JSON lines: one per round and system, then the summary:
    "dcp_load_reshard_shoal_s": L or null, "dcp_load_reshard_filesystem_s": G,
    "dcp_load_reshard_vs_filesystem": G/L or null, "dcp_load_reshard_reason": why null,
    "reshard_vs_tcp": W, "reshard_vs_tcp_reason": null, "reshard_state_bytes": S,
-   "reshard_4to3_s": .., "reshard_4to3_tcp_s": .., "reshard_4to3_crossed_bytes": .., "reshard_4to3_vs_tcp": ..,
-   "reshard_3to4_s": .., "reshard_3to4_tcp_s": .., "reshard_3to4_crossed_bytes": .., "reshard_3to4_vs_tcp": ..}
+   "reshard_4to3_s": .., "reshard_4to3_tcp_s": .., "reshard_4to3_copy_s": .., "reshard_4to3_crossed_bytes": ..,
+   "reshard_4to3_vs_tcp": .., and the same for 3to4}
 (the worlds' sizes in those names are --reshard-worlds'; one line per load world's round before it, "op":
 "reshard_restore").
 Figures are medians over rounds; *_vs_filesystem is how many times faster shoal is (issue 38: >= 5 for the
@@ -144,6 +145,19 @@ def save_worker(rank, world, port0, job, total_bytes, tensors, runs, directory, 
     os._exit(0)
 
 
+def leave_saved(session):
+    """Ends this rank without leaving (its host's memory keeps its slots and replicas for the next world), once
+    every rank's save is held where it must be (each rank waited for its own before the barrier). A rank that
+    passed the barrier and ended already changes the view under one still inside it: that is the end too."""
+    import shoal
+    import torch.distributed as dist
+    try:
+        dist.barrier()
+    except shoal.ViewChanged:
+        pass
+    os._exit(0)
+
+
 def reshard_worker(task, rank, world, port0, job, total_bytes, runs):
     """A world of the reshard restore (bench/shard_restore.py): save, load and save again, or load."""
     import torch.distributed as dist
@@ -154,8 +168,7 @@ def reshard_worker(task, rank, world, port0, job, total_bytes, runs):
     else:
         shard_restore.load_worker(rank, world, session, total_bytes, runs, then_save=task == "reshard_load_save")
     if task != "reshard_load":
-        dist.barrier()
-        os._exit(0)  # no leave: this world's memory stays for the next
+        leave_saved(session)
     dist.barrier()
     dist.destroy_process_group()
     session.leave()
@@ -179,8 +192,7 @@ def load_worker(rank, world, port0, job, total_bytes, tensors, runs, directory, 
         del state
         import shard_restore
         shard_restore.load_worker(rank, world, session, reshard_bytes, runs, then_save=True)
-        dist.barrier()
-        os._exit(0)
+        leave_saved(session)
     dist.barrier()
     dist.destroy_process_group()
     session.leave()
@@ -196,13 +208,15 @@ def run_world(args, python, task, world, port0, job, directory, total_bytes=None
                                str(args.bytes if total_bytes is None else total_bytes),
                                str(args.tensors), str(args.runs), directory, str(args.unit), str(reshard_bytes)],
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for r in range(world)]
-    rows = []
+    rows, failed = [], []
     try:
         for r, p in enumerate(procs):
             out, err = p.communicate(timeout=900)
             if p.returncode != 0:
-                raise RuntimeError("%s rank %d exited %d:\n%s" % (task, r, p.returncode, err.decode()[-3000:]))
+                failed.append("%s rank %d exited %d:\n%s" % (task, r, p.returncode, err.decode()[-3000:]))
             rows += [json.loads(line) for line in out.decode().splitlines() if line.startswith("{")]
+        if failed:
+            raise RuntimeError("\n".join(failed))
     finally:
         for p in procs:
             if p.poll() is None:
@@ -291,7 +305,8 @@ def main():
                "reshard_vs_tcp": None, "reshard_vs_tcp_reason": RESHARD_VS_TCP_REASON}
     big, small = args.reshard_worlds
     for a, b in ((big, small), (small, big)):
-        summary.update({"reshard_%dto%d_%s" % (a, b, k): None for k in ("s", "tcp_s", "crossed_bytes", "vs_tcp")})
+        summary.update({"reshard_%dto%d_%s" % (a, b, k): None for k in ("s", "tcp_s", "copy_s", "crossed_bytes",
+                                                                           "vs_tcp")})
     summary["reshard_state_bytes"] = None
     if not new_enough(version):
         reason = "needs torch 2.6 or newer (FSDP2/DTensor and DCP's storage interface); %s has %s" % (python, version)

@@ -4,7 +4,10 @@ another size (Checkpointer.load(into=): each rank reads only the saved byte rang
 every rank its own host (an embedded agent each, on loopback), so that the shards another host holds cross TCP.
 The baseline, in the same processes right after each load: every rank receives, over a plain TCP socket from
 each host it read from, as many bytes as that host gave it (what Session.read_ranges took from peers), all ranks
-at once. Both are timed as the slowest rank's wall time between two barriers.
+at once. Both are timed as the slowest rank's wall time between two barriers. Beside it, a second baseline of the
+same kind: every rank copies its share of the state (state / world bytes) between two warm buffers, all at once
+(reshard_*_copy_s): on one machine every "host" shares its cores and memory, so the copies of the bytes each rank
+reads from its own host's memory, which cross no network, are there too, and this is their floor.
 
 Worker tasks (run by shard_bench.py as `--worker TASK ...`, or at the end of its DCP worlds' tasks):
   reshard_save        world N saves step 1000 and ends without leaving (its hosts' memory keeps slots and replicas)
@@ -135,6 +138,18 @@ def _tcp_baseline(rank, world, wants):
     return took
 
 
+def _copy_baseline(src, dst):
+    """This rank's wall time to copy its share of the state between two warm buffers, all ranks at once: what
+    the load's copies cost where every host shares this machine's cores and memory."""
+    import torch.distributed as dist
+    dist.barrier()
+    began = time.perf_counter()
+    dst.copy_(src)
+    took = time.perf_counter() - began
+    dist.barrier()
+    return took
+
+
 def load_worker(rank, world, session, total_bytes, runs, then_save):
     import torch.distributed as dist
     import shoal
@@ -142,6 +157,9 @@ def load_worker(rank, world, session, total_bytes, runs, then_save):
     crossed = _counting_reads(shoal.Session)
     model, opt, nbytes = _model(world, total_bytes)
     ckpt = shoal.torch.Checkpointer(session, safe_timeout=0)
+    import torch
+    share = nbytes // world
+    src, dst = torch.ones(share, dtype=torch.uint8), torch.zeros(share, dtype=torch.uint8)
     for run in range(runs):
         crossed.clear()
         dist.barrier()
@@ -154,9 +172,11 @@ def load_worker(rank, world, session, total_bytes, runs, then_save):
         wants = [None] * world
         dist.all_gather_object(wants, mine)
         tcp = _tcp_baseline(rank, world, wants)
+        copy = _copy_baseline(src, dst)
         print(json.dumps({"rank": rank, "run": run, "system": "reshard", "world": world, "step": step,
-                          "load_s": took, "tcp_s": tcp, "crossed_bytes": sum(mine.values()), "state_bytes": nbytes}),
-              flush=True)
+                          "load_s": took, "tcp_s": tcp, "copy_s": copy, "crossed_bytes": sum(mine.values()),
+                          "state_bytes": nbytes}), flush=True)
+    del src, dst
     if then_save:
         ckpt.save(SAVE_STEP + 1, _state(model, opt))
         assert ckpt.wait(120), "the second world's save was not replicated"
@@ -181,16 +201,20 @@ def summary(rows_shrink, rows_grow, big, small):
         runs = {}
         for r in rows:
             if r.get("system") == "reshard":
-                slot = runs.setdefault(r["run"], {"load": 0.0, "tcp": 0.0, "crossed": 0, "state": r["state_bytes"]})
+                slot = runs.setdefault(r["run"], {"load": 0.0, "tcp": 0.0, "copy": 0.0, "crossed": 0,
+                                                  "state": r["state_bytes"]})
                 slot["load"] = max(slot["load"], r["load_s"])
                 slot["tcp"] = max(slot["tcp"], r["tcp_s"])
+                slot["copy"] = max(slot["copy"], r["copy_s"])
                 slot["crossed"] += r["crossed_bytes"]
         if not runs:
             return None
         load = statistics.median(v["load"] for v in runs.values())
         tcp = statistics.median(v["tcp"] for v in runs.values())
+        copy = statistics.median(v["copy"] for v in runs.values())
         ratio = load / tcp if tcp > 0 else None
         out.update({"reshard_%s_s" % name: round(load, 4), "reshard_%s_tcp_s" % name: round(tcp, 4),
+                    "reshard_%s_copy_s" % name: round(copy, 4),
                     "reshard_%s_crossed_bytes" % name: max(v["crossed"] for v in runs.values()),
                     "reshard_%s_vs_tcp" % name: None if ratio is None else round(ratio, 2)})
         out["reshard_state_bytes"] = max(v["state"] for v in runs.values())
