@@ -146,10 +146,9 @@ def save_worker(rank, world, port0, job, total_bytes, tensors, runs, directory, 
 
 
 def leave_saved(session):
-    """Ends this rank without leaving (its host's memory keeps its slots and replicas for the next world, and the
-    driver removes the job's segments at the end; a graceful leave would cost seconds), once every rank is done
-    (each rank waited for its own saves before the barrier). A rank that passed the barrier and ended already
-    changes the view under one still inside it: that is the end too."""
+    """Ends this rank without leaving (its host's memory keeps its slots and replicas for the next world), once
+    every rank's save is held where it must be (each rank waited for its own before the barrier). A rank that
+    passed the barrier and ended already changes the view under one still inside it: that is the end too."""
     import shoal
     import torch.distributed as dist
     try:
@@ -161,16 +160,22 @@ def leave_saved(session):
 
 def reshard_worker(task, rank, world, port0, job, total_bytes, runs):
     """A world of the reshard restore (bench/shard_restore.py): save, load and save again, or load."""
+    import torch.distributed as dist
     import shard_restore
     session = rank_setup(rank, world, port0, job)
     if task == "reshard_save":
         shard_restore.save_worker(rank, world, session, total_bytes)
     else:
         shard_restore.load_worker(rank, world, session, total_bytes, runs, then_save=task == "reshard_load_save")
-    leave_saved(session)  # the last world too: the driver removes the job's segments, a leave costs seconds
+    if task != "reshard_load":
+        leave_saved(session)
+    dist.barrier()
+    dist.destroy_process_group()
+    session.leave()
 
 
 def load_worker(rank, world, port0, job, total_bytes, tensors, runs, directory, unit, reshard_bytes=0):
+    import torch.distributed as dist
     import torch.distributed.checkpoint as dcp
     from shoal.torch.dcp import ShoalStorageReader
     from shoal.torch.dcp_cross_world import has_ranged_reads
@@ -187,7 +192,10 @@ def load_worker(rank, world, port0, job, total_bytes, tensors, runs, directory, 
         del state
         import shard_restore
         shard_restore.load_worker(rank, world, session, reshard_bytes, runs, then_save=True)
-    leave_saved(session)  # without leaving: the next world (if any) reads its memory; the driver removes it
+        leave_saved(session)
+    dist.barrier()
+    dist.destroy_process_group()
+    session.leave()
 
 
 # --- the driver ---
