@@ -225,6 +225,15 @@ def run_world(args, python, task, world, port0, job, directory, total_bytes=None
     return rows
 
 
+def remove_segments(prefix):
+    """Removes /dev/shm/shoal.<prefix>*: the segments of the job(s) whose store names start so."""
+    for name in [f for f in os.listdir("/dev/shm") if f.startswith("shoal.%s" % prefix)]:
+        try:
+            os.unlink(os.path.join("/dev/shm", name))
+        except FileNotFoundError:
+            pass
+
+
 def torch_of(python):
     p = subprocess.run([python, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True)
     return p.stdout.strip() if p.returncode == 0 else None
@@ -330,6 +339,9 @@ def main():
             if shared:
                 shrink = loads
             else:
+                # The DCP worlds' segments go first (their worlds ended without leaving): the reshard worlds' saves
+                # and replicas need the room.
+                remove_segments(job + "-")
                 run_world(args, python, "reshard_save", big, free_port_block(big + 1), rjob, directory, rbytes)
                 shrink = run_world(args, python, "reshard_load_save", small, free_port_block(small + 1), rjob,
                                    directory, rbytes)
@@ -342,8 +354,7 @@ def main():
                 summary.update(figures, reshard_vs_tcp_reason=None)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
-        for name in [f for f in os.listdir("/dev/shm") if f.startswith("shoal.%s" % job)]:
-            os.unlink(os.path.join("/dev/shm", name))
+        remove_segments(job)
     summary["bytes"] = saves[0]["bytes"]
     timed_runs = range(WARMUP, args.runs + WARMUP)  # the first are the untimed warm-ups
     medians = {}
