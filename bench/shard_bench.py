@@ -1,6 +1,8 @@
 #!/usr/bin/python3
 """dcp.save into shoal's memory against dcp.save with DCP's own FileSystemWriter into /dev/shm, and dcp.load
-onto another world from each, in one run (issue 38's DCP targets).
+onto another world from each, in one run (issue 38's DCP targets); then the reshard restore of an FSDP2 state
+(model + AdamW) 4 -> 3 -> 4 hosts (--reshard-worlds) against a raw TCP stream of the bytes that cross hosts
+(bench/shard_restore.py).
 
 A sharded state of --bytes (float32 DTensors, Shard(0) over a 1-D mesh of --world ranks; --tensors of them)
 on --world processes on loopback, each with an embedded shoal agent and shoal.torch.init_process_group().
@@ -18,12 +20,17 @@ JSON lines: one per round and system, then the summary:
    "dcp_save_shoal_s": S, "dcp_save_filesystem_s": F, "dcp_save_vs_filesystem": F/S,
    "dcp_load_reshard_shoal_s": L or null, "dcp_load_reshard_filesystem_s": G,
    "dcp_load_reshard_vs_filesystem": G/L or null, "dcp_load_reshard_reason": why null,
-   "reshard_vs_tcp": null, "reshard_vs_tcp_reason": ...}
+   "reshard_vs_tcp": W, "reshard_vs_tcp_reason": null, "reshard_state_bytes": S,
+   "reshard_4to3_s": .., "reshard_4to3_tcp_s": .., "reshard_4to3_copy_s": .., "reshard_4to3_crossed_bytes": ..,
+   "reshard_4to3_vs_tcp": .., and the same for 3to4}
+(the worlds' sizes in those names are --reshard-worlds'; one line per load world's round before it, "op":
+"reshard_restore").
 Figures are medians over rounds; *_vs_filesystem is how many times faster shoal is (issue 38: >= 5 for the
-save, >= 3 for the load).
+save, >= 3 for the load); reshard_vs_tcp is the worse direction's load time over its TCP baseline's (issue 38:
+<= 1.25).
 
 usage: shard_bench.py [--bytes 256M] [--tensors 8] [--world 2] [--load-world 3] [--runs 5] [--build DIR]
-                      [--python PATH]
+                      [--python PATH] [--reshard-bytes B] [--reshard-worlds N,M]
 --python: the interpreter the ranks run (torch 2.x); default this one, or else the build's -Dtest_pythons.
 """
 import argparse
@@ -36,6 +43,7 @@ import subprocess
 import sys
 import time
 
+import shard_restore  # bench/shard_restore.py
 from ports import free_port_block  # bench/ports.py
 
 HERE = os.path.abspath(__file__)
@@ -43,8 +51,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 # Untimed rounds first: shoal keeps two versions per rank, each faulted in by its first save; the filesystem's
 # page cache likewise.
 WARMUP = 2
-RESHARD_VS_TCP_REASON = ("measured by the reshard restore benchmark of Checkpointer (issue 38 item 3), not by DCP's "
-                         "storage: not filled in yet")
+RESHARD_VS_TCP_REASON = "skipped (--reshard-bytes 0)"
 
 
 def log(msg):
@@ -104,7 +111,7 @@ def timed(fn):
     return took
 
 
-def save_worker(rank, world, port0, job, total_bytes, tensors, runs, directory, unit):
+def save_worker(rank, world, port0, job, total_bytes, tensors, runs, directory, unit, reshard_bytes=0):
     import torch.distributed as dist
     import torch.distributed.checkpoint as dcp
     from shoal.torch.dcp import ShoalStorageWriter
@@ -128,13 +135,46 @@ def save_worker(rank, world, port0, job, total_bytes, tensors, runs, directory, 
             print(json.dumps({"rank": rank, "run": run, "system": system, "save_s": took, "bytes": nbytes}),
                   flush=True)
     session.wait_checkpoint_safe(runs + WARMUP, 60.0)
+    if reshard_bytes:  # the reshard restore's save, in this world (its steps above DCP's)
+        del state
+        import shard_restore
+        shard_restore.save_worker(rank, world, session, reshard_bytes)
     dist.barrier()
     # Gone as a killed world is: its versions stay in /dev/shm (a graceful leave removes them) for the load world,
     # whose first hosts have the same names. The driver removes them at the end.
     os._exit(0)
 
 
-def load_worker(rank, world, port0, job, total_bytes, tensors, runs, directory, unit):
+def leave_saved(session):
+    """Ends this rank without leaving (its host's memory keeps its slots and replicas for the next world), once
+    every rank's save is held where it must be (each rank waited for its own before the barrier). A rank that
+    passed the barrier and ended already changes the view under one still inside it: that is the end too."""
+    import shoal
+    import torch.distributed as dist
+    try:
+        dist.barrier()
+    except shoal.ViewChanged:
+        pass
+    os._exit(0)
+
+
+def reshard_worker(task, rank, world, port0, job, total_bytes, runs):
+    """A world of the reshard restore (bench/shard_restore.py): save, load and save again, or load."""
+    import torch.distributed as dist
+    import shard_restore
+    session = rank_setup(rank, world, port0, job)
+    if task == "reshard_save":
+        shard_restore.save_worker(rank, world, session, total_bytes)
+    else:
+        shard_restore.load_worker(rank, world, session, total_bytes, runs, then_save=task == "reshard_load_save")
+    if task != "reshard_load":
+        leave_saved(session)
+    dist.barrier()
+    dist.destroy_process_group()
+    session.leave()
+
+
+def load_worker(rank, world, port0, job, total_bytes, tensors, runs, directory, unit, reshard_bytes=0):
     import torch.distributed as dist
     import torch.distributed.checkpoint as dcp
     from shoal.torch.dcp import ShoalStorageReader
@@ -148,6 +188,11 @@ def load_worker(rank, world, port0, job, total_bytes, tensors, runs, directory, 
         if has_ranged_reads(session):
             took = timed(lambda: dcp.load(state, storage_reader=ShoalStorageReader(session, step=runs + WARMUP)))
             print(json.dumps({"rank": rank, "run": run, "system": "shoal", "load_s": took}), flush=True)
+    if reshard_bytes:  # the reshard restore's first load and its save, in this world
+        del state
+        import shard_restore
+        shard_restore.load_worker(rank, world, session, reshard_bytes, runs, then_save=True)
+        leave_saved(session)
     dist.barrier()
     dist.destroy_process_group()
     session.leave()
@@ -155,26 +200,38 @@ def load_worker(rank, world, port0, job, total_bytes, tensors, runs, directory, 
 
 # --- the driver ---
 
-def run_world(args, python, task, world, port0, job, directory):
+def run_world(args, python, task, world, port0, job, directory, total_bytes=None, reshard_bytes=0):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.path.join(args.build, "python")
     env.setdefault("SHOAL_LOG", "warn")
-    procs = [subprocess.Popen([python, HERE, "--worker", task, str(r), str(world), str(port0), job, str(args.bytes),
-                               str(args.tensors), str(args.runs), directory, str(args.unit)],
+    procs = [subprocess.Popen([python, HERE, "--worker", task, str(r), str(world), str(port0), job,
+                               str(args.bytes if total_bytes is None else total_bytes),
+                               str(args.tensors), str(args.runs), directory, str(args.unit), str(reshard_bytes)],
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for r in range(world)]
-    rows = []
+    rows, failed = [], []
     try:
         for r, p in enumerate(procs):
             out, err = p.communicate(timeout=900)
             if p.returncode != 0:
-                raise RuntimeError("%s rank %d exited %d:\n%s" % (task, r, p.returncode, err.decode()[-3000:]))
+                failed.append("%s rank %d exited %d:\n%s" % (task, r, p.returncode, err.decode()[-3000:]))
             rows += [json.loads(line) for line in out.decode().splitlines() if line.startswith("{")]
+        if failed:
+            raise RuntimeError("\n".join(failed))
     finally:
         for p in procs:
             if p.poll() is None:
                 p.kill()
                 p.wait()
     return rows
+
+
+def remove_segments(prefix):
+    """Removes /dev/shm/shoal.<prefix>*: the segments of the job(s) whose store names start so."""
+    for name in [f for f in os.listdir("/dev/shm") if f.startswith("shoal.%s" % prefix)]:
+        try:
+            os.unlink(os.path.join("/dev/shm", name))
+        except FileNotFoundError:
+            pass
 
 
 def torch_of(python):
@@ -214,8 +271,11 @@ def slowest_by_run(rows, system, key):
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
         a = sys.argv[2:]
+        if a[0].startswith("reshard"):
+            reshard_worker(a[0], int(a[1]), int(a[2]), int(a[3]), a[4], int(a[5]), int(a[7]))
+            return
         worker = {"save": save_worker, "load": load_worker}[a[0]]
-        worker(int(a[1]), int(a[2]), int(a[3]), a[4], int(a[5]), int(a[6]), int(a[7]), a[8], int(a[9]))
+        worker(int(a[1]), int(a[2]), int(a[3]), a[4], int(a[5]), int(a[6]), int(a[7]), a[8], int(a[9]), int(a[10]))
         return
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bytes", default="256M")
@@ -225,8 +285,22 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--build", default=os.path.join(REPO, "build"))
     ap.add_argument("--python", default=None)
+    ap.add_argument("--reshard-worlds", default="4,3",
+                    help="N,M: the reshard restore goes N -> M -> N hosts (when N,M is --world,--load-world it runs "
+                         "in the DCP worlds' processes)")
+    ap.add_argument("--reshard-bytes", default=None,
+                    help="the FSDP2 state (model + AdamW) of the reshard restore (default "
+                         "--bytes; 0: skip it)")
     args = ap.parse_args()
     args.bytes = parse_bytes(args.bytes)
+    args.reshard_bytes = args.bytes if args.reshard_bytes is None else parse_bytes(args.reshard_bytes)
+    try:
+        args.reshard_worlds = tuple(int(x) for x in args.reshard_worlds.split(","))
+    except ValueError:
+        args.reshard_worlds = ()
+    if len(args.reshard_worlds) != 2 or not all(1 <= w <= 12 for w in args.reshard_worlds) or \
+            args.reshard_worlds[0] == args.reshard_worlds[1]:
+        ap.error("--reshard-worlds is two different world sizes of 1 to 12, e.g. 4,3")
     if not (1 <= args.world <= 12 and 1 <= args.load_world <= 12):
         ap.error("--world and --load-world are 1 to 12")
     args.unit = args.world * args.load_world // math.gcd(args.world, args.load_world)
@@ -238,21 +312,49 @@ def main():
                "dcp_load_reshard_shoal_s": None, "dcp_load_reshard_filesystem_s": None,
                "dcp_load_reshard_vs_filesystem": None, "dcp_load_reshard_reason": None,
                "reshard_vs_tcp": None, "reshard_vs_tcp_reason": RESHARD_VS_TCP_REASON}
+    big, small = args.reshard_worlds
+    for a, b in ((big, small), (small, big)):
+        summary.update({"reshard_%dto%d_%s" % (a, b, k): None for k in ("s", "tcp_s", "copy_s", "crossed_bytes",
+                                                                           "vs_tcp")})
+    summary["reshard_state_bytes"] = None
     if not new_enough(version):
         reason = "needs torch 2.6 or newer (FSDP2/DTensor and DCP's storage interface); %s has %s" % (python, version)
-        summary.update(dcp_save_reason=reason, dcp_load_reshard_reason=reason)
+        summary.update(dcp_save_reason=reason, dcp_load_reshard_reason=reason, reshard_vs_tcp_reason=reason)
         print(json.dumps(summary), flush=True)
         return
     job = "shardb%d" % os.getpid()
     directory = "/dev/shm/shoal-shard-bench-%d" % os.getpid()
     os.makedirs(directory)
     try:
-        saves = run_world(args, python, "save", args.world, free_port_block(args.world + 1), job, directory)
-        loads = run_world(args, python, "load", args.load_world, free_port_block(args.load_world + 1), job, directory)
+        # The reshard restore runs in the DCP worlds' processes when its worlds are theirs (a smoke run starts
+        # one world more, not three), else in worlds of its own, under a job of its own.
+        rbytes = args.reshard_bytes
+        shared = rbytes > 0 and (big, small) == (args.world, args.load_world)
+        saves = run_world(args, python, "save", args.world, free_port_block(args.world + 1), job, directory,
+                          reshard_bytes=rbytes if shared else 0)
+        loads = run_world(args, python, "load", args.load_world, free_port_block(args.load_world + 1), job, directory,
+                          reshard_bytes=rbytes if shared else 0)
+        if rbytes > 0:
+            rjob = job if shared else job + "r"
+            if shared:
+                shrink = loads
+            else:
+                # The DCP worlds' segments go first (their worlds ended without leaving): the reshard worlds' saves
+                # and replicas need the room.
+                remove_segments(job + "-")
+                run_world(args, python, "reshard_save", big, free_port_block(big + 1), rjob, directory, rbytes)
+                shrink = run_world(args, python, "reshard_load_save", small, free_port_block(small + 1), rjob,
+                                   directory, rbytes)
+            grow = run_world(args, python, "reshard_load", big, free_port_block(big + 1), rjob, directory, rbytes)
+            for row in shrink + grow:
+                if row.get("system") == "reshard":
+                    print(json.dumps({"bench": "shard", "op": "reshard_restore", **row}), flush=True)
+            figures = shard_restore.summary(shrink, grow, big, small)
+            if figures is not None:
+                summary.update(figures, reshard_vs_tcp_reason=None)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
-        for name in [f for f in os.listdir("/dev/shm") if f.startswith("shoal.%s" % job)]:
-            os.unlink(os.path.join("/dev/shm", name))
+        remove_segments(job)
     summary["bytes"] = saves[0]["bytes"]
     timed_runs = range(WARMUP, args.runs + WARMUP)  # the first are the untimed warm-ups
     medians = {}

@@ -198,6 +198,12 @@ class SHOAL_API Session {
   virtual std::vector<std::byte> state_seal(Communicator& comm, int sender, std::span<const std::byte> data) = 0;
   virtual bool state_seal_valid(Communicator& comm, int sender, std::span<const std::byte> data,
                                 std::span<const std::byte> seal) = 0;
+
+  // agree_restore bounded: the newest such step no newer than `at_most_step` (a load that found a step
+  // unreadable, every copy of some chunk corrupt, goes on to an older one). Collective likewise: every
+  // rank of `comm` calls it with the same bound. (Last in this class, so that the virtual functions
+  // declared before it keep their places in the vtable.)
+  virtual std::optional<RestorePoint> agree_restore_at_most(Communicator& comm, uint64_t at_most_step) = 0;
 };
 
 }  // namespace shoal

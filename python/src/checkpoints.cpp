@@ -265,14 +265,15 @@ void bind_checkpoints(py::module_& m) {
           "the same pass. An exception in the placer stops the restore on every rank.")
       .def(
           "agree_restore",
-          [](std::shared_ptr<PySession> s, Communicator& comm) {
+          [](std::shared_ptr<PySession> s, Communicator& comm, std::optional<uint64_t> at_most_step) {
             py::gil_scoped_release release;
-            return s->get().agree_restore(comm);
+            return at_most_step ? s->get().agree_restore_at_most(comm, *at_most_step) : s->get().agree_restore(comm);
           },
-          py::arg("comm"),
+          py::arg("comm"), py::arg("at_most_step") = py::none(),
           "Collective: the newest step every rank of its saved world completed and whose versions some host "
-          "holds, as a RestorePoint (.step, .saved_world); None when there is none. read_ranges and "
-          "version_buffers then read any saved rank's version of it, not collectively.")
+          "holds (no newer than at_most_step when given, the same on every rank), as a RestorePoint (.step, "
+          ".saved_world); None when there is none. read_ranges and version_buffers then read any saved rank's "
+          "version of it, not collectively.")
       .def(
           "version_buffers",
           [](std::shared_ptr<PySession> s, uint64_t step, uint32_t saved_rank) {

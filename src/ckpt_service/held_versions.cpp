@@ -15,8 +15,10 @@ std::vector<ckpt::HeldSegment> holding(std::vector<ckpt::HeldSegment> held, cons
 }
 
 std::optional<MappedVersion> map_version(const ckpt::HeldSegment& held, const std::string& job, uint32_t rank,
-                                         uint64_t step, const ckpt::SegmentOwners& owners) {
-  auto seg = ckpt::ShmSegment::open_existing(held.segment, held.replica ? owners.replicas : owners.slots);
+                                         uint64_t step, const ckpt::SegmentOwners& owners, bool populate) {
+  const auto& owner = held.replica ? owners.replicas : owners.slots;
+  auto seg = populate ? ckpt::ShmSegment::open_existing(held.segment, owner)
+                      : ckpt::ShmSegment::open_for_reading(held.segment, owner);
   if (!seg) return std::nullopt;
   auto info = ckpt::decode_version(seg->bytes(), ckpt::DataCheck::skip);
   if (!info || info->id.job != job || info->id.rank != rank || info->id.step != step) return std::nullopt;

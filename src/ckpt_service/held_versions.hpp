@@ -26,9 +26,10 @@ struct MappedVersion {
 
 // Maps a held segment and checks that it still holds (job, rank, step): a trainer may have reused the
 // slot since it was listed. Data checksums are not verified here: whoever consumes the bytes does. The
-// segment must have been written by its kind's owner (segment_trust.hpp).
+// segment must have been written by its kind's owner (segment_trust.hpp). populate: map every page at once
+// (a whole version goes out); false for a reader of a part (ShmSegment::open_for_reading).
 std::optional<MappedVersion> map_version(const ckpt::HeldSegment& held, const std::string& job, uint32_t rank,
-                                         uint64_t step, const ckpt::SegmentOwners& owners = {});
+                                         uint64_t step, const ckpt::SegmentOwners& owners = {}, bool populate = true);
 
 // Rank -> the newest sealed step among the local slots (not replicas) of `job` in `held`.
 std::map<uint32_t, uint64_t> newest_local_steps(const std::vector<ckpt::HeldSegment>& held, const std::string& job);

@@ -27,7 +27,8 @@ void CheckpointService::serve_fetch_request(const wire::CkptRequest& request, ne
     }
     for (const auto& h : holding(held(), cfg_.job, request.rank(), request.step())) {
       if (info) break;
-      auto version = map_version(h, cfg_.job, request.rank(), request.step(), owners());
+      // A ranged fetch sends a part: its pages fault in as they go out, the rest are never mapped.
+      auto version = map_version(h, cfg_.job, request.rank(), request.step(), owners(), !ranged);
       if (!version) continue;
       segment = std::make_shared<const ckpt::ShmSegment>(std::move(version->segment));
       info = std::move(version->info);

@@ -115,11 +115,11 @@ void ShmSegment::close() {
   fd_ = -1;
 }
 
-Status ShmSegment::map(size_t bytes) {
+Status ShmSegment::map(size_t bytes, bool populate) {
   if (bytes == 0) return fail("shared memory segment " + name_ + " is empty");
   // MAP_POPULATE: the pages are already reserved (posix_fallocate), and mapping them all at once is
   // cheaper than one page fault per 4 KiB later, in the middle of a save or a transfer.
-  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd_, 0);
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | (populate ? MAP_POPULATE : 0), fd_, 0);
   if (p == MAP_FAILED) return fail(errno_text("mmap", name_, errno));
   unpin();
   if (data_ != nullptr) ::munmap(data_, size_);
@@ -151,6 +151,11 @@ Result<ShmSegment> ShmSegment::create(const std::string& name, size_t bytes) {
 }
 
 Result<ShmSegment, SegmentError> ShmSegment::open_trusted(const std::string& name, const SegmentOwner& owner) {
+  return open_trusted(name, owner, true);
+}
+
+Result<ShmSegment, SegmentError> ShmSegment::open_trusted(const std::string& name, const SegmentOwner& owner,
+                                                          bool populate) {
   if (name.size() < 2 || name[0] != '/' || name.find('/', 1) != std::string::npos) {
     return fail(SegmentError{std::nullopt, "'" + name + "' is not a shared memory object name"});
   }
@@ -160,12 +165,20 @@ Result<ShmSegment, SegmentError> ShmSegment::open_trusted(const std::string& nam
   auto fd = open_trusted_file(kShmDir + name, O_RDWR, owner, &st);
   if (!fd) return fail(fd.error());
   ShmSegment seg(name, *fd);
-  if (auto m = seg.map(static_cast<size_t>(st.st_size)); !m) return fail(SegmentError{std::nullopt, m.error().message});
+  if (auto m = seg.map(static_cast<size_t>(st.st_size), populate); !m) {
+    return fail(SegmentError{std::nullopt, m.error().message});
+  }
   return seg;
 }
 
 Result<ShmSegment> ShmSegment::open_existing(const std::string& name, const SegmentOwner& owner) {
   auto seg = open_trusted(name, owner);
+  if (!seg) return fail(seg.error().message);
+  return std::move(*seg);
+}
+
+Result<ShmSegment> ShmSegment::open_for_reading(const std::string& name, const SegmentOwner& owner) {
+  auto seg = open_trusted(name, owner, false);
   if (!seg) return fail(seg.error().message);
   return std::move(*seg);
 }

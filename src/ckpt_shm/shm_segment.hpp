@@ -43,6 +43,10 @@ class ShmSegment {
   // The same, telling a refused object (it exists, but is not trusted) from other errors.
   static Result<ShmSegment, SegmentError> open_trusted(const std::string& name,
                                                        const SegmentOwner& owner = this_process_owner());
+  // open_existing for a reader of a part (a ranged read): the same checks, but the pages are not all
+  // mapped at once (no MAP_POPULATE); those read fault in then, many per fault. Mapping every page of a
+  // large segment first costs tens of milliseconds per GB, whatever share of it is read.
+  static Result<ShmSegment> open_for_reading(const std::string& name, const SegmentOwner& owner = this_process_owner());
   // Opens the object, creating it with `bytes` bytes when absent; an existing smaller one is grown. An
   // existing object must pass open_existing's checks for this process's user.
   static Result<ShmSegment> open_or_create(const std::string& name, size_t bytes);
@@ -80,7 +84,9 @@ class ShmSegment {
 
  private:
   ShmSegment(std::string name, int fd);
-  Status map(size_t bytes);
+  Status map(size_t bytes, bool populate = true);
+  static Result<ShmSegment, SegmentError> open_trusted(const std::string& name, const SegmentOwner& owner,
+                                                       bool populate);
   void unpin();
   void close();
 

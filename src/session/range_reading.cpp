@@ -119,7 +119,10 @@ RangedResult read_ranges_local(const RangedRead& read, const std::string& store)
         h.version->id.step != read.step) {
       continue;
     }
-    auto seg = ckpt::ShmSegment::open_existing(h.segment);
+    // Only the table wanted: the scan decoded it from the segment's header (sealed, checked) already.
+    if (ranges_of(read).empty()) return {RangedOutcome::read, "", std::move(*h.version)};
+    // Mapped without faulting every page in first: a ranged read touches a part of the segment.
+    auto seg = ckpt::ShmSegment::open_for_reading(h.segment);
     if (!seg) continue;
     auto r = read_segment(read, std::span<const std::byte>(seg->bytes()), h.segment);
     if (r.outcome == RangedOutcome::read || r.outcome == RangedOutcome::bad_request) return r;

@@ -67,7 +67,7 @@ class SessionCheckpoints {
 
   // Session::agree_restore, version_buffers and read_ranges (session_ranges.cpp).
   std::optional<RestorePoint> agree(Communicator& comm, uint32_t attempt, comm::RendezvousStore& store,
-                                    std::span<const ckpt::ExpectedHolder> expected);
+                                    std::span<const ckpt::ExpectedHolder> expected, uint64_t at_most_step);
   std::vector<RestoredCheckpoint::Entry> version_buffers(uint64_t step, uint32_t saved_rank);
   std::string read_ranges(uint64_t step, uint32_t saved_rank, const std::vector<ByteRange>& ranges);
 

@@ -183,11 +183,15 @@ SessionCheckpoints& SessionCore::checkpoints_or_throw(const char* what) {
 }
 
 std::optional<RestorePoint> SessionCore::agree_restore(Communicator& comm) {
+  return agree_restore_at_most(comm, UINT64_MAX);
+}
+
+std::optional<RestorePoint> SessionCore::agree_restore_at_most(Communicator& comm, uint64_t at_most_step) {
   const auto [view, attempt] = view_of(comm, "agree_restore");
   NetworkRendezvousStore epoch_store(store_options(view));
   comm::ScopedRendezvousStore store(epoch_store, scope(attempt));
   const auto expected = expected_holders(view);
-  return checkpoints_or_throw("agree_restore").agree(comm, attempt, store, expected);
+  return checkpoints_or_throw("agree_restore").agree(comm, attempt, store, expected, at_most_step);
 }
 
 std::vector<RestoredCheckpoint::Entry> SessionCore::version_buffers(uint64_t step, uint32_t saved_rank) {

@@ -56,6 +56,7 @@ class SessionCore : public Session {
   bool wait_checkpoint_safe(uint64_t step, std::chrono::milliseconds timeout) override;
   std::optional<uint32_t> checkpoint_replicas() const override;
   std::optional<RestorePoint> agree_restore(Communicator& comm) override;
+  std::optional<RestorePoint> agree_restore_at_most(Communicator& comm, uint64_t at_most_step) override;
   std::vector<RestoredCheckpoint::Entry> version_buffers(uint64_t step, uint32_t saved_rank) override;
   std::string read_ranges(uint64_t step, uint32_t saved_rank, const std::vector<ByteRange>& ranges) override;
   std::unique_ptr<EpochStore> store(Communicator& comm) override;

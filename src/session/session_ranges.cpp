@@ -14,16 +14,18 @@ spdlog::logger& logger() { return log::get(log::Component::ckpt); }
 
 std::optional<RestorePoint> SessionCheckpoints::agree(Communicator& comm, uint32_t attempt,
                                                       comm::RendezvousStore& store,
-                                                      std::span<const ckpt::ExpectedHolder> expected) {
+                                                      std::span<const ckpt::ExpectedHolder> expected,
+                                                      uint64_t at_most_step) {
   const uint64_t call = next_restore_call(comm, attempt);
   const std::string prefix = "ckpt/" + std::to_string(call) + "/agree/";
   auto reports = collect_reports(comm, store, prefix, expected);
   // Every rank computes the same choice from the same reports (in rank order).
-  auto choice = ckpt::choose_restore(reports);
+  auto choice = ckpt::choose_restore(reports, at_most_step);
   std::lock_guard lock(mu_);
   if (!choice) {
     agreed_.reset();
-    logger().info("ckpt: no checkpoint step is complete for a ranged restore");
+    logger().info("ckpt: no checkpoint step{} is complete for a ranged restore",
+                  at_most_step == UINT64_MAX ? std::string() : " at or below " + std::to_string(at_most_step));
     return std::nullopt;
   }
   agreed_ = Agreed{choice->step, std::move(reports), std::move(choice->holders)};

@@ -151,15 +151,18 @@ SMOKES = {
     ], needs=("torch", "python")),
     # Runs its ranks under a torch 2.x interpreter (this one's, else the build's -Dtest_pythons); with none, and
     # until Session.read_ranges exists for the load onto another world, it prints those figures null with a reason.
+    # The reshard restore at the smoke size runs in the DCP worlds' processes (--reshard-worlds 2,3): one world more.
     "shard": Smoke(["{python}", "{bench}/shard_bench.py", "--build", "{build}", "--bytes", "8M", "--tensors", "2",
-                    "--world", "2", "--load-world", "3", "--runs", "1"], [
+                    "--world", "2", "--load-world", "3", "--runs", "1", "--reshard-worlds", "2,3"], [
         Lines({"bench": "shard", "reshard_vs_tcp_reason": None}, (
             "torch", "bytes", "world", "load_world", "dcp_save_shoal_s", "dcp_save_filesystem_s",
             "dcp_save_vs_filesystem", "dcp_load_reshard_shoal_s", "dcp_load_reshard_filesystem_s",
-            "dcp_load_reshard_vs_filesystem", "reshard_vs_tcp"),
+            "dcp_load_reshard_vs_filesystem", "reshard_vs_tcp", "reshard_2to3_s", "reshard_2to3_tcp_s",
+            "reshard_3to2_s", "reshard_3to2_tcp_s", "reshard_state_bytes"),
               nullable=("bytes", "dcp_save_shoal_s", "dcp_save_filesystem_s", "dcp_save_vs_filesystem",
                         "dcp_load_reshard_shoal_s", "dcp_load_reshard_filesystem_s", "dcp_load_reshard_vs_filesystem",
-                        "reshard_vs_tcp")),
+                        "reshard_vs_tcp", "reshard_2to3_s", "reshard_2to3_tcp_s", "reshard_3to2_s", "reshard_3to2_tcp_s",
+                        "reshard_state_bytes")),
     ], needs=("python", "torch")),
     "torch_elastic": Smoke(["{python}", "{bench}/torch_elastic_bench.py", "--build", "{build}", "--system", "all",
                             "--hosts", "3", "--kills", "1", "--torchrun-launch-only"], [

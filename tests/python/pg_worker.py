@@ -292,6 +292,44 @@ def reshard_load(session, rank, world, then_save=False):
             "untouched": untouched, "dtensors": dtensors}
 
 
+def two_steps_save(session, rank, world):
+    """FSDP2 at `world` ranks saves step 2 (after 3 training steps) and step 3 (one more); both replicated. The
+    first 64 bytes of this rank's shard of the first layer's weight at step 3 let a test find its copies in
+    /dev/shm. Ends without leaving, as reshard_save."""
+    import shoal.torch
+    model, opt = _fsdp2_model_and_adamw(world)
+    _train(model, opt, rank, 3)
+    ckpt = shoal.torch.Checkpointer(session, safe_timeout=0)
+    ckpt.save(2, {"model": model.state_dict(), "optim": opt.state_dict(), "note": "w%d" % world})
+    digest2 = _full_digest(model, opt)
+    _train(model, opt, rank, 1, first=3)
+    ckpt.save(3, {"model": model.state_dict(), "optim": opt.state_dict(), "note": "w%d" % world})
+    assert ckpt.wait(30), "step 3 was not replicated"
+    needle = model.state_dict()["0.weight"].to_local().numpy().tobytes()[:64].hex()
+    return {"digest2": digest2, "digest3": _full_digest(model, opt), "needle": needle}
+
+
+def load_past_corruption(session, rank, world):
+    """Loads resharded into a fresh FSDP2 model at `world` ranks; reports the step, the digest and whether this
+    rank was told that the newest step could not be loaded and every rank went on to an older one."""
+    import logging
+    import shoal.torch
+    heard = []
+
+    class Heard(logging.Handler):
+        def emit(self, record):
+            heard.append(record.getMessage())
+
+    logging.getLogger("shoal.torch").addHandler(Heard())
+    model, opt = _fsdp2_model_and_adamw(world, lr=0.0)
+    _train(model, opt, rank, 1)
+    step, _ = shoal.torch.Checkpointer(session, safe_timeout=0).load(
+        into={"model": model.state_dict(), "optim": opt.state_dict()})
+    return {"step": step, "digest": _full_digest(model, opt),
+            "fell_back": any("every rank goes on from step 3 to step 2" in m for m in heard),
+            "corrupt": [m for m in heard if "cannot be loaded" in m]}
+
+
 def run_task(task, session, rank, world):
     if task == "collectives":
         emit(event="checks", rank=rank, results=checks_collectives(rank, world), refusals=checks_refusals(rank))
@@ -307,6 +345,12 @@ def run_task(task, session, rank, world):
         emit(event="reshard_load", rank=rank, **reshard_load(session, rank, world, then_save=True))
         dist.barrier()
         os._exit(0)
+    elif task == "two_steps_save":
+        emit(event="two_steps_save", rank=rank, **two_steps_save(session, rank, world))
+        dist.barrier()
+        os._exit(0)
+    elif task == "load_past_corruption":
+        emit(event="load_past_corruption", rank=rank, **load_past_corruption(session, rank, world))
     elif task in ("ddp", "fsdp2"):
         params = train_ddp(rank, world) if task == "ddp" else train_fsdp2(rank, world)
         crc = zlib.crc32(json.dumps(params).encode())

@@ -2,7 +2,9 @@
 Checkpointer (model and AdamW), its processes end without leaving (their hosts' memory keeps the slots and
 replicas), and a world of another size loads into freshly built FSDP2 state: each rank reads only the saved
 byte ranges its new shards overlap (Session.read_ranges), and the full (gathered) parameters and moments
-equal the saved ones bit for bit. A model of another shape is refused first, with nothing written."""
+equal the saved ones bit for bit. A model of another shape is refused first, with nothing written. A step one
+of whose saved ranks is corrupt on every host that holds it is skipped by every rank: all load the older step."""
+import glob
 import json
 import os
 import subprocess
@@ -63,3 +65,36 @@ def test_fsdp2_state_loads_resharded_onto_a_smaller_then_a_larger_world_bit_exac
     digest = saves[0]["digest"]
     check_loads(rows(run_world("reshard_load_save", 3, job), "reshard_load"), 3, 2, "w4", digest)
     check_loads(rows(run_world("reshard_load", 4, job), "reshard_load"), 4, 5, "w3", digest)
+
+
+def _flip_every_copy(job, needle_hex):
+    """Flips one byte after `needle` in every segment of the job that holds it (a rank's slot, a peer's
+    replica); returns how many."""
+    needle = bytes.fromhex(needle_hex)
+    flipped = 0
+    for path in sorted(glob.glob("/dev/shm/shoal.%s*" % job)):
+        with open(path, "r+b") as f:
+            data = f.read()
+            at = data.find(needle)
+            while at >= 0:
+                f.seek(at + 10)
+                f.write(bytes([data[at + 10] ^ 0xFF]))
+                flipped += 1
+                at = data.find(needle, at + 1)
+    return flipped
+
+
+def test_a_step_whose_saved_rank_is_corrupt_everywhere_loads_the_older_step_on_every_rank(job):
+    # 2 ranks save steps 2 and 3; saved rank 1's step-3 bytes are damaged in its slot and in the peer's replica;
+    # 3 ranks load: the ranks reading saved rank 1 find it corrupt, and every rank (also rank 0, whose reads
+    # all verified) goes on to step 2 and loads it exactly.
+    saves = rows(run_world("two_steps_save", 2, job), "two_steps_save")
+    assert len(saves) == 2 and len({d["digest2"] for d in saves}) == 1 and saves[0]["digest2"] != saves[0]["digest3"]
+    rank1 = [d for d in saves if d["rank"] == 1][0]
+    assert _flip_every_copy(job, rank1["needle"]) >= 2, "saved rank 1's step 3 should be in its slot and a replica"
+    loads = rows(run_world("load_past_corruption", 3, job), "load_past_corruption")
+    assert len(loads) == 3
+    for d in loads:
+        assert d["step"] == 2 and d["digest"] == saves[0]["digest2"], d
+        assert d["fell_back"], d
+    assert any("step 3 cannot be loaded" in m and "rank 1" in m for d in loads for m in d["corrupt"]), loads

@@ -189,7 +189,11 @@ class Checkpointer:
         memory first; every tensor's table of saved chunks and into='s names, global shapes and dtypes are
         checked first (ValueError naming the tensor, nothing written), and plain values come from saved
         rank 0's version (or saved_rank's). into= must hold the optimizer's state tensors already (e.g.
-        after one step), as their DTensors give each rank's new shard."""
+        after one step), as their DTensors give each rank's new shard. When a chunk of that step fails
+        verification on every host that holds it, every rank learns it after the reads and all load the next
+        older step whose every chunk is held instead (reshard_load.load_resharded_or_older: the older step's
+        reads overwrite whatever the failed attempt wrote; with no older step, FileNotFoundError and into='s
+        sharded tensors are undefined)."""
         self._finish_pending()
         if into is not None and reshard_load.holds_dtensor(into):
             comm = comm or self.communicator()
@@ -198,7 +202,7 @@ class Checkpointer:
                 if point is None:
                     return None
                 if point.saved_world != comm.world_size:
-                    got = reshard_load.load_resharded(self._session, comm, point, into, saved_rank)
+                    got = reshard_load.load_resharded_or_older(self._session, comm, point, into, saved_rank)
                     log.info("shoal: loaded step %d resharded from a world of %d onto %d", got[0],
                              point.saved_world, comm.world_size)
                     return got

@@ -20,6 +20,7 @@ non-tensor item is handed to DCP's planner only after it loaded with torch.load(
 """
 import dataclasses
 import io
+import logging
 import threading
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -38,9 +39,13 @@ from torch.futures import Future
 import shoal
 from . import dcp_table
 from .checkpointer import Checkpointer
-from .dcp_cross_world import CrossWorldReads, load_bytes_safely, read_region
+from .dcp_cross_world import (CrossWorldReads, agree_restore, all_ranks_agree, load_bytes_safely, read_region,
+                              read_table)
 
 _PLAN_TAG = "shoal.dcp"
+# What each rank found reading the table (all_ranks_agree takes the worst).
+_TABLE_OK, _TABLE_REFUSED, _TABLE_FAILED = 0, 1, 2
+log = logging.getLogger("shoal.torch.dcp")
 
 
 class _Source:
@@ -262,43 +267,50 @@ class ShoalStorageReader(StorageReader):
         return ShoalStorageWriter.validate_checkpoint_id(checkpoint_id)
 
     def read_metadata(self) -> Metadata:
-        """Collective (DCP calls it on every rank): agrees on the step and reads its table from the version
-        this rank loads (its own on the same world)."""
+        """Collective (DCP calls it on every rank): agrees on the step (Session.agree_restore: the newest step
+        every saved rank completed and some host holds, at most `step` when one is asked for) and reads its
+        table, a few kilobytes, as a byte range of one saved rank's version (this rank's own on the same world,
+        so that a host's memory is read first), never a whole version."""
         comm = self._source.communicator()
-        got: Dict[str, Any] = {}
         want = self.step
-
-        def place(layout):
-            if want is not None and layout.step > want:
-                # Not the step asked for: the restore goes on to the next older step every rank holds.
-                raise shoal.VersionRefused("step %d is newer than step %d, the one asked for" % (layout.step, want))
-            if want is not None and layout.step < want:
+        at_most = want
+        while True:
+            with self._source.lock():
+                point = agree_restore(self.session, comm, at_most)
+            if point is None:
+                raise FileNotFoundError("no step%s is complete in shoal's memory for every rank of this world" % (
+                    "" if want is None else " at or below step %d (the one asked for)" % want))
+            if want is not None and point.step != want:
                 raise ValueError("step %d is not held in shoal's memory (the newest older step is %d)"
-                                 % (want, layout.step))
-            entries = layout.entries
-            if not entries or entries[0][0] != dcp_table.TABLE_BUFFER:
-                raise ValueError("step %d was not saved by shoal.torch.dcp.ShoalStorageWriter (its first buffer is %r)"
-                                 % (layout.step, entries[0][0] if entries else None))
+                                 % (want, point.step))
+            # Every rank learns whether every rank's table parsed: a refused table (a forged or corrupt version)
+            # sends all of them on to the next older step, an error stops all of them.
+            code, problem = _TABLE_OK, None
             try:
-                table = dcp_table.parse(layout.first)
-            except dcp_table.TableRefused as e:
-                raise shoal.VersionRefused("step %d from %s: %s" % (layout.step, layout.source, e)) from e
-            got.update(step=layout.step, world=layout.saved_world, table=table, source=layout.source)
-            return [None] * len(entries)
-
-        with self._source.lock():
-            restored = self.session.restore_into(comm, place)
-        if restored is None:
-            raise FileNotFoundError("no step%s is complete in shoal's memory for every rank of this world"
-                                    % ("" if want is None else " at or below step %d (the one asked for)" % want))
-        table = got["table"]
-        if table.saved_world != got["world"]:
-            raise shoal.VersionRefused("step %d: its table says a world of %d, the version %d" % (
-                got["step"], table.saved_world, got["world"]))
-        self._table, self.loaded_step, self.source = table, got["step"], got["source"]
+                table, source = read_table(self.session, point, comm.rank % point.saved_world)
+            except (dcp_table.TableRefused, shoal.VersionRefused) as e:
+                code, problem = _TABLE_REFUSED, e
+            except Exception as e:  # noqa: BLE001 (raised on every rank below, this one's own error here)
+                code, problem = _TABLE_FAILED, e
+            worst = all_ranks_agree(comm, code)
+            if worst == _TABLE_OK:
+                break
+            if code == _TABLE_FAILED:
+                raise problem
+            if worst == _TABLE_FAILED:
+                raise ValueError("step %d: another rank could not read the checkpoint's table" % point.step)
+            log.warning("shoal: the DCP table of step %d was refused (%s); trying an older step", point.step,
+                        problem if problem is not None else "on another rank")
+            if want is not None:
+                raise shoal.VersionRefused("step %d: its table was refused (%s)" % (
+                    want, problem if problem is not None else "on another rank"))
+            at_most = point.step - 1
+            if at_most < 0:
+                raise FileNotFoundError("no step is complete in shoal's memory for every rank of this world")
+        self._table, self.loaded_step, self.source = table, point.step, source
         self._cross = None
         if table.saved_world != comm.world_size:
-            self._cross = CrossWorldReads(self.session, comm, got["step"], table.saved_world)
+            self._cross = CrossWorldReads(self.session, comm, point)
         self._metadata = table.metadata()
         return self._metadata
 

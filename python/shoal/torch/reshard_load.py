@@ -4,7 +4,9 @@ agree on a step, read every saved rank's skeleton, build each tensor's table of 
 read into each local shard only the byte runs that overlap it (reshard.plan_world), straight from the
 holders' memory through Session.read_ranges: this host's memory first, then the peers'. Plain values come
 from one saved rank's version (rank 0 unless the caller names another)."""
+import array
 import concurrent.futures
+import logging
 from typing import Any, Dict, List, Optional, Tuple
 
 import torch
@@ -12,10 +14,14 @@ import torch
 import shoal
 from . import reshard, state_tree
 
+log = logging.getLogger("shoal.torch")
+
 META = "meta"
 # A skeleton larger than this is refused before memory is allocated for it: a state's structure (names,
 # shapes, small values) is kilobytes to a few megabytes, never this.
 MAX_SKELETON_BYTES = 256 << 20
+# Saved ranks read at once (each read one connection to its holder, or a copy from this host's memory).
+MAX_READ_THREADS = 16
 
 
 def _storage_name(i: int) -> str:
@@ -58,6 +64,17 @@ class _Saved:
         if [n for _, n in table[1:]] != [s.nbytes for s in self.storages]:
             raise shoal.VersionRefused("%s: its buffers do not match the storages its structure names" % what)
         self.rank = rank
+
+
+def concurrently(fn, keys: List[int]) -> list:
+    """[fn(k) for k in keys], concurrently when there are several (each call a read that releases the GIL);
+    the first failure is raised once every call ended, so that no read is still writing when it is."""
+    if len(keys) <= 1:
+        return [fn(k) for k in keys]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(keys), MAX_READ_THREADS)) as pool:
+        futures = [pool.submit(fn, k) for k in keys]
+        concurrent.futures.wait(futures)
+        return [f.result() for f in futures]
 
 
 def _dense_from_start(r: state_tree.TensorRecord) -> bool:
@@ -104,7 +121,7 @@ def load_resharded(session, comm, point, into: Any, plain_rank: Optional[int] = 
     plain_rank = 0 if plain_rank is None else int(plain_rank)
     if not 0 <= plain_rank < world:
         raise ValueError("saved_rank %d did not exist at step %d (world %d)" % (plain_rank, step, world))
-    saved = [_Saved(session, step, r) for r in range(world)]
+    saved = concurrently(lambda r: _Saved(session, step, r), list(range(world)))
     tables = _tensor_tables(saved)
 
     # into=: every sharded tensor of the checkpoint must be a DTensor there, and every DTensor of into=
@@ -184,13 +201,7 @@ def load_resharded(session, comm, point, into: Any, plain_rank: Optional[int] = 
                 ranges.setdefault(plain_rank, []).append(
                     (_storage_name(r.storage), 0, n, storages[r.storage].data_ptr()))
     # One read per saved rank, concurrently (each from its own holder; the copies run without the GIL).
-    if len(ranges) > 1:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(ranges), 8)) as pool:
-            for f in [pool.submit(session.read_ranges, step, rank, ranges[rank]) for rank in sorted(ranges)]:
-                f.result()
-    else:
-        for rank in ranges:
-            session.read_ranges(step, rank, ranges[rank])
+    concurrently(lambda rank: session.read_ranges(step, rank, ranges[rank]), sorted(ranges))
     with torch.no_grad():
         for local, buf in staged:
             local.copy_(buf.view(local.dtype).view(local.shape))
@@ -210,3 +221,50 @@ def load_resharded(session, comm, point, into: Any, plain_rank: Optional[int] = 
     for r in base.records:
         tensors.append(targets[r.path][0] if r.shard is not None else values[id(r)])
     return step, state_tree.rebuild(base.tree, base.records, tensors)
+
+
+# What one rank's attempt at a step came to; every rank takes the worst of all ranks' (allreduce max).
+LOADED, CORRUPT, FAILED = 0, 1, 2
+
+
+def _worst(comm, code: int) -> int:
+    flag = array.array("i", [int(code)])
+    comm.allreduce(memoryview(flag), "max")
+    return flag[0]
+
+
+def load_resharded_or_older(session, comm, point, into: Any, plain_rank: Optional[int] = None) -> Tuple[int, Any]:
+    """load_resharded, collectively safe when a step cannot be read: after its reads every rank learns (an
+    allreduce of a flag) whether every rank loaded the step. Where some saved rank's chunk failed verification
+    on every holder (shoal.VersionRefused, logged naming the saved rank, buffer and chunk), every rank goes on
+    to the newest older step whose every chunk is held (Session.agree_restore with at_most_step) and loads
+    that one, its reads overwriting every byte of into='s sharded tensors that the failed attempt wrote (its
+    plain tensors are written only once a step's reads all succeeded), so no rank ends with half of one step
+    and half of another. Any other error on any rank raises on every rank. FileNotFoundError when no older
+    step is held: into='s sharded tensors are then undefined (partly written from the refused step)."""
+    while True:
+        code, problem, got = LOADED, None, None
+        try:
+            got = load_resharded(session, comm, point, into, plain_rank)
+        except shoal.VersionRefused as e:
+            code, problem = CORRUPT, e
+            log.warning("shoal: step %d cannot be loaded: %s", point.step, e)
+        except Exception as e:  # noqa: BLE001 (re-raised below, after the other ranks learnt of it)
+            code, problem = FAILED, e
+        worst = _worst(comm, code)
+        if worst == LOADED:
+            return got
+        if code == FAILED:
+            raise problem
+        if worst == FAILED:
+            raise RuntimeError("the load of step %d failed on another rank" % point.step) from problem
+        older = session.agree_restore(comm, at_most_step=point.step - 1) if point.step > 0 else None
+        if older is None:
+            raise FileNotFoundError("step %d cannot be loaded (a chunk failed verification on every host that "
+                                    "holds it%s) and no older step is held: the sharded tensors of into= are "
+                                    "undefined" % (point.step, ": %s" % problem if problem is not None else ""))
+        log.warning("shoal: every rank goes on from step %d to step %d (saved by a world of %d)", point.step,
+                    older.step, older.saved_world)
+        # Resharded even where the older step's world is this one's: its plain values then come from
+        # saved rank plain_rank's version as well, on every rank.
+        point = older
