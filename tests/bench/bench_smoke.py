@@ -179,7 +179,7 @@ SMOKES = {
     ], needs=("python", "torch")),
     # Its hosts run a torch 2.6+ interpreter (FSDP2): this one's, else the build's -Dtest_pythons; skipped without.
     "torch_fsdp": Smoke(["{python}", "{bench}/torch_fsdp_bench.py", "--build", "{build}", "--hosts", "3", "--kills",
-                         "2"], [
+                         "1"], [
         Lines({"system": "elastic_fsdp", "result": "kill"}, ("kill_to_step_ms", "join_to_step_ms", "rebuild_ms",
                                                              "restored_step", "steps_lost", "bad_restores")),
         Lines({"system": "elastic_fsdp", "result": "summary"}, ELASTIC_SUMMARY + (
