@@ -34,16 +34,13 @@ import zlib
 from typing import Any, Optional
 
 import torch
-import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 import shoal
 from . import state_sync
 from .checkpointer import Checkpointer
 from .elastic_steps import ElasticSteps, is_view_change  # noqa: F401 (is_view_change: public here)
-from . import process_group
 from .sampler import ElasticSampler
-from .store import Store
 
 log = logging.getLogger("shoal.torch")
 
@@ -122,15 +119,7 @@ class Elastic(ElasticSteps):
             self.model = None
             if old() is not None:  # kept alive by a cycle: collect it (a full collection: 50-150 ms on torch 2.x)
                 gc.collect()
-        comm = self.session.communicator()
-        if dist.is_initialized():
-            dist.destroy_process_group()
-        process_group.build_group(comm, Store(self.session, comm), lambda backend, store: dist.init_process_group(
-            backend, store=store, rank=comm.rank, world_size=comm.world_size))
-        self.comm = comm
-        self.ranks = self.session.ranks()
-        if self.sampler is not None:
-            self.sampler.set_world(comm.rank, comm.world_size)
+        comm = self._enter_view()
         self._sync_state(comm)
         self._trained_in = list(self.ranks.members)
         self.model = DDP(self.module, **self.ddp_kwargs)

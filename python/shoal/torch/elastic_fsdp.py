@@ -49,14 +49,12 @@ import zlib
 from typing import Any, Callable, Optional, Tuple
 
 import torch
-import torch.distributed as dist
 
 import shoal
-from . import process_group, state_tree
+from . import state_tree
 from .checkpointer import Checkpointer
 from .elastic_steps import ElasticSteps
 from .sampler import ElasticSampler
-from .store import Store
 
 log = logging.getLogger("shoal.torch")
 
@@ -219,16 +217,7 @@ class ElasticFSDP(ElasticSteps):
             self.model = self.optimizer = self.mesh = None
             if old() is not None:  # kept alive by a cycle: collect it
                 gc.collect()
-        comm = self.session.communicator()
-        if dist.is_initialized():
-            dist.destroy_process_group()
-        forget_old_meshes()
-        process_group.build_group(comm, Store(self.session, comm), lambda backend, store: dist.init_process_group(
-            backend, store=store, rank=comm.rank, world_size=comm.world_size))
-        self.comm = comm
-        self.ranks = self.session.ranks()
-        if self.sampler is not None:
-            self.sampler.set_world(comm.rank, comm.world_size)
+        comm = self._enter_view(before_group=forget_old_meshes)
         self.mesh = self._init_device_mesh(self.device_type, (comm.world_size,))
         model, optimizer, digest = self._call_build(self.mesh)
         materialize_optimizer_state(optimizer)

@@ -13,8 +13,10 @@ import torch.distributed as dist
 
 import shoal
 from .checkpointer import Checkpointer
+from . import process_group
 from .process_group import ProcessGroup
 from .sampler import ElasticSampler
+from .store import Store
 
 log = logging.getLogger("shoal.torch")
 
@@ -92,6 +94,23 @@ class ElasticSteps:
 
     def _build_once(self) -> None:
         raise NotImplementedError
+
+    def _enter_view(self, before_group: Optional[Callable[[], None]] = None) -> "shoal.Communicator":
+        """The start of every build: the communicator of the newest view, torch.distributed's group rebuilt on
+        it (before_group runs between the old group's end and the new one's start), comm, ranks and the
+        sampler's world set. Returns the communicator."""
+        comm = self.session.communicator()
+        if dist.is_initialized():
+            dist.destroy_process_group()
+        if before_group is not None:
+            before_group()
+        process_group.build_group(comm, Store(self.session, comm), lambda backend, store: dist.init_process_group(
+            backend, store=store, rank=comm.rank, world_size=comm.world_size))
+        self.comm = comm
+        self.ranks = self.session.ranks()
+        if self.sampler is not None:
+            self.sampler.set_world(comm.rank, comm.world_size)
+        return comm
 
     def _checkpoint_step(self) -> int:
         """The step number the flash checkpoint of the step just completed is saved as."""
