@@ -73,7 +73,8 @@ def rank_setup(rank, world, port0, job):
     session = shoal.Session.start(insecure=True, name="h%d" % rank, host="h%d" % rank,
                                   bind="127.0.0.1:%d" % (port0 + rank),
                                   seeds=[] if rank == 0 else ["127.0.0.1:%d" % port0], cluster=job, job=job,
-                                  min_hosts=world, control_path="none", log_spec="warn")
+                                  min_hosts=world, control_path="none",
+                                  log_spec=os.environ.get("SHOAL_BENCH_LOG", "warn"))
     shoal.torch.init_process_group(session)
     return session
 

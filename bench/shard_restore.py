@@ -9,6 +9,8 @@ same kind: every rank copies its share of the state (state / world bytes) betwee
 (reshard_*_copy_s): on one machine every "host" shares its cores and memory, so the copies of the bytes each rank
 reads from its own host's memory, which cross no network, are there too, and this is their floor.
 
+SHOAL_BENCH_LOG (default warn) is each rank's agent log level, e.g. info to see views and replication.
+
 Worker tasks (run by shard_bench.py as `--worker TASK ...`, or at the end of its DCP worlds' tasks):
   reshard_save        world N saves step 1000 and ends without leaving (its hosts' memory keeps slots and replicas)
   reshard_load_save   world M loads the newest step --runs times (timed, with the TCP baseline each time), then

@@ -60,6 +60,7 @@ declare -A sources=(
     src/wire/replay_guard.cpp src/wire/frame.cpp"
   [fuzz_view_codec]="src/membership/view_codec.cpp src/membership/view.cpp src/wire/reject.cpp $proto/membership.pb.cc"
   [fuzz_ckpt_header]="src/ckpt_shm/version_layout.cpp src/ckpt_shm/version_stream.cpp src/ckpt_shm/checksum.cpp
+    src/ckpt_shm/chunk_lists.cpp src/ckpt_shm/chunk_ranges.cpp
     src/ckpt_shm/shm_segment.cpp src/ckpt_shm/segment_trust.cpp src/ckpt_shm/device/absent_copy.cpp src/base/log.cpp"
   [fuzz_json]="$replies src/control/handlers.cpp src/base/log.cpp"
   [fuzz_key_text]="src/wire/cluster_key.cpp"

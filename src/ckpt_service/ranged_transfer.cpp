@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <string>
 
+#include "ckpt_shm/chunk_lists.hpp"
+
 namespace shoal::ckpt_service {
 namespace {
 
@@ -182,11 +184,14 @@ Status serve_fetch_ranges(net::BlockingConn& conn, std::span<const std::byte> se
   const uint64_t total = ckpt::ranged_stream_bytes(sizes, runs);
   deadlines.add_bytes(total);
   if (auto r = send_ckpt_response(conn, wire::CkptResponse::OK, "", limits, total); !r) return r;
+  const ckpt::ChunkLists lists(*info);
   for (size_t i = 0; i < runs.size(); ++i) {
     const auto& b = info->buffers[runs[i].buffer];
     const auto bytes = segment.subspan(b.offset, b.size);
     if (i == 0 || runs[i - 1].buffer != runs[i].buffer) {
-      if (auto r = write_all(conn, ckpt::encode_chunk_crcs(ckpt::chunk_crcs(bytes)), deadlines); !r) return r;
+      // The list the segment keeps when it folds to the sealed checksum, else computed (chunk_lists.hpp).
+      const auto crcs = ckpt::kept_or_computed_crcs(lists, segment, b, runs[i].buffer);
+      if (auto r = write_all(conn, ckpt::encode_chunk_crcs(crcs), deadlines); !r) return r;
     }
     const auto span = ckpt::run_bytes(runs[i], b.size);
     if (auto r = write_all(conn, bytes.subspan(span.offset, span.bytes), deadlines); !r) return r;

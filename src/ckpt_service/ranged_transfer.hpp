@@ -40,7 +40,8 @@ Result<ckpt::VersionInfo, RangedFetchError> fetch_ranges(const TransferPeer& pee
                                                          const RangeSink& sink, const TransferLimits& limits);
 
 // The server half, on a connection taken over after its request frame: `segment` is the held version's
-// whole segment and `info` its description (null: NOT_HELD). Refuses runs that check_chunk_runs refuses.
+// whole segment (the chunk lists it keeps after the version included: chunk_lists.hpp) and `info` its
+// description (null: NOT_HELD). Refuses runs that check_chunk_runs refuses.
 Status serve_fetch_ranges(net::BlockingConn& conn, std::span<const std::byte> segment, const ckpt::VersionInfo* info,
                           const TransferLimits& limits);
 

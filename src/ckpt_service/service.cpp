@@ -10,6 +10,7 @@
 #include "base/log.hpp"
 #include "ckpt_service/background_priority.hpp"
 #include "ckpt_service/held_versions.hpp"
+#include "ckpt_shm/chunk_lists.hpp"
 #include "ckpt_shm/host_budget.hpp"
 #include "ckpt_shm/persist_trust.hpp"
 #include "ckpt_shm/shm_segment.hpp"
@@ -388,11 +389,13 @@ void CheckpointService::serve_push_request(const net::StreamPeer& peer, const wi
   };
   const auto destination = [&](const ckpt::VersionInfo& info) -> Result<std::span<std::byte>> {
     std::lock_guard lock(store_mu_);
-    if (auto room = make_room(rank, info.total_bytes); !room) return fail(room.error().message);
-    auto in = replicas_->begin(rank, step, info.total_bytes);
+    // The version and, after it, its chunk lists (chunk_lists.hpp), which the receiver writes as it verifies.
+    const uint64_t bytes = ckpt::segment_bytes_for(info);
+    if (auto room = make_room(rank, bytes); !room) return fail(room.error().message);
+    auto in = replicas_->begin(rank, step, bytes);
     if (!in) return fail(in.error().message);
     incoming.emplace(std::move(*in));
-    return incoming->bytes().first(info.total_bytes);
+    return incoming->bytes().first(bytes);
   };
   const auto kept = [&](const ckpt::VersionInfo&) -> Status {
     std::lock_guard lock(store_mu_);

@@ -41,7 +41,8 @@ void CheckpointService::serve_fetch_request(const wire::CkptRequest& request, ne
   }
   const auto started = std::chrono::steady_clock::now();
   const auto bytes = segment->bytes().first(info->total_bytes);
-  auto sent = ranged ? serve_fetch_ranges(conn, bytes, &*info, limits(nullptr))
+  // A ranged fetch also reads the chunk lists the segment keeps after the version (chunk_lists.hpp).
+  auto sent = ranged ? serve_fetch_ranges(conn, segment->bytes(), &*info, limits(nullptr))
                      : serve_fetch(conn, bytes, &*info, limits(nullptr));
   auto& logger = log::get(log::Component::ckpt);
   std::lock_guard lock(mu_);

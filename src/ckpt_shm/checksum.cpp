@@ -232,26 +232,30 @@ bool two_cpus() {
 }
 
 // Folds `count` whole chunks from s (copied to d when d is not null) into the outer register, in
-// order. From kParallelChecksumBytes on, the second half of the chunks goes to a helper thread: the
-// chunks' CRCs are independent, so each half computes its own into `crcs`, and the outer CRC folds
-// them in order afterwards, exactly as one thread would. The helper is joined before this returns.
-uint32_t fold_whole_chunks(uint32_t outer, ChunkCrcs chunk_crcs, std::byte* d, const std::byte* s, size_t count) {
+// order, and writes their CRCs into values[0, count) when values is not null. From
+// kParallelChecksumBytes on, the second half of the chunks goes to a helper thread: the chunks' CRCs
+// are independent, so each half computes its own into `crcs`, and the outer CRC folds them in order
+// afterwards, exactly as one thread would. The helper is joined before this returns.
+uint32_t fold_whole_chunks(uint32_t outer, ChunkCrcs chunk_crcs, std::byte* d, const std::byte* s, size_t count,
+                           uint32_t* values) {
   if (count * K >= kParallelChecksumBytes && two_cpus()) {
-    std::vector<uint32_t> crcs(count);
+    std::vector<uint32_t> own;
+    if (values == nullptr) own.resize(count);
+    uint32_t* crcs = values != nullptr ? values : own.data();
     const size_t half = count / 2;  // the first half is the caller's; the helper takes the rest
     std::optional<std::thread> helper;
     try {
-      helper.emplace(chunk_crcs, crcs.data() + half, d == nullptr ? nullptr : d + half * K, s + half * K, count - half);
+      helper.emplace(chunk_crcs, crcs + half, d == nullptr ? nullptr : d + half * K, s + half * K, count - half);
     } catch (const std::system_error&) {
       // No thread to be had (a process at its limit): the same work on this thread.
     }
-    chunk_crcs(crcs.data(), d, s, half);
+    chunk_crcs(crcs, d, s, half);
     if (helper) {
       helper->join();
     } else {
-      chunk_crcs(crcs.data() + half, d == nullptr ? nullptr : d + half * K, s + half * K, count - half);
+      chunk_crcs(crcs + half, d == nullptr ? nullptr : d + half * K, s + half * K, count - half);
     }
-    for (const uint32_t c : crcs) outer = fold(outer, c);
+    for (size_t i = 0; i < count; ++i) outer = fold(outer, crcs[i]);
     return outer;
   }
   // In batches whose CRCs fit on the stack; a multiple of 3 keeps the three-way loop whole.
@@ -260,6 +264,10 @@ uint32_t fold_whole_chunks(uint32_t outer, ChunkCrcs chunk_crcs, std::byte* d, c
     const size_t n = count < batch.size() ? count : batch.size();
     chunk_crcs(batch.data(), d, s, n);
     for (size_t i = 0; i < n; ++i) outer = fold(outer, batch[i]);
+    if (values != nullptr) {
+      std::memcpy(values, batch.data(), n * sizeof(uint32_t));
+      values += n;
+    }
     s += n * K;
     if (d != nullptr) d += n * K;
     count -= n;
@@ -304,7 +312,7 @@ void chunk_crc_values(std::span<const std::byte> src, uint32_t* out, std::byte* 
   out[whole] = crc32c(std::span<const std::byte>(copy_to + whole * K, tail));
 }
 
-uint32_t copy_with_checksum(std::span<std::byte> dst, std::span<const std::byte> src) {
+uint32_t copy_with_checksum(std::span<std::byte> dst, std::span<const std::byte> src, uint32_t* chunk_values) {
   // A precondition, not an input error: every caller sizes dst from the same layout as src.
   if (dst.size() != src.size()) std::abort();
   const size_t n = src.size();
@@ -312,7 +320,8 @@ uint32_t copy_with_checksum(std::span<std::byte> dst, std::span<const std::byte>
   // measured 17x) streaming into a destination that starts inside a line is far slower than caching.
   const bool streaming = n >= kStreamingStoreBytes && reinterpret_cast<uintptr_t>(dst.data()) % 64 == 0;
   const size_t whole = n / K;
-  uint32_t outer = fold_whole_chunks(kRegisterStart, chunk_crcs_for(true, streaming), dst.data(), src.data(), whole);
+  uint32_t outer =
+      fold_whole_chunks(kRegisterStart, chunk_crcs_for(true, streaming), dst.data(), src.data(), whole, chunk_values);
   const size_t done = whole * K;
   if (n > done) {
     uint32_t last = 0;
@@ -326,6 +335,7 @@ uint32_t copy_with_checksum(std::span<std::byte> dst, std::span<const std::byte>
       last = software_update(kRegisterStart, src.data() + done, n - done);
     }
     outer = fold(outer, ~last);
+    if (chunk_values != nullptr) chunk_values[whole] = ~last;
   }
   return ~outer;  // an empty buffer has no chunks: ~~0 == 0
 }
@@ -346,11 +356,15 @@ void BufferChecksum::update(std::span<const std::byte> bytes) {
     n -= take;
     if (chunk_fill_ < K) return;
     outer_ = fold(outer_, ~chunk_);
+    if (values_ != nullptr) values_[chunks_] = ~chunk_;
+    ++chunks_;
     chunk_ = kRegisterStart;
     chunk_fill_ = 0;
   }
   const size_t whole = n / K;
-  outer_ = fold_whole_chunks(outer_, chunk_crcs_for(false, false), nullptr, p, whole);
+  outer_ = fold_whole_chunks(outer_, chunk_crcs_for(false, false), nullptr, p, whole,
+                             values_ != nullptr ? values_ + chunks_ : nullptr);
+  chunks_ += whole;
   p += whole * K;
   n -= whole * K;
   if (n > 0) {
@@ -361,6 +375,7 @@ void BufferChecksum::update(std::span<const std::byte> bytes) {
 
 uint32_t BufferChecksum::finish() const {
   // A partial chunk counts; an empty one does not exist (a 64 KiB buffer has exactly one chunk).
+  if (values_ != nullptr && chunk_fill_ > 0) values_[chunks_] = ~chunk_;
   return ~(chunk_fill_ > 0 ? fold(outer_, ~chunk_) : outer_);
 }
 

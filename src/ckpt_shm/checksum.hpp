@@ -62,7 +62,10 @@ inline constexpr size_t kParallelChecksumBytes = size_t{16} << 20;
 // reading each destination line before writing it. They are fenced before the function returns, so a
 // later release store (sealing a version) orders after them like after ordinary stores. Large copies
 // also use a second thread (kParallelChecksumBytes).
-uint32_t copy_with_checksum(std::span<std::byte> dst, std::span<const std::byte> src);
+// With chunk_values, each chunk's crc32c (the values the checksum folds) is written there as well:
+// chunk_count(src.size()) values (chunk_ranges.hpp), what a segment keeps beside its version (chunk_lists.hpp).
+uint32_t copy_with_checksum(std::span<std::byte> dst, std::span<const std::byte> src,
+                            uint32_t* chunk_values = nullptr);
 
 // copy_with_checksum, then whether src's checksum is `expected`. On false dst holds src's bytes
 // all the same, which failed their check: do not use them.
@@ -71,12 +74,19 @@ bool copy_and_verify(std::span<std::byte> dst, std::span<const std::byte> src, u
 // buffer_checksum over bytes that arrive in pieces: any split of the same bytes gives the same value.
 class BufferChecksum {
  public:
+  BufferChecksum() = default;
+  // Also writes each chunk's crc32c into values[0, chunks) as it is known (the last, partial chunk's at
+  // finish()): values must have room for every chunk of the bytes to come.
+  explicit BufferChecksum(uint32_t* values) : values_(values) {}
   void update(std::span<const std::byte> bytes);
-  // The checksum of everything given so far; update may continue afterwards.
+  // The checksum of everything given so far; update may continue afterwards (after a finish() that
+  // wrote a partial chunk's value, only with the bytes that complete that chunk).
   uint32_t finish() const;
   uint64_t bytes() const { return bytes_; }
 
  private:
+  uint32_t* values_ = nullptr;
+  uint64_t chunks_ = 0;  // whole chunks finished (and written to values_)
   uint32_t outer_ = ~uint32_t{0};  // running CRC register over the finished chunks' values
   uint32_t chunk_ = ~uint32_t{0};  // running CRC register of the chunk being filled
   size_t chunk_fill_ = 0;          // bytes in that chunk, always < kChecksumChunkBytes

@@ -118,8 +118,10 @@ std::vector<uint32_t> decode_chunk_crcs(std::span<const std::byte> bytes) {
   return out;
 }
 
+uint32_t checksum_of_chunk_crcs(std::span<const uint32_t> crcs) { return crc32c(encode_chunk_crcs(crcs)); }
+
 bool chunk_crcs_match(std::span<const uint32_t> crcs, uint32_t checksum) {
-  return crc32c(encode_chunk_crcs(crcs)) == checksum;
+  return checksum_of_chunk_crcs(crcs) == checksum;
 }
 
 }  // namespace shoal::ckpt

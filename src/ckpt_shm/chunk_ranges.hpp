@@ -63,6 +63,8 @@ std::vector<uint32_t> chunk_crcs(std::span<const std::byte> bytes);
 // The chunk crcs as the stream carries them (4-byte little-endian words) and back.
 std::vector<std::byte> encode_chunk_crcs(std::span<const uint32_t> crcs);
 std::vector<uint32_t> decode_chunk_crcs(std::span<const std::byte> bytes);
+// The buffer checksum whose chunks have these crcs (what buffer_checksum folds).
+uint32_t checksum_of_chunk_crcs(std::span<const uint32_t> crcs);
 // Whether a list of chunk crcs is the one whose buffer checksum is `checksum` (the sealed value).
 bool chunk_crcs_match(std::span<const uint32_t> crcs, uint32_t checksum);
 

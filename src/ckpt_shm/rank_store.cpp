@@ -9,6 +9,8 @@
 
 #include "base/log.hpp"
 #include "ckpt_shm/checksum.hpp"
+#include "ckpt_shm/chunk_lists.hpp"
+#include "ckpt_shm/chunk_ranges.hpp"
 #include "ckpt_shm/device_copy.hpp"
 
 namespace shoal::ckpt {
@@ -143,15 +145,17 @@ Result<std::vector<WritableBuffer>> RankStore::begin_save(uint64_t step, std::sp
   const auto newest = newest_slot(&max_sequence);
   const uint32_t slot = next_target(newest);
 
+  // The segment holds the version and, after it, its buffers' chunk crc lists (chunk_lists.hpp).
+  const uint64_t segment_bytes = segment_bytes_for(buffers, *plan);
   auto& seg = segments_[slot];
   if (!seg.valid()) {
-    auto created = ShmSegment::open_or_create(names_[slot], plan->total_bytes);
+    auto created = ShmSegment::open_or_create(names_[slot], segment_bytes);
     if (!created) {
       return fail("cannot hold step " + std::to_string(step) + " of " + rank_text(config_) + ": " +
                   created.error().message);
     }
     seg = std::move(*created);
-  } else if (auto g = seg.grow(plan->total_bytes); !g) {
+  } else if (auto g = seg.grow(segment_bytes); !g) {
     return fail("cannot hold step " + std::to_string(step) + " of " + rank_text(config_) + ": " + g.error().message);
   }
   verified_[slot].reset();
@@ -160,10 +164,14 @@ Result<std::vector<WritableBuffer>> RankStore::begin_save(uint64_t step, std::sp
   if (auto b = begin_version(seg.bytes(), id, buffers, *plan); !b) return fail(b.error().message);
   last_sequence_ = sequence;
 
-  Save save{slot, step, sequence, {}, std::vector<std::optional<uint32_t>>(buffers.size()), {}};
+  Save save{slot, step, sequence, {}, std::vector<std::optional<uint32_t>>(buffers.size()), {}, {}};
+  std::vector<uint64_t> sizes;
+  for (const auto& b : buffers) sizes.push_back(b.bytes);
+  const ChunkLists lists(plan->total_bytes, sizes);
   std::vector<WritableBuffer> out;
   out.reserve(buffers.size());
   for (size_t i = 0; i < buffers.size(); ++i) {
+    save.lists.push_back(lists.values(seg.bytes(), i));
     save.buffers.push_back(seg.bytes().subspan(plan->offsets[i], buffers[i].bytes));
     out.push_back(WritableBuffer{buffers[i].name, save.buffers.back()});
   }
@@ -249,7 +257,7 @@ Result<std::span<std::byte>> RankStore::save_buffer(size_t index, size_t size) c
 Status RankStore::write_buffer(size_t index, std::span<const std::byte> src) {
   auto dst = save_buffer(index, src.size());
   if (!dst) return fail(dst.error().message);
-  in_progress_->checksums[index] = copy_with_checksum(*dst, src);
+  in_progress_->checksums[index] = copy_with_checksum(*dst, src, in_progress_->lists[index]);
   return Ok{};
 }
 
@@ -280,7 +288,15 @@ Result<SealedVersion> RankStore::commit() {
                   " was not sealed: a device copy into it failed: " + w.error().message);
     }
   }
-  if (auto s = seal_version(segments_[save.slot].bytes(), save.checksums); !s) {
+  // Buffers written otherwise than by write_buffer (a device copy, a caller's own writes into the span):
+  // their lists and checksums in one pass now.
+  auto checksums = save.checksums;
+  for (size_t i = 0; i < checksums.size(); ++i) {
+    if (checksums[i] || save.lists[i] == nullptr) continue;
+    chunk_crc_values(save.buffers[i], save.lists[i]);
+    checksums[i] = checksum_of_chunk_crcs({save.lists[i], chunk_count(save.buffers[i].size())});
+  }
+  if (auto s = seal_version(segments_[save.slot].bytes(), checksums); !s) {
     return fail("step " + std::to_string(save.step) + " of " + rank_text(config_) +
                 " was not sealed: " + s.error().message);
   }
@@ -289,7 +305,11 @@ Result<SealedVersion> RankStore::commit() {
   log::get(log::Component::ckpt).debug("{}: sealed step {} in slot {}", rank_text(config_), save.step, save.slot);
   auto sealed = view_of(save.slot, DataCheck::skip);
   // The next save goes to another slot: ready its memory now, while the trainer computes.
-  if (sealed) prepare_slot(next_target(save.slot), sealed->total_bytes);
+  if (sealed) {
+    std::vector<uint64_t> sizes;
+    for (const auto& b : save.buffers) sizes.push_back(b.size());
+    prepare_slot(next_target(save.slot), ChunkLists(sealed->total_bytes, sizes).segment_bytes());
+  }
   return sealed;
 }
 

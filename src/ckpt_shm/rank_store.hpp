@@ -96,7 +96,8 @@ class RankStore {
   Result<SealedVersion> commit();
   // Forgets the save in progress; its slot stays unsealed and is never returned.
   void abandon();
-  // Readies memory for a save of `total_bytes` off the caller's path: a thread of its own gives the
+  // Readies memory for a save whose segment needs `segment_bytes` (the version and its chunk lists:
+  // chunk_lists.hpp, segment_bytes_for) off the caller's path: a thread of its own gives the
   // slot the next save will use a segment of at least that size, its pages allocated, cleared and
   // mapped (memory touched for the first time costs about ten times a memcpy on these machines:
   // tmpfs clears each page at its first fault). The next begin_save waits for it and adopts the
@@ -104,7 +105,7 @@ class RankStore {
   // version just sealed, so only a rank's very first save of a size finds its memory cold; call it
   // before that save (when the size is known early) to spare that one too. At most one preparation
   // runs; a new call waits for the previous one first.
-  void prepare(uint64_t total_bytes);
+  void prepare(uint64_t segment_bytes);
   // Waits until the preparation started by prepare() or commit() has finished (begin_save does this
   // itself), so that a caller can tell when its next save will find its memory ready.
   void wait_prepared();
@@ -137,6 +138,7 @@ class RankStore {
     std::vector<std::span<std::byte>> buffers;       // inside the slot's segment, in table order
     std::vector<std::optional<uint32_t>> checksums;  // taken by write_buffer; nullopt: commit computes it
     std::vector<void*> streams;                      // CUDA streams with copies into this save
+    std::vector<uint32_t*> lists;                    // each buffer's chunk crc list; nullptr: no room
   };
   struct Verified {
     uint64_t sequence;  // the sealed version this store knows to be intact (it committed or read it)

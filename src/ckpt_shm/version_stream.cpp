@@ -69,6 +69,9 @@ Status VersionReceiver::attach(std::span<std::byte> destination) {
   }
   if (auto b = begin_copied_version(destination, prefix_); !b) return b;
   destination_ = destination;
+  // Room after the version for its chunk lists: each buffer's crcs go there as they are verified.
+  if (ChunkLists lists(info_); lists.fit(destination.size())) lists_.emplace(std::move(lists));
+  start_buffer_sum();
   prefix_ = {};  // up to kMaxPrefixBytes; the destination holds it now
   phase_ = Phase::data;
   // Empty buffers need no bytes; if every buffer is empty, the version is complete now.
@@ -107,6 +110,12 @@ Status VersionReceiver::attach_buffers(size_t first, std::vector<std::span<std::
 
 std::span<const std::byte> VersionReceiver::buffer_destination(size_t index) const {
   return index < scattered_.size() ? scattered_[index] : std::span<const std::byte>{};
+}
+
+void VersionReceiver::start_buffer_sum() {
+  uint32_t* values = nullptr;
+  if (lists_ && !scattered_mode_ && buffer_ < info_.buffers.size()) values = lists_->values(destination_, buffer_);
+  buffer_sum_ = BufferChecksum(values);
 }
 
 std::span<std::byte> VersionReceiver::buffer_bytes() {
@@ -190,7 +199,7 @@ Result<VersionReceiver::Progress, LayoutError> VersionReceiver::settle_buffers()
     ++buffer_;
     buffer_filled_ = 0;
     buffer_checked_ = 0;
-    buffer_sum_ = BufferChecksum{};
+    start_buffer_sum();
   }
   if (buffer_ < info_.buffers.size()) {
     if (scattered_mode_ && buffer_ >= scattered_.size()) {  // the next buffers' destinations are to come

@@ -11,6 +11,7 @@
 
 #include "base/result.hpp"
 #include "ckpt_shm/checksum.hpp"
+#include "ckpt_shm/chunk_lists.hpp"
 #include "ckpt_shm/version_layout.hpp"
 
 namespace shoal::ckpt {
@@ -67,7 +68,8 @@ class VersionReceiver {
   // data_checksum naming the buffer); a buffer's bytes are checksummed in whole groups of three
   // chunks as soon as each group is in. n larger than next() is refused as malformed.
   Result<Progress, LayoutError> advance(size_t n);
-  // The destination, at least info().total_bytes long, once advance said need_destination. Copies
+  // The destination, at least info().total_bytes long, once advance said need_destination; with room
+  // for the chunk lists after the version (chunk_lists.hpp: segment_bytes_for), they are kept there. Copies
   // the prefix in with the state left `writing`, so a crash or a stream that stops leaves a version
   // that is never returned. A version without data bytes is sealed here and complete() at once.
   Status attach(std::span<std::byte> destination);
@@ -97,6 +99,8 @@ class VersionReceiver {
   Result<Progress, LayoutError> refuse(LayoutCause cause, std::string detail);
   Result<Progress, LayoutError> prefix_arrived(size_t n);
   Result<Progress, LayoutError> data_arrived(size_t n);
+  // A new checksum for buffer `buffer_`, writing its chunk crcs into the destination's lists when kept.
+  void start_buffer_sum();
   // Where buffer `buffer_`'s bytes go: its place in the destination, or its own destination.
   std::span<std::byte> buffer_bytes();
   // Moves past finished (and empty) buffers, verifying each; seals after the last one.
@@ -114,6 +118,7 @@ class VersionReceiver {
   uint64_t buffer_filled_ = 0;   // its bytes received so far
   uint64_t buffer_checked_ = 0;  // of those, the bytes given to buffer_sum_ (a prefix)
   BufferChecksum buffer_sum_;
+  std::optional<ChunkLists> lists_;  // where the destination keeps the chunk lists (room after the version)
   uint64_t received_ = 0;
   uint64_t expected_ = 0;
   uint64_t max_stream_bytes_ = UINT64_MAX;

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "ckpt_service/ranged_transfer.hpp"
+#include "ckpt_shm/chunk_lists.hpp"
 #include "ckpt_shm/held_scan.hpp"
 #include "ckpt_shm/shm_segment.hpp"
 
@@ -22,7 +23,8 @@ const std::vector<ByteRange>& ranges_of(const RangedRead& read) {
   return read.ranges != nullptr ? *read.ranges : none;
 }
 
-// One mapped copy: the chunk crc lists of the buffers read, checked against the sealed checksums, then
+// One mapped copy: the chunk crc lists of the buffers read (as the segment keeps them after the version,
+// else computed from the buffer: chunk_lists.hpp), checked against the sealed checksums, then
 // each run copied out of the segment in slices and every chunk of the copy checked against its crc
 // before it is scattered (a save that reuses the slot meanwhile is caught by the check of the copy).
 RangedResult read_segment(const RangedRead& read, std::span<const std::byte> bytes, const std::string& name) {
@@ -39,13 +41,14 @@ RangedResult read_segment(const RangedRead& read, std::span<const std::byte> byt
   std::vector<std::byte> scratch;
   std::vector<uint32_t> crcs;
   std::vector<uint32_t> copied;  // the crcs of the chunks as copied out
+  const ckpt::ChunkLists lists(*info);
   for (size_t i = 0; i < runs->size(); ++i) {
     const auto& run = (*runs)[i];
     const auto& b = info->buffers[run.buffer];
     if (b.offset + b.size > bytes.size()) return {RangedOutcome::refused, name + " is shorter than its table", {}};
     const auto buffer = bytes.subspan(b.offset, b.size);
     if (i == 0 || (*runs)[i - 1].buffer != run.buffer) {
-      crcs = ckpt::chunk_crcs(buffer);
+      crcs = ckpt::kept_or_computed_crcs(lists, bytes, b, run.buffer);
       if (!ckpt::chunk_crcs_match(crcs, b.checksum)) {
         return {RangedOutcome::refused, "buffer '" + b.name + "' of " + name + " does not match its checksum", {}};
       }

@@ -1,11 +1,14 @@
 // Saving through RankStore, and the collective restore: reports, choice, load, agreement.
 #include "session/session_checkpoints.hpp"
 
+#include "ckpt_shm/chunk_lists.hpp"
+
 #include <algorithm>
 #include <thread>
 
 #include "base/log.hpp"
 #include "ckpt.pb.h"
+#include "ckpt_shm/chunk_lists.hpp"
 #include "ckpt_shm/held_scan.hpp"
 #include "ckpt_shm/restore_choice.hpp"
 #include "session/restore_loading.hpp"
@@ -120,7 +123,7 @@ void SessionCheckpoints::prepare(uint32_t rank, uint32_t world, const std::vecto
   auto plan = ckpt::plan_layout(specs);
   if (!plan) throw Error("checkpoint prepare: " + plan.error().message);
   std::lock_guard lock(mu_);
-  store_for(rank, world)->prepare(plan->total_bytes);
+  store_for(rank, world)->prepare(ckpt::segment_bytes_for(specs, *plan));
 }
 
 std::unique_ptr<CheckpointSave> SessionCheckpoints::begin_save(uint64_t step, uint32_t rank, uint32_t world,

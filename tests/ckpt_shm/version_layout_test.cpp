@@ -20,16 +20,7 @@ namespace {
 
 const std::vector<BufferSpec> kBuffers = {{"model.weight", 1000}, {"optim.exp_avg", 0}, {"rng", 37}};
 
-// A page-aligned buffer, as a segment is.
-struct Segment {
-  explicit Segment(size_t n) : storage((n + 2 * kDataAlignment) / 8) {
-    auto* p = reinterpret_cast<std::byte*>(storage.data());
-    const size_t skew = (kDataAlignment - reinterpret_cast<uintptr_t>(p) % kDataAlignment) % kDataAlignment;
-    bytes = std::span<std::byte>(p + skew, n);
-  }
-  std::vector<uint64_t> storage;
-  std::span<std::byte> bytes;
-};
+using Segment = shoal::ckpt::test::Segment;
 
 LayoutPlan plan_of(const std::vector<BufferSpec>& buffers) {
   auto plan = plan_layout(buffers);
