@@ -146,7 +146,10 @@ Result<std::vector<WritableBuffer>> RankStore::begin_save(uint64_t step, std::sp
   const uint32_t slot = next_target(newest);
 
   // The segment holds the version and, after it, its buffers' chunk crc lists (chunk_lists.hpp).
-  const uint64_t segment_bytes = segment_bytes_for(buffers, *plan);
+  std::vector<uint64_t> sizes;
+  for (const auto& b : buffers) sizes.push_back(b.bytes);
+  const ChunkLists lists(plan->total_bytes, sizes);
+  const uint64_t segment_bytes = lists.segment_bytes();
   auto& seg = segments_[slot];
   if (!seg.valid()) {
     auto created = ShmSegment::open_or_create(names_[slot], segment_bytes);
@@ -164,10 +167,7 @@ Result<std::vector<WritableBuffer>> RankStore::begin_save(uint64_t step, std::sp
   if (auto b = begin_version(seg.bytes(), id, buffers, *plan); !b) return fail(b.error().message);
   last_sequence_ = sequence;
 
-  Save save{slot, step, sequence, {}, std::vector<std::optional<uint32_t>>(buffers.size()), {}, {}};
-  std::vector<uint64_t> sizes;
-  for (const auto& b : buffers) sizes.push_back(b.bytes);
-  const ChunkLists lists(plan->total_bytes, sizes);
+  Save save{slot, step, sequence, {}, std::vector<std::optional<uint32_t>>(buffers.size()), {}, {}, segment_bytes};
   std::vector<WritableBuffer> out;
   out.reserve(buffers.size());
   for (size_t i = 0; i < buffers.size(); ++i) {
@@ -305,11 +305,7 @@ Result<SealedVersion> RankStore::commit() {
   log::get(log::Component::ckpt).debug("{}: sealed step {} in slot {}", rank_text(config_), save.step, save.slot);
   auto sealed = view_of(save.slot, DataCheck::skip);
   // The next save goes to another slot: ready its memory now, while the trainer computes.
-  if (sealed) {
-    std::vector<uint64_t> sizes;
-    for (const auto& b : save.buffers) sizes.push_back(b.size());
-    prepare_slot(next_target(save.slot), ChunkLists(sealed->total_bytes, sizes).segment_bytes());
-  }
+  if (sealed) prepare_slot(next_target(save.slot), save.segment_bytes);
   return sealed;
 }
 

@@ -139,6 +139,7 @@ class RankStore {
     std::vector<std::optional<uint32_t>> checksums;  // taken by write_buffer; nullopt: commit computes it
     std::vector<void*> streams;                      // CUDA streams with copies into this save
     std::vector<uint32_t*> lists;                    // each buffer's chunk crc list; nullptr: no room
+    uint64_t segment_bytes;                          // what the version and its lists need
   };
   struct Verified {
     uint64_t sequence;  // the sealed version this store knows to be intact (it committed or read it)
