@@ -5,6 +5,7 @@
 #include <string>
 
 #include "bindings.hpp"
+#include "python_callbacks.hpp"
 #include "shoal/version.hpp"
 
 namespace shoal::python {
@@ -29,6 +30,7 @@ PYBIND11_MODULE(_shoal, m) {
   shoal::python::bind_store(m);
   shoal::python::bind_health(m);
   shoal::python::bind_settle(m);
+  shoal::python::register_callback_gate(m);
   m.attr("__version__") = std::string(shoal::build::version());
   m.attr("git_revision") = std::string(shoal::build::git_revision());
 }

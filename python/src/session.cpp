@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bindings.hpp"
+#include "python_callbacks.hpp"
 #include "py_session.hpp"
 #include "session_options.hpp"
 #include "shoal/session.hpp"
@@ -116,15 +117,12 @@ void bind_session(py::module_& m) {
       .def(
           "on_view_change",
           [](PySession& s, py::function callback) {
-            // Called on the agent's thread: take the GIL, and never after leave() or at interpreter exit.
-            // Released with the GIL held, whichever thread drops the last reference.
-            std::shared_ptr<py::function> cb(new py::function(std::move(callback)), [](py::function* f) {
-              py::gil_scoped_acquire gil;
-              delete f;
-            });
+            // Called on the agent's thread with the GIL, never after leave() or at interpreter exit.
+            auto cb = held_callback(std::move(callback));
             std::weak_ptr<bool> alive = s.alive;
             auto call = [cb, alive](uint64_t epoch) {
-              if (_Py_IsFinalizing()) return;
+              CallbackGate::Pass pass;  // never once the interpreter is leaving (python_callbacks.hpp)
+              if (!pass.open()) return;
               py::gil_scoped_acquire gil;
               const auto a = alive.lock();
               if (!a || !*a) return;

@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "bindings.hpp"
+#include "python_callbacks.hpp"
 #include "shoal/communicator.hpp"
 #include "shoal/work.hpp"
 
@@ -77,14 +78,11 @@ void bind_work(py::module_& m) {
       .def(
           "on_done",
           [](Work& w, py::function callback) {
-            // Called on the communicator's thread (or here, when already done): take the GIL; released
-            // with the GIL held, whichever thread drops the last reference.
-            std::shared_ptr<py::function> cb(new py::function(std::move(callback)), [](py::function* f) {
-              py::gil_scoped_acquire gil;
-              delete f;
-            });
+            // Called on the communicator's thread (or here, when already done), with the GIL.
+            auto cb = held_callback(std::move(callback));
             auto call = [cb](std::exception_ptr error) {
-              if (_Py_IsFinalizing()) return;
+              CallbackGate::Pass pass;  // never once the interpreter is leaving (python_callbacks.hpp)
+              if (!pass.open()) return;
               py::gil_scoped_acquire gil;
               try {
                 (*cb)(error ? exception_object(error) : py::none());

@@ -4,11 +4,14 @@ session per rank, all on loopback), or torch's own gloo backend as the reference
     pg_worker.py TASK BACKEND RANK WORLD PORT0 JOB     (BACKEND: shoal | gloo; PORT0: rank r uses PORT0 + r)
 
 Tasks: collectives (every operation the group serves, checked here, plus its refusals), ddp and fsdp2
-(20 training steps from fixed seeds; prints the full parameters' values). Prints JSON lines."""
+(20 training steps from fixed seeds; prints the full parameters' values), failed_collectives (rank 0 aborts
+its communicator under the others' synchronous broadcast; they report what the call did and then end by
+that error, uncaught). Prints JSON lines."""
 import datetime
 import json
 import os
 import sys
+import time
 import zlib
 
 import torch
@@ -330,9 +333,44 @@ def load_past_corruption(session, rank, world):
             "corrupt": [m for m in heard if "cannot be loaded" in m]}
 
 
+def failed_collectives(rank, world):
+    """Rank 0 aborts its communicator while the others wait in a synchronous broadcast from it. Returns
+    (what this rank saw, the error to end by)."""
+    import shoal
+    dist.barrier()
+    group = dist.distributed_c10d._get_default_group()
+    if rank == 0:
+        time.sleep(0.3)
+        group.comm.abort("the test aborts rank 0's communicator")
+        return {}, None
+    seen, error = {}, None
+    t = torch.full((4,), 7.0)
+    try:
+        dist.broadcast(t, src=0)
+        seen["broadcast"] = "returned"
+    except shoal.ViewChanged as e:
+        seen["broadcast"], error = "ViewChanged", e
+    seen["broadcast_tensor_kept"] = t.tolist() == [7.0] * 4
+    for name, call in (("all_reduce", lambda: dist.all_reduce(t)),
+                       ("all_reduce_async", lambda: dist.all_reduce(t, async_op=True).wait())):
+        try:
+            call()
+            seen[name] = "returned"
+        except shoal.ViewChanged:
+            seen[name] = "ViewChanged"
+    seen["tensor_kept"] = t.tolist() == [7.0] * 4
+    return seen, error
+
+
 def run_task(task, session, rank, world):
     if task == "collectives":
         emit(event="checks", rank=rank, results=checks_collectives(rank, world), refusals=checks_refusals(rank))
+    elif task == "failed_collectives":
+        seen, error = failed_collectives(rank, world)
+        emit(event="failed_collectives", rank=rank, **seen)
+        if error is not None:
+            raise error  # ends the process as a program would, with the collective's failure in flight
+        return False
     elif task == "fsdp2_ckpt":
         emit(event="fsdp2_ckpt", rank=rank, **fsdp2_checkpoint(session, rank, world))
     elif task == "reshard_save":
@@ -358,6 +396,7 @@ def run_task(task, session, rank, world):
     else:
         raise SystemExit("pg_worker: unknown task %r" % task)
     dist.barrier()
+    return True
 
 
 def main():
@@ -367,7 +406,8 @@ def main():
     torch.set_num_threads(1)
     session = setup(backend, rank, world, port0, job)
     for task in tasks:
-        run_task(task, session, rank, world)
+        if not run_task(task, session, rank, world):
+            break  # the group is gone
     dist.destroy_process_group()
     if session is not None:
         session.leave()

@@ -104,3 +104,33 @@ def test_fsdp2_shards_save_and_load_back_in_place(worlds):
     assert len(rows) == WORLD
     for d in rows:
         assert d["step"] == 4 and d["moved"] and d["back"] and d["dtensors"], d
+
+
+@pytest.mark.skipif(TORCH < (2, 0), reason="torch 1.13 does not take a Python Work's future for DDP: the shoal group "
+                    "keeps torch's wrapper there, whose wait() cannot raise")
+def test_a_failed_collective_raises_from_a_synchronous_call_and_the_program_exits_by_it():
+    """dist.broadcast(t) whose collective fails (the root aborted its communicator) raises ViewChanged and
+    leaves t as it was: torch's own wrapper of a future returned from wait() as if it had succeeded, and DCP
+    then unpickled bytes the root never sent. A program that ends by that error exits 1 with its traceback,
+    not SIGABRT ("terminate called ...") from a completion callback racing the interpreter's exit."""
+    name = "pgf%d" % os.getpid()
+    port0 = free_ports(3)[0]
+    remove_segments(name)
+    procs = [subprocess.Popen([PYTHON, WORKER, "failed_collectives", "shoal", str(r), "2", str(port0), name],
+                              env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE) for r in range(2)]
+    try:
+        results = [p.communicate(timeout=120) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+        remove_segments(name)
+    (out0, err0), (out1, err1) = results
+    assert procs[0].returncode == 0, err0.decode(errors="replace")[-4000:]
+    text1 = err1.decode(errors="replace")
+    assert procs[1].returncode == 1, "rank 1 exited %s:\n%s" % (procs[1].returncode, text1[-4000:])
+    assert "terminate called" not in text1 and "ViewChanged" in text1, text1[-4000:]
+    seen = [json.loads(l) for l in out1.decode().splitlines() if '"failed_collectives"' in l][0]
+    assert seen["broadcast"] == "ViewChanged" and seen["broadcast_tensor_kept"], seen
+    assert seen["all_reduce"] == "ViewChanged" and seen["all_reduce_async"] == "ViewChanged", seen
+    assert seen["tensor_kept"], seen

@@ -18,6 +18,7 @@ scatter, send/recv and barrier. PREMUL_SUM (FSDP2 with a gradient divide factor)
 to do instead. Registered as the backend "shoal" (shoal.torch.init_process_group and shoal.torch.Elastic
 build the group of every view).
 """
+import datetime
 import inspect
 import threading
 from typing import Callable, List, Optional
@@ -28,8 +29,6 @@ from torch.futures import Future
 
 import shoal
 
-_work_from_future = torch._C._distributed_c10d._create_work_from_future
-
 BACKEND = "shoal"
 
 # The element types the communicator reduces; others are widened for the reduction (and written back).
@@ -38,6 +37,10 @@ _DTYPES = {torch.float32: "float32", torch.float64: "float64", torch.int32: "int
 _WIDEN_ON_GLOO = {torch.float16: torch.float32, torch.bfloat16: torch.float32}
 _WIDEN_INTEGERS = (torch.uint8, torch.int8, torch.int16)
 _PREMUL_SUM = getattr(dist.ReduceOp, "PREMUL_SUM", None)
+# torch 2.x hands a Python Work's get_future() to C++ consumers (DDP's reducer); torch 1.13 does not (DDP
+# would wait forever), so there the Work stays torch's wrapper of the future, whose wait() cannot raise.
+_PYTHON_WORK = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 0)
+_work_from_future = torch._C._distributed_c10d._create_work_from_future
 
 
 def _op_name(op) -> str:
@@ -86,6 +89,70 @@ def _unwrap(outcome: Future):
     if isinstance(value, _Failed):
         raise value.error
     return value
+
+
+class _Work(dist.Work):
+    """The torch Work of one collective. It raises the collective's failure from wait(), as torch's own
+    backends do: torch's wrapper of a future (_create_work_from_future) returns from wait() even when the
+    future failed, so a synchronous dist.broadcast or dist.all_reduce would return as if it succeeded, its
+    tensor never written (or, for an all-reduce, half reduced). Its future fails with the same error, for
+    consumers that chain on it (DDP's reducer, FSDP2)."""
+
+    def __init__(self, outcome: Future, fut: Future):
+        super().__init__()
+        self._outcome = outcome  # never fails: holds the result, or _Failed
+        self._fut = fut          # outcome.then(_unwrap): fails where the collective failed
+        self._settled = threading.Event()
+        outcome.add_done_callback(lambda _: self._settled.set())
+
+    def wait(self, timeout=None) -> bool:
+        seconds = _seconds(timeout)
+        if seconds is not None and not self._settled.wait(seconds):
+            raise RuntimeError("shoal collective: not complete within %.3f s of the wait's timeout" % seconds)
+        value = self._outcome.wait()
+        if isinstance(value, _Failed):
+            raise value.error
+        self._fut.wait()  # a CUDA result: the caller's current streams wait for the collective's devices
+        return True
+
+    def is_completed(self) -> bool:
+        return self._fut.done()
+
+    def is_success(self) -> bool:
+        return self._fut.done() and not isinstance(self._outcome.value(), _Failed)
+
+    def exception(self):
+        value = self._outcome.value() if self._outcome.done() else None
+        return value.error if isinstance(value, _Failed) else None
+
+    def get_future(self) -> Future:
+        return self._fut
+
+    def result(self):
+        value = self.wait() and self._outcome.value()
+        return [t for t in _tensors(value)]
+
+    def synchronize(self) -> None:
+        self.wait()
+
+
+def _seconds(timeout) -> Optional[float]:
+    """A wait's timeout as torch passes it (a timedelta, or milliseconds; zero or none: no limit)."""
+    if timeout is None:
+        return None
+    seconds = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else float(timeout) / 1000.0
+    return seconds if seconds > 0 else None
+
+
+def _tensors(result) -> List[torch.Tensor]:
+    found, stack = [], [result]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, torch.Tensor):
+            found.append(x)
+        elif isinstance(x, (list, tuple)):
+            stack.extend(reversed(x))
+    return found
 
 
 class _Buffer:
@@ -226,7 +293,7 @@ class ProcessGroup(dist.ProcessGroup):
             settle()
         for w in works:
             w.on_done(done)
-        return _work_from_future(fut)
+        return _Work(outcome, fut) if _PYTHON_WORK else _work_from_future(fut)
 
     def _finish_all(self, buffers: List[_Buffer], then: Optional[Callable[[], None]] = None):
         # The closure also keeps every buffer alive until the collective is done: the communicator's thread
