@@ -6,10 +6,11 @@ process was ever restarted.
 N loopback hosts run examples/python/elastic_fsdp.py (embedded agents named JOB-hK, Gloo underneath, the
 model sharded with fully_shard over the view's world, rebuilt in the same process at every view change and
 loaded from the newest flash checkpoint, resharded N -> M from the hosts' memory). The kill/join loop is
-torch_elastic_bench.py's (its machinery imported from there): SIGKILL every process of one host at once;
-kill_to_step_ms: until every survivor printed a good step in the world of N-1 (the slowest survivor's; a step
-line's `t` minus the bench's wall clock just before the SIGKILL); then a fresh host joins and join_to_step_ms
-runs until every host stepped in the world of N again. Victims alternate the host of rank 0 and another.
+torch_elastic_bench.py's (its machinery imported from torch_elastic_hosts.py, torch_elastic_loop.py and
+torch_elastic_shoal.py): SIGKILL every process of one host at once; kill_to_step_ms: until every survivor
+printed a good step in the world of N-1 (the slowest survivor's; a step line's `t` minus the bench's wall
+clock just before the SIGKILL); then a fresh host joins and join_to_step_ms runs until every host stepped in
+the world of N again. Victims alternate the host of rank 0 and another.
 
 Per kill, besides torch_elastic_bench's fields: restored_step (the step the survivors loaded), steps_lost
 (the newest step every survivor printed in the world of N, minus restored_step; 0 with a checkpoint every
@@ -32,19 +33,21 @@ import shutil
 import sys
 import tempfile
 
-import torch_elastic_bench as teb  # bench/torch_elastic_bench.py: Host, System, the kill/join loop
+import torch_elastic_hosts as teh  # bench/torch_elastic_hosts.py: Host, teh.PY (the interpreter the hosts run), log
 from shard_bench import new_enough, torch_of  # bench/shard_bench.py: which interpreter has torch 2.6+
+from torch_elastic_loop import run_system  # bench/torch_elastic_loop.py: System, the kill/join loop
+from torch_elastic_shoal import Elastic  # bench/torch_elastic_shoal.py: torch_elastic_bench's elastic system
 
-REPO = teb.REPO
+REPO = teh.REPO
 
 
-class ElasticFSDP(teb.Elastic):
+class ElasticFSDP(Elastic):
     name, script = "elastic_fsdp", "elastic_fsdp.py"
 
     def start(self, seed):
         env = dict(os.environ, PYTHONPATH=os.path.join(self.a.build, "python"))
         agent = "%s-h%d" % (self.job, self.counter)  # an embedded agent serves /run/shoal/NAME.sock: unique
-        argv = [teb.PY, os.path.join(REPO, "examples", "python", self.script), "--insecure",
+        argv = [teh.PY, os.path.join(REPO, "examples", "python", self.script), "--insecure",
                 "--name", agent, "--host", agent, "--bind", "127.0.0.1:0", "--cluster", self.job, "--job", self.job,
                 "--min-hosts", "2", "--steps", "100000000", "--step-ms", str(self.a.step_ms), "--ckpt-every", "1",
                 "--log-level", "info"]
@@ -135,13 +138,13 @@ def main():
                           "skipped": "no interpreter with torch 2.6 or newer (FSDP2): pass --python or configure "
                           "-Dtest_pythons"}), flush=True)
         return 0
-    teb.PY = python
+    teh.PY = python
     job = "fsbench%d" % os.getpid()
     logdir = tempfile.mkdtemp(prefix="shoal-torch-fsdp-bench-")
-    teb.log("logs in %s; hosts run %s" % (logdir, python))
+    teh.log("logs in %s; hosts run %s" % (logdir, python))
     sys_, failed = ElasticFSDP(a, logdir, job), True
     try:
-        summary = teb.run_system(sys_)
+        summary = run_system(sys_)
         summary.update(torch=torch_of(python), python=python)
         print(json.dumps(summary), flush=True)
         failed = False
@@ -154,7 +157,7 @@ def main():
             except OSError:
                 pass
         if failed or a.keep_logs:
-            teb.log("logs kept in %s" % logdir)
+            teh.log("logs kept in %s" % logdir)
         else:
             shutil.rmtree(logdir, ignore_errors=True)
     return 0

@@ -10,7 +10,7 @@ Registered in lab_scenarios.SCENARIOS. Run alone:
 
 import time
 
-from lab_hosts import check, progress
+from lab_shared_checks import check, progress
 
 SLOW = 3  # the index of the capped host
 

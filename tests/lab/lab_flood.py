@@ -17,8 +17,9 @@ import subprocess
 import sys
 import time
 
-from lab_hosts import PORT, check, common_view, ms, progress, victim_dead_ms, wait_removed
+from lab_hosts import PORT
 from lab_net import ns_exec
+from lab_shared_checks import check, common_view, progress, victim_dead_ms, wait_removed
 
 FLOOD_CONNECTIONS = 2000
 NOISE_ALLOWANCE_MS = 500  # on top of 2x: a 2-core machine runs 6 agents, the monitor and the flood

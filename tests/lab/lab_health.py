@@ -1,4 +1,4 @@
-"""Node health in the netns lab: example trainers with their agents embedded (lab_hosts.EmbeddedTrainer, a
+"""Node health in the netns lab: example trainers with their agents embedded (lab_processes.EmbeddedTrainer, a
 keyed cluster, `--evict-stragglers`), each step burning `--step-cpu-ms` of its thread's CPU time, one trainer
 per host namespace.
 
@@ -22,7 +22,7 @@ import os
 import statistics
 import time
 
-from lab_hosts import CheckFailed, check, common_view, epochs_stay, member_names, ms, progress
+from lab_shared_checks import CheckFailed, check, common_view, epochs_stay, member_names, progress
 from lab_net import Cleanup, LabError
 from lab_training import wait_steps
 

@@ -31,8 +31,9 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from lab_hosts import (PORT, CheckFailed, Lab, check, common_view, epochs_stay, loss_everywhere, member_names, ms,  # noqa: E402
-                       progress, victim_dead_ms, wait_removed)
+from lab_hosts import PORT, Lab  # noqa: E402
+from lab_shared_checks import (CheckFailed, check, common_view, epochs_stay, loss_everywhere, member_names, ms,  # noqa: E402
+                               progress, victim_dead_ms, wait_removed)
 from lab_net import LabError, in_netns, missing_prerequisite, ns_exec  # noqa: E402
 import lab_replay  # noqa: E402
 from lab_check import CHECK_SCENARIOS  # noqa: E402

@@ -11,8 +11,8 @@ skipped without it (a build without Gloo has no example trainer).
 import os
 import time
 
-from lab_hosts import (CheckFailed, check, common_view, loss_everywhere, ms, progress, victim_dead_ms,
-                       wait_removed)
+from lab_shared_checks import (CheckFailed, check, common_view, loss_everywhere, ms, progress, victim_dead_ms,
+                               wait_removed)
 
 STEP_MS = 40  # each step sleeps this long, so a 2-core machine keeps up with 5 trainers and 5 agents
 CKPT_EVERY = 4  # a save every 4 steps: about 6 checkpoints a second per rank
