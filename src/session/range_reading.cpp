@@ -1,10 +1,7 @@
 // Ranged reads from this host's memory or a peer's agent, verified chunk by chunk.
 #include "session/range_reading.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 
 #include "ckpt_service/ranged_transfer.hpp"
@@ -26,26 +23,11 @@ const std::vector<ByteRange>& ranges_of(const RangedRead& read) {
   return read.ranges != nullptr ? *read.ranges : none;
 }
 
-// Bytes [offset, offset + into.size()) of the segment open as `fd`, read through the descriptor (a copy out
-// of the page cache: no page of the segment is mapped into this process, whose first touch of each page of a
-// fresh mapping cost more than the copy). False when the segment is shorter or the read fails.
-bool read_at(int fd, std::span<std::byte> into, uint64_t offset) {
-  size_t done = 0;
-  while (done < into.size()) {
-    const ssize_t n = ::pread(fd, into.data() + done, into.size() - done, static_cast<off_t>(offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
-// One copy in this host's memory: the chunk crc lists of the buffers read (as the segment keeps them after
-// the version, else computed from the buffer: chunk_lists.hpp), checked against the sealed checksums, then
-// each run read out of the segment (through `fd`) in L2-sized slices and every chunk of the copy checked
-// against its crc before it is scattered (a save that reuses the slot meanwhile is caught by the check of
-// the copy).
-RangedResult read_segment(const RangedRead& read, std::span<const std::byte> bytes, int fd, const std::string& name) {
+// One mapped copy: the chunk crc lists of the buffers read (as the segment keeps them after the version,
+// else computed from the buffer: chunk_lists.hpp), checked against the sealed checksums, then
+// each run copied out of the segment in slices and every chunk of the copy checked against its crc
+// before it is scattered (a save that reuses the slot meanwhile is caught by the check of the copy).
+RangedResult read_segment(const RangedRead& read, std::span<const std::byte> bytes, const std::string& name) {
   auto info = ckpt::decode_version(bytes, ckpt::DataCheck::skip);
   if (!info || info->id.job != read.job || info->id.rank != read.rank || info->id.step != read.step) {
     return {RangedOutcome::not_held, name + " changed meanwhile or does not decode", std::nullopt};
@@ -64,6 +46,7 @@ RangedResult read_segment(const RangedRead& read, std::span<const std::byte> byt
     const auto& run = (*runs)[i];
     const auto& b = info->buffers[run.buffer];
     if (b.offset + b.size > bytes.size()) return {RangedOutcome::refused, name + " is shorter than its table", {}};
+    const auto buffer = bytes.subspan(b.offset, b.size);
     if (i == 0 || (*runs)[i - 1].buffer != run.buffer) {
       crcs = ckpt::kept_or_computed_crcs(lists, bytes, b, run.buffer);
       if (!ckpt::chunk_crcs_match(crcs, b.checksum)) {
@@ -75,11 +58,7 @@ RangedResult read_segment(const RangedRead& read, std::span<const std::byte> byt
       const auto span = ckpt::run_bytes(slice, b.size);
       scratch.resize(span.bytes);
       copied.resize(slice.chunks);
-      if (!read_at(fd, scratch, b.offset + span.offset)) {
-        return {RangedOutcome::refused, name + " could not be read at buffer '" + b.name + "' (shorter meanwhile?)",
-                {}};
-      }
-      ckpt::chunk_crc_values(scratch, copied.data());
+      ckpt::chunk_crc_values(buffer.subspan(span.offset, span.bytes), copied.data(), scratch.data());
       for (uint64_t k = 0; k < slice.chunks; ++k) {
         if (copied[k] != crcs[c + k]) {
           return {RangedOutcome::refused,
@@ -148,7 +127,7 @@ RangedResult read_ranges_local(const RangedRead& read, const std::string& store)
     // Mapped without faulting every page in first: a ranged read touches a part of the segment.
     auto seg = ckpt::ShmSegment::open_for_reading(h.segment);
     if (!seg) continue;
-    auto r = read_segment(read, std::span<const std::byte>(seg->bytes()), seg->fd(), h.segment);
+    auto r = read_segment(read, std::span<const std::byte>(seg->bytes()), h.segment);
     if (r.outcome == RangedOutcome::read || r.outcome == RangedOutcome::bad_request) return r;
     if (last.outcome != RangedOutcome::refused) last = std::move(r);
   }
