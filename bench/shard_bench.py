@@ -22,15 +22,23 @@ JSON lines: one per round and system, then the summary:
    "dcp_load_reshard_vs_filesystem": G/L or null, "dcp_load_reshard_reason": why null,
    "reshard_vs_tcp": W, "reshard_vs_tcp_reason": null, "reshard_state_bytes": S,
    "reshard_4to3_s": .., "reshard_4to3_tcp_s": .., "reshard_4to3_copy_s": .., "reshard_4to3_crossed_bytes": ..,
-   "reshard_4to3_vs_tcp": .., and the same for 3to4}
+   "reshard_4to3_vs_tcp": .., and the same for 3to4,
+   where the load's time goes, per direction (as the load timed it: Checkpointer.last_reshard; null where
+   a build's load does not say):
+   "reshard_4to3_local_bytes": bytes read from each new rank's own host's memory (summed over ranks),
+   "reshard_4to3_local_s": those reads' wall time (the slowest rank's), "reshard_4to3_remote_bytes",
+   "reshard_4to3_remote_s": the same of the fetches from peers, "reshard_4to3_remote_vs_tcp": remote_s over
+   the TCP baseline (the same bytes, the same runs), "reshard_4to3_by_rank": [{"rank", "local_bytes",
+   "local_s", "remote_bytes", "remote_s", "total_s"}] each new rank's medians; and the same for 3to4}
 (the worlds' sizes in those names are --reshard-worlds'; one line per load world's round before it, "op":
-"reshard_restore").
+"reshard_restore", with that rank's parts).
+--only reshard runs the reshard restore alone (the dcp_* figures null, with a reason); --only dcp the DCP half.
 Figures are medians over rounds; *_vs_filesystem is how many times faster shoal is (issue 38: >= 5 for the
 save, >= 3 for the load); reshard_vs_tcp is the worse direction's load time over its TCP baseline's (issue 38:
 <= 1.25).
 
 usage: shard_bench.py [--bytes 256M] [--tensors 8] [--world 2] [--load-world 3] [--runs 5] [--build DIR]
-                      [--python PATH] [--reshard-bytes B] [--reshard-worlds N,M]
+                      [--python PATH] [--reshard-bytes B] [--reshard-worlds N,M] [--only all|dcp|reshard]
 --python: the interpreter the ranks run (torch 2.x); default this one, or else the build's -Dtest_pythons.
 """
 import argparse
@@ -52,6 +60,9 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 # page cache likewise.
 WARMUP = 2
 RESHARD_VS_TCP_REASON = "skipped (--reshard-bytes 0)"
+# Per direction of the reshard restore, every field its summary has (null until measured).
+RESHARD_FIELDS = ("s", "tcp_s", "copy_s", "crossed_bytes", "vs_tcp", "local_bytes", "local_s", "remote_bytes",
+                  "remote_s", "remote_vs_tcp", "by_rank")
 
 
 def log(msg):
@@ -292,9 +303,13 @@ def main():
     ap.add_argument("--reshard-bytes", default=None,
                     help="the FSDP2 state (model + AdamW) of the reshard restore (default "
                          "--bytes; 0: skip it)")
+    ap.add_argument("--only", choices=("all", "dcp", "reshard"), default="all",
+                    help="run only the DCP half or only the reshard restore (the other's figures null, with a reason)")
     args = ap.parse_args()
     args.bytes = parse_bytes(args.bytes)
     args.reshard_bytes = args.bytes if args.reshard_bytes is None else parse_bytes(args.reshard_bytes)
+    if args.only == "dcp":
+        args.reshard_bytes = 0
     try:
         args.reshard_worlds = tuple(int(x) for x in args.reshard_worlds.split(","))
     except ValueError:
@@ -312,11 +327,11 @@ def main():
                "dcp_save_shoal_s": None, "dcp_save_filesystem_s": None, "dcp_save_vs_filesystem": None,
                "dcp_load_reshard_shoal_s": None, "dcp_load_reshard_filesystem_s": None,
                "dcp_load_reshard_vs_filesystem": None, "dcp_load_reshard_reason": None,
-               "reshard_vs_tcp": None, "reshard_vs_tcp_reason": RESHARD_VS_TCP_REASON}
+               "reshard_vs_tcp": None,
+               "reshard_vs_tcp_reason": "skipped (--only dcp)" if args.only == "dcp" else RESHARD_VS_TCP_REASON}
     big, small = args.reshard_worlds
     for a, b in ((big, small), (small, big)):
-        summary.update({"reshard_%dto%d_%s" % (a, b, k): None for k in ("s", "tcp_s", "copy_s", "crossed_bytes",
-                                                                           "vs_tcp")})
+        summary.update({"reshard_%dto%d_%s" % (a, b, k): None for k in RESHARD_FIELDS})
     summary["reshard_state_bytes"] = None
     if not new_enough(version):
         reason = "needs torch 2.6 or newer (FSDP2/DTensor and DCP's storage interface); %s has %s" % (python, version)
@@ -330,11 +345,14 @@ def main():
         # The reshard restore runs in the DCP worlds' processes when its worlds are theirs (a smoke run starts
         # one world more, not three), else in worlds of its own, under a job of its own.
         rbytes = args.reshard_bytes
-        shared = rbytes > 0 and (big, small) == (args.world, args.load_world)
-        saves = run_world(args, python, "save", args.world, free_port_block(args.world + 1), job, directory,
-                          reshard_bytes=rbytes if shared else 0)
-        loads = run_world(args, python, "load", args.load_world, free_port_block(args.load_world + 1), job, directory,
-                          reshard_bytes=rbytes if shared else 0)
+        dcp = args.only != "reshard"
+        shared = dcp and rbytes > 0 and (big, small) == (args.world, args.load_world)
+        saves = loads = []
+        if dcp:
+            saves = run_world(args, python, "save", args.world, free_port_block(args.world + 1), job, directory,
+                              reshard_bytes=rbytes if shared else 0)
+            loads = run_world(args, python, "load", args.load_world, free_port_block(args.load_world + 1), job,
+                              directory, reshard_bytes=rbytes if shared else 0)
         if rbytes > 0:
             rjob = job if shared else job + "r"
             if shared:
@@ -356,6 +374,10 @@ def main():
     finally:
         shutil.rmtree(directory, ignore_errors=True)
         remove_segments(job)
+    if not dcp:
+        summary.update(dcp_save_reason="skipped (--only reshard)", dcp_load_reshard_reason="skipped (--only reshard)")
+        print(json.dumps(summary), flush=True)
+        return
     summary["bytes"] = saves[0]["bytes"]
     timed_runs = range(WARMUP, args.runs + WARMUP)  # the first are the untimed warm-ups
     medians = {}

@@ -27,6 +27,9 @@ LAYER_COLS = 1024
 # The reshard restore's steps: above any step the DCP half saves in the same job.
 SAVE_STEP = 1000
 RECV_SLICE = 4 << 20
+# The parts of a load each rank reports (shoal.torch.reshard_load.read_stats): its reads from this host's
+# memory and from peers (bytes asked, wall seconds), and the whole load's seconds as the load timed it.
+PARTS = ("local_bytes", "local_s", "remote_bytes", "remote_s", "total_s")
 
 
 def _model(world, total_bytes):
@@ -175,9 +178,11 @@ def load_worker(rank, world, session, total_bytes, runs, then_save):
         dist.all_gather_object(wants, mine)
         tcp = _tcp_baseline(rank, world, wants)
         copy = _copy_baseline(src, dst)
+        # Where the load's time went, as the load itself timed it (Checkpointer.last_reshard).
+        parts = ckpt.last_reshard or {}
         print(json.dumps({"rank": rank, "run": run, "system": "reshard", "world": world, "step": step,
                           "load_s": took, "tcp_s": tcp, "copy_s": copy, "crossed_bytes": sum(mine.values()),
-                          "state_bytes": nbytes}), flush=True)
+                          "state_bytes": nbytes, **{k: parts.get(k) for k in PARTS}}), flush=True)
     del src, dst
     if then_save:
         ckpt.save(SAVE_STEP + 1, _state(model, opt))
@@ -193,9 +198,47 @@ def save_worker(rank, world, session, total_bytes):
     print(json.dumps({"rank": rank, "system": "reshard_save", "state_bytes": nbytes}), flush=True)
 
 
+def _parts(rows, runs, name):
+    """Per direction, where the load's time went, from the ranks' PARTS (null where a build's load does not
+    report them): the slowest rank's reads from its own host's memory and from peers (median over runs), the
+    bytes of each summed over ranks, the peer fetches alone over the TCP baseline of the same run, and each
+    new rank's own medians."""
+    import statistics
+    mine = [r for r in rows if r.get("system") == "reshard"]
+    keys = ("local_bytes", "local_s", "remote_bytes", "remote_s", "remote_vs_tcp", "by_rank")
+    out = {"reshard_%s_%s" % (name, k): None for k in keys}
+    if not mine or any(r.get("local_s") is None or r.get("remote_s") is None for r in mine):
+        return out
+    per_run = {}
+    for r in mine:
+        slot = per_run.setdefault(r["run"], {"local": 0.0, "remote": 0.0, "local_bytes": 0, "remote_bytes": 0})
+        slot["local"] = max(slot["local"], r["local_s"])
+        slot["remote"] = max(slot["remote"], r["remote_s"])
+        slot["local_bytes"] += r["local_bytes"]
+        slot["remote_bytes"] += r["remote_bytes"]
+    remote = statistics.median(v["remote"] for v in per_run.values())
+    tcp = statistics.median(runs[k]["tcp"] for k in per_run)
+    by_rank = []
+    for rank in sorted({r["rank"] for r in mine}):
+        own = [r for r in mine if r["rank"] == rank]
+        by_rank.append({"rank": rank, "local_bytes": max(r["local_bytes"] for r in own),
+                        "local_s": round(statistics.median(r["local_s"] for r in own), 4),
+                        "remote_bytes": max(r["remote_bytes"] for r in own),
+                        "remote_s": round(statistics.median(r["remote_s"] for r in own), 4),
+                        "total_s": round(statistics.median(r["total_s"] for r in own), 4)})
+    out.update({"reshard_%s_local_bytes" % name: max(v["local_bytes"] for v in per_run.values()),
+                "reshard_%s_local_s" % name: round(statistics.median(v["local"] for v in per_run.values()), 4),
+                "reshard_%s_remote_bytes" % name: max(v["remote_bytes"] for v in per_run.values()),
+                "reshard_%s_remote_s" % name: round(remote, 4),
+                "reshard_%s_remote_vs_tcp" % name: round(remote / tcp, 2) if tcp > 0 else None,
+                "reshard_%s_by_rank" % name: by_rank})
+    return out
+
+
 def summary(rows_shrink, rows_grow, big, small):
     """The reshard_vs_tcp fields from the two load worlds' rows: per direction the median over runs of the
-    slowest rank's load and baseline, the bytes crossed, the ratio; the field is the worse direction's."""
+    slowest rank's load and baseline, the bytes crossed, the ratio; the field is the worse direction's. Beside
+    them, by addition, each direction's split of the load (_parts)."""
     import statistics
     out = {}
     worst = None
@@ -211,6 +254,7 @@ def summary(rows_shrink, rows_grow, big, small):
                 slot["crossed"] += r["crossed_bytes"]
         if not runs:
             return None
+        out.update(_parts(rows, runs, name))
         load = statistics.median(v["load"] for v in runs.values())
         tcp = statistics.median(v["tcp"] for v in runs.values())
         copy = statistics.median(v["copy"] for v in runs.values())

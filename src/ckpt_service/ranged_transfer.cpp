@@ -122,7 +122,7 @@ Result<ckpt::VersionInfo, RangedFetchError> fetch_ranges(const TransferPeer& pee
                true);
   }
   deadlines.add_bytes(expected);
-  constexpr uint64_t kSliceChunks = 64;  // 4 MiB: what one read fills (version_stream.hpp)
+  constexpr uint64_t kSliceChunks = kVerifySliceChunks;
   std::vector<std::byte> scratch;
   std::vector<uint32_t> crcs;
   std::vector<uint32_t> received;  // the crcs of the chunks as they arrived

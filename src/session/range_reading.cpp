@@ -37,7 +37,7 @@ RangedResult read_segment(const RangedRead& read, std::span<const std::byte> byt
   if (!resolved) return {RangedOutcome::bad_request, resolved.error().message, std::nullopt};
   auto runs = ckpt::plan_chunk_runs(sizes_of(*info), *resolved);
   if (!runs) return {RangedOutcome::bad_request, runs.error().message, std::nullopt};
-  constexpr uint64_t kSliceChunks = 64;
+  constexpr uint64_t kSliceChunks = ckpt_service::kVerifySliceChunks;
   std::vector<std::byte> scratch;
   std::vector<uint32_t> crcs;
   std::vector<uint32_t> copied;  // the crcs of the chunks as copied out

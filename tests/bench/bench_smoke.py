@@ -55,6 +55,9 @@ class Smoke:
 
 
 # Fields docs/benchmarks.md quotes, per benchmark and kind of line.
+# The shard benchmark's split of each reshard direction's load (its smoke worlds are 2 and 3).
+SHARD_PARTS = tuple("reshard_%s_%s" % (d, k) for d in ("2to3", "3to2")
+                    for k in ("local_bytes", "local_s", "remote_bytes", "remote_s", "remote_vs_tcp", "by_rank"))
 CKPT = ("save_s", "memcpy_s", "save_vs_memcpy", "save_cold_s", "save_cold_vs_memcpy", "replicate_gbps", "tcp_gbps",
         "replicate_vs_tcp", "tcp_stream_gbps", "restore_s", "tcp_transfer_s", "restore_vs_tcp", "load_s",
         "load_vs_memcpy", "save_begin_s", "save_copy_s", "save_commit_s", "save_cold_begin_s", "save_cold_copy_s",
@@ -158,11 +161,11 @@ SMOKES = {
             "torch", "bytes", "world", "load_world", "dcp_save_shoal_s", "dcp_save_filesystem_s",
             "dcp_save_vs_filesystem", "dcp_load_reshard_shoal_s", "dcp_load_reshard_filesystem_s",
             "dcp_load_reshard_vs_filesystem", "reshard_vs_tcp", "reshard_2to3_s", "reshard_2to3_tcp_s",
-            "reshard_3to2_s", "reshard_3to2_tcp_s", "reshard_state_bytes"),
+            "reshard_3to2_s", "reshard_3to2_tcp_s", "reshard_state_bytes") + SHARD_PARTS,
               nullable=("bytes", "dcp_save_shoal_s", "dcp_save_filesystem_s", "dcp_save_vs_filesystem",
                         "dcp_load_reshard_shoal_s", "dcp_load_reshard_filesystem_s", "dcp_load_reshard_vs_filesystem",
                         "reshard_vs_tcp", "reshard_2to3_s", "reshard_2to3_tcp_s", "reshard_3to2_s", "reshard_3to2_tcp_s",
-                        "reshard_state_bytes")),
+                        "reshard_state_bytes") + SHARD_PARTS),
     ], needs=("python", "torch")),
     "torch_elastic": Smoke(["{python}", "{bench}/torch_elastic_bench.py", "--build", "{build}", "--system", "all",
                             "--hosts", "3", "--kills", "1", "--torchrun-launch-only"], [

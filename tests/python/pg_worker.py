@@ -292,7 +292,7 @@ def reshard_load(session, rank, world, then_save=False):
         ckpt.save(5, {"model": model.state_dict(), "optim": opt.state_dict(), "note": "w%d" % world})
         assert ckpt.wait(30), "step 5 was not replicated"
     return {"step": step, "digest": _full_digest(model, opt), "note": state["note"], "refused": refused,
-            "untouched": untouched, "dtensors": dtensors}
+            "untouched": untouched, "dtensors": dtensors, "stats": ckpt.last_reshard}
 
 
 def two_steps_save(session, rank, world):

@@ -48,7 +48,7 @@ def rows(outs, event):
     return [d for lines in outs for d in lines if d.get("event") == event]
 
 
-def check_loads(loads, world, step, note, digest):
+def check_loads(loads, world, step, note, digest, saved_world):
     assert len(loads) == world
     for d in loads:
         assert d["step"] == step and d["note"] == note and d["dtensors"], d
@@ -56,6 +56,18 @@ def check_loads(loads, world, step, note, digest):
         # The model of another shape: refused naming the tensor, before any of its tensors was written.
         assert "2.weight" in d["refused"] and "[4, 30]" in d["refused"], d["refused"]
         assert d["untouched"], d
+        # Checkpointer.last_reshard: the load's reads, split by where they came from, adding up.
+        s = d["stats"]
+        assert s["step"] == step and s["saved_world"] == saved_world, s
+        reads = s["reads"]
+        assert reads and len({r["saved_rank"] for r in reads}) == len(reads), s
+        assert s["local_bytes"] == sum(r["bytes"] for r in reads if r["source"] == "local"), s
+        assert s["remote_bytes"] == sum(r["bytes"] for r in reads if r["source"] != "local"), s
+        assert s["local_bytes"] + s["remote_bytes"] > 0, s
+        for kind in ("local", "remote"):
+            assert (s[kind + "_s"] > 0) == (s[kind + "_bytes"] > 0) and s[kind + "_s"] <= s["total_s"], s
+    # Some saved shard lives on no host of the loading world's rank that needs it: it came from a peer.
+    assert sum(d["stats"]["remote_bytes"] for d in loads) > 0, [d["stats"] for d in loads]
 
 
 def test_fsdp2_state_loads_resharded_onto_a_smaller_then_a_larger_world_bit_exactly(job):
@@ -63,8 +75,8 @@ def test_fsdp2_state_loads_resharded_onto_a_smaller_then_a_larger_world_bit_exac
     saves = rows(run_world("reshard_save", 4, job), "reshard_save")
     assert len(saves) == 4 and len({d["digest"] for d in saves}) == 1
     digest = saves[0]["digest"]
-    check_loads(rows(run_world("reshard_load_save", 3, job), "reshard_load"), 3, 2, "w4", digest)
-    check_loads(rows(run_world("reshard_load", 4, job), "reshard_load"), 4, 5, "w3", digest)
+    check_loads(rows(run_world("reshard_load_save", 3, job), "reshard_load"), 3, 2, "w4", digest, 4)
+    check_loads(rows(run_world("reshard_load", 4, job), "reshard_load"), 4, 5, "w3", digest, 3)
 
 
 def _flip_every_copy(job, needle_hex):

@@ -20,7 +20,7 @@ import atexit
 import logging
 import threading
 import weakref
-from typing import Any, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import torch
 
@@ -54,6 +54,9 @@ class Checkpointer:
         self.last_saved: Optional[int] = None  # the step of the newest save that returned
         # The last load's shoal.RestoredCheckpoint: step, source ("local" or the peer), seconds.
         self.last_load: Optional["shoal.RestoredCheckpoint"] = None
+        # The last load resharded onto another world: reshard_load.read_stats' dict (bytes and seconds of
+        # the reads from this host's memory and from peers, the whole load's seconds).
+        self.last_reshard: Optional[Dict[str, Any]] = None
         self.safe_timeout = safe_timeout
         if safe_timeout > 0:
             ref = weakref.ref(self)
@@ -202,7 +205,9 @@ class Checkpointer:
                 if point is None:
                     return None
                 if point.saved_world != comm.world_size:
-                    got = reshard_load.load_resharded_or_older(self._session, comm, point, into, saved_rank)
+                    stats: Dict[str, Any] = {}
+                    got = reshard_load.load_resharded_or_older(self._session, comm, point, into, saved_rank, stats)
+                    self.last_reshard = stats
                     log.info("shoal: loaded step %d resharded from a world of %d onto %d", got[0],
                              point.saved_world, comm.world_size)
                     return got

@@ -7,6 +7,7 @@ from one saved rank's version (rank 0 unless the caller names another)."""
 import array
 import concurrent.futures
 import logging
+import time
 from typing import Any, Dict, List, Optional, Tuple
 
 import torch
@@ -113,10 +114,32 @@ def _tensor_tables(saved: List[_Saved]) -> Dict[Tuple, dict]:
     return tables
 
 
-def load_resharded(session, comm, point, into: Any, plain_rank: Optional[int] = None) -> Tuple[int, Any]:
+def read_stats(step: int, saved_world: int, began: float, reads: List[Tuple[int, str, int, float, float]],
+               ended: float) -> Dict[str, Any]:
+    """What a resharded load's reads came to, as this rank saw them (Checkpointer.last_reshard): reads is
+    [(saved rank, source, bytes asked, perf_counter at its start, at its end)] of the read_ranges calls, which
+    run concurrently. local_* are the calls answered from this host's memory (source "local"), remote_* those
+    a peer's agent served; each *_s is the wall time from the first such call's start to the last one's end
+    (0.0 when there was none); total_s is the whole load, from `began` (before the skeletons) to `ended`."""
+    def part(calls):
+        if not calls:
+            return 0, 0.0
+        return sum(c[2] for c in calls), max(c[4] for c in calls) - min(c[3] for c in calls)
+    local_bytes, local_s = part([c for c in reads if c[1] == "local"])
+    remote_bytes, remote_s = part([c for c in reads if c[1] != "local"])
+    return {"step": step, "saved_world": saved_world, "total_s": ended - began,
+            "local_bytes": local_bytes, "local_s": local_s, "remote_bytes": remote_bytes, "remote_s": remote_s,
+            "reads": [{"saved_rank": r, "source": src, "bytes": n, "seconds": t1 - t0}
+                      for r, src, n, t0, t1 in sorted(reads)]}
+
+
+def load_resharded(session, comm, point, into: Any, plain_rank: Optional[int] = None,
+                   stats: Optional[Dict[str, Any]] = None) -> Tuple[int, Any]:
     """(step, state) of `point` (Session.agree_restore's answer) loaded into `into`'s DTensors resharded for
     this rank of `comm`. Every check runs before a byte is written into the caller's tensors; a read that
-    fails later (every copy refused) may leave some of them filled with the saved bytes, others not."""
+    fails later (every copy refused) may leave some of them filled with the saved bytes, others not. A dict
+    given as stats is filled with read_stats' account of the load once it succeeded."""
+    began = time.perf_counter()
     step, world = point.step, point.saved_world
     plain_rank = 0 if plain_rank is None else int(plain_rank)
     if not 0 <= plain_rank < world:
@@ -201,7 +224,15 @@ def load_resharded(session, comm, point, into: Any, plain_rank: Optional[int] = 
                 ranges.setdefault(plain_rank, []).append(
                     (_storage_name(r.storage), 0, n, storages[r.storage].data_ptr()))
     # One read per saved rank, concurrently (each from its own holder; the copies run without the GIL).
-    concurrently(lambda rank: session.read_ranges(step, rank, ranges[rank]), sorted(ranges))
+    reads = []  # (saved rank, source, bytes, start, end) of each call, for stats
+
+    def read(rank):
+        start = time.perf_counter()
+        source = session.read_ranges(step, rank, ranges[rank])
+        reads.append((rank, source, sum(r[2] for r in ranges[rank]), start, time.perf_counter()))
+        return source
+
+    concurrently(read, sorted(ranges))
     with torch.no_grad():
         for local, buf in staged:
             local.copy_(buf.view(local.dtype).view(local.shape))
@@ -220,7 +251,11 @@ def load_resharded(session, comm, point, into: Any, plain_rank: Optional[int] = 
     tensors = []
     for r in base.records:
         tensors.append(targets[r.path][0] if r.shard is not None else values[id(r)])
-    return step, state_tree.rebuild(base.tree, base.records, tensors)
+    state = state_tree.rebuild(base.tree, base.records, tensors)
+    if stats is not None:
+        stats.clear()
+        stats.update(read_stats(step, world, began, reads, time.perf_counter()))
+    return step, state
 
 
 # What one rank's attempt at a step came to; every rank takes the worst of all ranks' (allreduce max).
@@ -233,7 +268,8 @@ def _worst(comm, code: int) -> int:
     return flag[0]
 
 
-def load_resharded_or_older(session, comm, point, into: Any, plain_rank: Optional[int] = None) -> Tuple[int, Any]:
+def load_resharded_or_older(session, comm, point, into: Any, plain_rank: Optional[int] = None,
+                            stats: Optional[Dict[str, Any]] = None) -> Tuple[int, Any]:
     """load_resharded, collectively safe when a step cannot be read: after its reads every rank learns (an
     allreduce of a flag) whether every rank loaded the step. Where some saved rank's chunk failed verification
     on every holder (shoal.VersionRefused, logged naming the saved rank, buffer and chunk), every rank goes on
@@ -245,7 +281,7 @@ def load_resharded_or_older(session, comm, point, into: Any, plain_rank: Optiona
     while True:
         code, problem, got = LOADED, None, None
         try:
-            got = load_resharded(session, comm, point, into, plain_rank)
+            got = load_resharded(session, comm, point, into, plain_rank, stats)
         except shoal.VersionRefused as e:
             code, problem = CORRUPT, e
             log.warning("shoal: step %d cannot be loaded: %s", point.step, e)
