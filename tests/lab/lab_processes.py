@@ -27,6 +27,18 @@ def file_tail(path, lines, missing):
         return missing
 
 
+
+def wait_until_answering(host, seconds=15):
+    """Waits until a just-started host (Agent, EmbeddedTrainer) answers on its control socket; LabError with
+    its log's tail if it exits first or stays silent for `seconds`."""
+    deadline = time.monotonic() + seconds
+    while host.query("view") is None:
+        if host.proc.poll() is not None:
+            raise LabError(f"{host.name} exited with {host.proc.returncode} at start:\n{host.log_tail()}")
+        if time.monotonic() > deadline:
+            raise LabError(f"{host.name}'s control socket did not answer within {seconds} s:\n{host.log_tail()}")
+        time.sleep(0.05)
+
 class Agent:
     """One `shoal agent` in host namespace `index`; the object outlives restarts (same name and
     flags, a new process and generation)."""
@@ -55,13 +67,7 @@ class Agent:
                                          env=env, start_new_session=True)
         self.paused = False
         self.expected_exit = False
-        deadline = time.monotonic() + 15
-        while self.query("view") is None:
-            if self.proc.poll() is not None:
-                raise LabError(f"{self.name} exited with {self.proc.returncode} at start:\n{self.log_tail()}")
-            if time.monotonic() > deadline:
-                raise LabError(f"{self.name}'s control socket did not answer within 15 s:\n{self.log_tail()}")
-            time.sleep(0.05)
+        wait_until_answering(self)
 
     def running(self):
         return self.proc is not None and self.proc.poll() is None
@@ -234,13 +240,7 @@ class EmbeddedTrainer(Agent):
         self.starts += 1
         self.paused = False
         self.expected_exit = False
-        deadline = time.monotonic() + 15
-        while self.query("view") is None:
-            if self.proc.poll() is not None:
-                raise LabError(f"{self.name} exited with {self.proc.returncode} at start:\n{self.log_tail()}")
-            if time.monotonic() > deadline:
-                raise LabError(f"{self.name}'s control socket did not answer within 15 s:\n{self.log_tail()}")
-            time.sleep(0.05)
+        wait_until_answering(self)
 
     lines = Trainer.lines
     steps = Trainer.steps

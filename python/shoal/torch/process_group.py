@@ -73,14 +73,9 @@ class _Failed:
 def _cuda_devices(result) -> List[torch.device]:
     """The CUDA devices of the tensors in a collective's result (tensors, lists of them, lists of lists)."""
     found = []
-    stack = [result]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, torch.Tensor):
-            if x.is_cuda and x.device not in found:
-                found.append(x.device)
-        elif isinstance(x, (list, tuple)):
-            stack.extend(x)
+    for t in _tensors(result):
+        if t.is_cuda and t.device not in found:
+            found.append(t.device)
     return found
 
 
@@ -129,8 +124,8 @@ class _Work(dist.Work):
         return self._fut
 
     def result(self):
-        value = self.wait() and self._outcome.value()
-        return [t for t in _tensors(value)]
+        self.wait()
+        return _tensors(self._outcome.value())
 
     def synchronize(self) -> None:
         self.wait()
@@ -145,6 +140,7 @@ def _seconds(timeout) -> Optional[float]:
 
 
 def _tensors(result) -> List[torch.Tensor]:
+    """The tensors of a collective's result (tensors, lists of them, lists of lists), in order."""
     found, stack = [], [result]
     while stack:
         x = stack.pop()
