@@ -49,8 +49,9 @@ void add_member_flags(CLI::App& app, AgentFlags& f) {
        f.bind)
       ->check(checked_by([](const std::string& v) { return net::parse_host_port(v, net::PortZero::allowed); }));
   text(app, "seeds", "HOST:PORT,...",
-       "members to join through, comma-separated; retried until one answers. Without seeds the agent starts a new "
-       "cluster",
+       "members to join through, comma-separated; three at a time, retried with backoff until one answers. A "
+       "name is looked up in the background, all its addresses, again while it does not resolve (never fatal) and "
+       "while the agent has no committed view. Without seeds the agent starts a new cluster",
        f.seeds)
       ->check(checked_by([](const std::string& v) { return net::parse_host_port_list(v); }));
   text(app, "cluster", "ID", "cluster id; packets and connections of other ids are refused (default: default)",

@@ -7,6 +7,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <charconv>
+#include <optional>
 #include <random>
 
 #include "base/log.hpp"
@@ -23,6 +24,7 @@
 #include "daemon/reports/members_report.hpp"
 #include "daemon/reports/stats_report.hpp"
 #include "daemon/reports/view_report.hpp"
+#include "daemon/seed_resolver.hpp"
 #include "daemon/session_feed.hpp"
 #include "net/host_port.hpp"
 #include "net/port_binding.hpp"
@@ -37,6 +39,10 @@ spdlog::logger& logger() { return log::get(log::Component::agent); }
 
 // How often the join watch looks whether a seed has answered.
 constexpr std::chrono::milliseconds kJoinPoll{250};
+// Seed names looked up while the agent starts (the rest only in the background, so that a Slurm job of
+// thousands of nodes, whose every agent is handed all the node names, does not start with thousands of
+// blocking lookups).
+constexpr size_t kSeedsLookedUpAtStart = 8;
 
 // A numeric address as is; a name through the resolver (IPv4 preferred). Runs before the loop does.
 Result<asio::ip::address> resolve_host(asio::io_context& io, const std::string& host) {
@@ -304,6 +310,10 @@ Status Agent::start() {
   auto bound = net::bind_shared_port(io_, *bind_ip, cfg_.bind.port);
   if (!bound) return fail(bound.error().message);
   port_ = bound->port;
+  if (bound->udp_receive_bytes < net::kGossipReceiveBufferBytes) {
+    logger().debug("gossip's UDP receive buffer is {} bytes (asked for {}; net.core.rmem_max caps it)",
+                   bound->udp_receive_bytes, net::kGossipReceiveBufferBytes);
+  }
 
   Result<asio::ip::address> advertised = *bind_ip;
   if (cfg_.advertise_host) {
@@ -315,15 +325,35 @@ Status Agent::start() {
   if (!advertised) return fail("--advertise: " + advertised.error().message);
   addr_ = net::ip_port_text(*advertised, port_);
 
+  // Seeds: numeric ones at once; the first few names looked up here (a founder handed its own name finds
+  // itself), every name again, with all its records, by the SeedResolver in the background (retried with
+  // backoff while it does not resolve, refreshed while joining: never fatal).
   seed_addrs_.clear();
+  std::vector<net::HostPort> names;
+  bool maybe_peer = false;  // a name not resolved here may be another host: then this member joins
   for (const auto& seed : cfg_.seeds) {
-    auto ip = resolve_host(io_, seed.host);
-    if (!ip) return fail("seed " + seed.to_string() + ": " + ip.error().message);
+    boost::system::error_code ec;
+    std::optional<asio::ip::address> ip = asio::ip::make_address(seed.host, ec);
+    if (ec) {
+      ip.reset();
+      if (names.size() < kSeedsLookedUpAtStart) {
+        if (auto r = resolve_host(io_, seed.host)) {
+          ip = *r;
+        } else {
+          logger().warn("seed {}: {}; looking it up again in the background", seed.to_string(), r.error().message);
+        }
+      }
+      if (!ip) maybe_peer = true;
+      names.push_back(seed);
+    }
+    if (!ip) continue;
     const std::string text = net::ip_port_text(*ip, seed.port);
     // Every host may be handed the same seed list; asking ourselves to join ourselves is pointless.
-    if (text != addr_) seed_addrs_.push_back(text);
+    if (text != addr_ && std::find(seed_addrs_.begin(), seed_addrs_.end(), text) == seed_addrs_.end()) {
+      seed_addrs_.push_back(text);
+    }
   }
-  cfg_.membership.joining = !seed_addrs_.empty();
+  cfg_.membership.joining = !seed_addrs_.empty() || maybe_peer;
 
   if (!cfg_.control_path.empty()) {
     Status served = control::prepare_control_dir(cfg_.control_path);
@@ -396,11 +426,26 @@ Status Agent::start() {
   }
   logger().info(
       "{} (generation {}) on {}{}", cfg_.name, generation_, addr_,
-      seed_addrs_.empty() ? std::string(", starting a new cluster") : ", joining via " + join_list(seed_addrs_));
+      !cfg_.membership.joining ? std::string(", starting a new cluster")
+                               : ", joining via " + (seed_addrs_.empty() ? std::string("seeds not resolved yet")
+                                                                         : join_list(seed_addrs_)));
   listener_->start();
   runtime_->start(seed_addrs_);
+  if (!names.empty()) {
+    seed_resolver_ = std::make_unique<SeedResolver>(
+        io_, std::move(names), addr_,
+        [this](std::vector<std::string> addrs) {
+          if (!runtime_ || leaving_) return;
+          for (const auto& a : addrs) {
+            if (std::find(seed_addrs_.begin(), seed_addrs_.end(), a) == seed_addrs_.end()) seed_addrs_.push_back(a);
+          }
+          runtime_->add_seeds(addrs);
+        },
+        [this] { return !in_committed_view(); }, SeedResolver::Timing{});
+    seed_resolver_->start();
+  }
   membership_->gossip_changed();
-  joined_ = seed_addrs_.empty();
+  joined_ = !cfg_.membership.joining;
   if (!joined_) watch_join();
   return Ok{};
 }
@@ -471,6 +516,7 @@ void Agent::begin_leave() {
   if (leaving_) return;
   leaving_ = true;
   join_timer_.cancel();
+  if (seed_resolver_) seed_resolver_->stop();
   if (!runtime_) return finish(Ok{});
   logger().info("leaving the cluster");
   runtime_->leave();
@@ -525,6 +571,7 @@ void Agent::finish(Status outcome) {
   join_timer_.cancel();
   leave_timer_.cancel();
   precheck_timer_.cancel();
+  if (seed_resolver_) seed_resolver_->stop();
   if (check_member_) check_member_->stop();
   if (control_server_) control_server_->close();
   if (metrics_) metrics_->close();

@@ -87,6 +87,7 @@ class GossipRuntime;
 class MembershipRuntime;
 class RendezvousService;
 class SessionFeed;
+class SeedResolver;
 class MetricsServer;
 namespace check {
 class CheckMember;
@@ -185,6 +186,7 @@ class Agent {
   std::shared_ptr<net::ClusterSeal> seal_;
   std::unique_ptr<net::StreamListener> listener_;
   std::unique_ptr<GossipRuntime> runtime_;
+  std::unique_ptr<SeedResolver> seed_resolver_;  // seed names looked up (again) in the background
   std::unique_ptr<MembershipRuntime> membership_;
   std::unique_ptr<RendezvousService> rendezvous_;
   std::unique_ptr<SessionFeed> session_feed_;

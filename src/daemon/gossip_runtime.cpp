@@ -44,6 +44,13 @@ void GossipRuntime::start(const std::vector<std::string>& seed_addrs) {
   perform(fx);
 }
 
+void GossipRuntime::add_seeds(const std::vector<std::string>& seed_addrs) {
+  if (stopped()) return;
+  gossip::Effects fx;
+  swim_.add_seeds(seed_addrs, now(), fx);
+  perform(fx);
+}
+
 void GossipRuntime::leave() {
   if (stopped()) return;
   gossip::Effects fx;

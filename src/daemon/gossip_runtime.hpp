@@ -36,6 +36,8 @@ class GossipRuntime : public CoreDriver {
 
   // Starts receiving and joins through `seed_addrs` (numeric "ip:port"; empty: a new cluster).
   void start(const std::vector<std::string>& seed_addrs);
+  // Seed addresses learned after start (gossip::Swim::add_seeds).
+  void add_seeds(const std::vector<std::string>& seed_addrs);
   // Graceful leave: the core broadcasts it; keep the loop running briefly so that it goes out.
   void leave();
   // Stops receiving and ticking (after leave() and its grace period).

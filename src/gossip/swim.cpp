@@ -32,6 +32,9 @@ void Swim::start(const std::vector<std::string>& seed_addrs, Time now, Effects& 
 void Swim::start(const std::vector<std::string>& seed_addrs, std::span<const Member> roster, Time now, Effects& out) {
   core_->start(seed_addrs, roster, now, out);
 }
+void Swim::add_seeds(const std::vector<std::string>& seed_addrs, Time now, Effects& out) {
+  core_->add_seeds(seed_addrs, now, out);
+}
 void Swim::on_packet(const std::string& from, std::span<const std::byte> bytes, Time now, Effects& out) {
   core_->on_packet(from, bytes, now, out);
 }
@@ -177,7 +180,10 @@ void SwimCore::run_due() {
       continue;
     }
     if (!joined_ && next_join_at_ <= now_) {
-      next_join_at_ = now_ + ms(cfg_.join_retry_ms);
+      const uint32_t doublings = std::min<uint32_t>(join_attempts_++, 16);
+      const uint64_t wait_ms =
+          std::min<uint64_t>(uint64_t(cfg_.join_retry_ms) << doublings, std::max(cfg_.join_retry_max_ms, cfg_.join_retry_ms));
+      next_join_at_ = now_ + ms(wait_ms) * static_cast<int64_t>(500 + uniform_index(rng_, 1001)) / 1000;
       send_join();
       continue;
     }
@@ -348,6 +354,27 @@ void SwimCore::start(const std::vector<std::string>& seed_addrs, std::span<const
   } else {
     next_join_at_ = now_ + ms(cfg_.join_retry_ms);
     send_join();
+  }
+  finish(out);
+}
+
+void SwimCore::add_seeds(const std::vector<std::string>& seed_addrs, Time now, Effects& out) {
+  out_ = &out;
+  enter(now);
+  const size_t before = seeds_.size();
+  for (const auto& a : seed_addrs) {
+    if (a != self().addr && std::find(seeds_.begin(), seeds_.end(), a) == seeds_.end()) seeds_.push_back(a);
+  }
+  if (seeds_.size() != before) {
+    reconnect_scan_.reset();
+    // Not joined yet, or started alone (every seed was unknown then): join through the new ones now.
+    if (started_ && !leaving_ && (!joined_ || table_.live_count() <= 1)) {
+      joined_ = false;
+      join_attempts_ = 0;
+      join_cursor_ = before;  // the new ones first
+      next_join_at_ = now_ + ms(cfg_.join_retry_ms);
+      send_join();
+    }
   }
   finish(out);
 }

@@ -100,8 +100,15 @@ struct Config {
   // Largest push-pull payload accepted.
   size_t max_stream_bytes = 32u << 20;
 
-  // Until some seed answers, retry the join this often.
+  // Until some seed answers, retry the join: first after this long, then twice as long after each
+  // unanswered attempt up to join_retry_max_ms (each wait drawn from half to one and a half times it, so
+  // members started together do not retry in lockstep, and a seed that a join storm starves is not asked
+  // ever faster).
   uint32_t join_retry_ms = 1000;
+  uint32_t join_retry_max_ms = 8000;
+  // Seeds asked at each join attempt, the next ones of the list at the next attempt: a job that hands
+  // every member all N-1 hosts (Slurm) sends N x join_fanout joins in all, not N^2.
+  uint32_t join_fanout = 3;
   // Periodically push-pull with one seed and one dead member, so a healed partition merges again.
   uint32_t reconnect_interval_ms = 10000;
   // Dead and left records are kept this long (they stop stale updates from resurrecting them).
@@ -196,6 +203,10 @@ class Swim {
   // be (events emitted, nothing broadcast), the member counts as joined, and the seeds serve only
   // the periodic re-contact. An empty roster is the start above.
   void start(const std::vector<std::string>& seed_addrs, std::span<const Member> roster, Time now, Effects& out);
+  // More seed addresses, learned after start (a seed name that resolved late, or to more addresses):
+  // new ones are appended (this member's own address and known seeds skipped), and a member that has not
+  // joined yet tries them at once.
+  void add_seeds(const std::vector<std::string>& seed_addrs, Time now, Effects& out);
   // One received UDP datagram (a complete wire packet).
   void on_packet(const std::string& from, std::span<const std::byte> bytes, Time now, Effects& out);
   // An incoming TCP request frame payload; returns the response payload (empty vector: close without answering).

@@ -36,6 +36,7 @@ class SwimCore {
   SwimCore(Config cfg, Identity self, MemberMeta meta, uint64_t seed);
 
   void start(const std::vector<std::string>& seed_addrs, std::span<const Member> roster, Time now, Effects& out);
+  void add_seeds(const std::vector<std::string>& seed_addrs, Time now, Effects& out);
   void on_packet(const std::string& from, std::span<const std::byte> bytes, Time now, Effects& out);
   std::vector<std::byte> on_stream_request(const std::string& from, std::span<const std::byte> bytes, Time now,
                                            Effects& out);
@@ -228,6 +229,8 @@ class SwimCore {
   Time next_reap_at_ = kNever;
 
   std::vector<std::string> seeds_;
+  size_t join_cursor_ = 0;    // the seed the next join attempt starts at
+  uint32_t join_attempts_ = 0;  // unanswered join attempts so far (the retry's backoff)
   std::optional<ReconnectScan> reconnect_scan_;
   bool joined_ = false;
   Time next_join_at_ = kNever;

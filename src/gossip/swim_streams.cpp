@@ -44,11 +44,16 @@ void SwimCore::send_join() {
   pb::StreamRequest req;
   *req.mutable_state() = full_state_of(table_);
   req.set_want_state(true);
-  for (const auto& seed : seeds_) {
+  // The next join_fanout seeds of the list (all of them when it is that short), from where the last
+  // attempt stopped.
+  const size_t ask = std::min<size_t>(seeds_.size(), std::max<uint32_t>(1, cfg_.join_fanout));
+  for (size_t k = 0; k < ask; ++k) {
+    const std::string& seed = seeds_[(join_cursor_ + k) % seeds_.size()];
     bool pending = false;
     for (const auto& [token, s] : streams_) pending = pending || (s.kind == StreamKind::join && s.peer_addr == seed);
     if (!pending) request(seed, req, StreamKind::join, 0, now_ + ms(cfg_.stream_timeout_ms));
   }
+  if (!seeds_.empty()) join_cursor_ = (join_cursor_ + ask) % seeds_.size();
 }
 
 void SwimCore::start_push_pull(const std::string& addr, StreamKind kind) {

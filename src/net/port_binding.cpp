@@ -32,7 +32,13 @@ Result<BoundPort> bind_shared_port(asio::io_context& io, const asio::ip::address
     open_cloexec(socket, udp_ep.protocol(), ec);
     if (ec) return fail("cannot open a UDP socket: " + ec.message());
     socket.bind(udp_ep, ec);
-    if (!ec) return BoundPort{std::move(acceptor), std::move(socket), chosen};
+    if (!ec) {
+      boost::system::error_code ignored;
+      socket.set_option(udp::socket::receive_buffer_size(kGossipReceiveBufferBytes), ignored);
+      udp::socket::receive_buffer_size granted;
+      socket.get_option(granted, ignored);
+      return BoundPort{std::move(acceptor), std::move(socket), chosen, granted.value()};
+    }
     if (ec != asio::error::address_in_use)
       return fail("cannot bind UDP " + ip_port_text(ip, chosen) + ": " + ec.message());
     last_error = "port " + ip_port_text(ip, chosen) + " is already in use (UDP)";

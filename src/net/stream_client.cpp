@@ -1,8 +1,9 @@
 // One TCP request/response exchange per connection (after the handshake, in a keyed cluster), under a
-// single deadline timer.
+// single deadline timer; requests past the in-flight bound wait in a FIFO queue with their deadlines.
 #include "net/stream_client.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
+#include <deque>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
@@ -15,15 +16,64 @@
 #include "wire/frame_cipher.hpp"
 
 namespace shoal::net {
+
+// A request waiting for a free slot. Its timer fails it at its deadline if no slot frees before; the
+// entry then stays in the queue, settled, until the queue reaches it.
+struct QueuedRequest {
+  QueuedRequest(asio::io_context& io) : timer(io) {}  // NOLINT(google-explicit-constructor)
+  IpPort to;
+  std::string to_text;
+  OutgoingHello hello;
+  std::vector<std::byte> request;
+  StreamClient::Clock::time_point deadline;
+  size_t max_response_bytes = 0;
+  StreamClient::Done done;
+  asio::steady_timer timer;
+  bool settled = false;
+};
+
+struct StreamClient::State {
+  State(asio::io_context& ctx, size_t in_flight_cap, size_t queue_cap)
+      : io(ctx), max_in_flight(in_flight_cap), max_queued(queue_cap) {}
+  asio::io_context& io;
+  size_t max_in_flight;
+  size_t max_queued;
+  size_t in_flight = 0;
+  uint64_t ever_queued = 0;
+  bool closed = false;  // the client is gone: nothing queued starts any more
+  std::deque<std::shared_ptr<QueuedRequest>> queue;
+};
+
 namespace {
 
 using tcp = asio::ip::tcp;
 
+void start_exchange(const std::shared_ptr<StreamClient::State>& state, const IpPort& to, const std::string& to_text,
+                    const OutgoingHello& hello, std::vector<std::byte> request, StreamClient::Clock::time_point deadline,
+                    size_t max_response_bytes, StreamClient::Done done);
+
+// Starts queued requests while slots are free, first in first out; one whose deadline has passed fails.
+void pump(const std::shared_ptr<StreamClient::State>& state) {
+  while (!state->closed && state->in_flight < state->max_in_flight && !state->queue.empty()) {
+    auto q = std::move(state->queue.front());
+    state->queue.pop_front();
+    if (q->settled) continue;
+    q->settled = true;
+    q->timer.cancel();
+    if (StreamClient::Clock::now() >= q->deadline) {
+      asio::post(state->io, [done = std::move(q->done)] { done(std::nullopt, StreamFailure{"timed out while queued", false}); });
+      continue;
+    }
+    start_exchange(state, q->to, q->to_text, q->hello, std::move(q->request), q->deadline, q->max_response_bytes,
+                   std::move(q->done));
+  }
+}
+
 class Exchange : public std::enable_shared_from_this<Exchange> {
  public:
-  Exchange(asio::io_context& io, std::shared_ptr<size_t> in_flight, StreamClient::Done done)
-      : socket_(io), timer_(io), in_flight_(std::move(in_flight)), done_(std::move(done)) {
-    ++*in_flight_;
+  Exchange(asio::io_context& io, std::shared_ptr<StreamClient::State> state, StreamClient::Done done)
+      : socket_(io), timer_(io), state_(std::move(state)), done_(std::move(done)) {
+    ++state_->in_flight;
   }
 
   void start(const IpPort& to, ConnectionOpening opening, std::vector<std::byte> request,
@@ -113,16 +163,17 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   void complete(std::optional<std::vector<std::byte>> response, const std::string& why, bool refused = false) {
     if (finished_) return;
     finished_ = true;
-    --*in_flight_;
+    --state_->in_flight;
     boost::system::error_code ignored;
     timer_.cancel();
     socket_.close(ignored);
+    pump(state_);  // the freed slot goes to the oldest queued request before `done` can send a new one
     done_(std::move(response), StreamFailure{why, refused});
   }
 
   tcp::socket socket_;
   asio::steady_timer timer_;
-  std::shared_ptr<size_t> in_flight_;
+  std::shared_ptr<StreamClient::State> state_;
   StreamClient::Done done_;
   std::vector<std::byte> out_;
   std::vector<std::byte> request_;
@@ -132,21 +183,61 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   bool finished_ = false;
 };
 
+void start_exchange(const std::shared_ptr<StreamClient::State>& state, const IpPort& to, const std::string& to_text,
+                    const OutgoingHello& hello, std::vector<std::byte> request, StreamClient::Clock::time_point deadline,
+                    size_t max_response_bytes, StreamClient::Done done) {
+  auto ex = std::make_shared<Exchange>(state->io, state, std::move(done));
+  ex->start(to, hello.open_to(to_text), std::move(request), deadline, max_response_bytes);
+}
+
 }  // namespace
 
-StreamClient::StreamClient(asio::io_context& io, size_t max_in_flight)
-    : io_(io), max_in_flight_(max_in_flight), in_flight_(std::make_shared<size_t>(0)) {}
+StreamClient::StreamClient(asio::io_context& io, size_t max_in_flight, size_t max_queued)
+    : io_(io), state_(std::make_shared<State>(io, max_in_flight, max_queued)) {}
+
+StreamClient::~StreamClient() {
+  state_->closed = true;
+  for (auto& q : state_->queue) {
+    q->settled = true;
+    q->timer.cancel();
+  }
+  state_->queue.clear();
+}
+
+size_t StreamClient::in_flight() const { return state_->in_flight; }
+size_t StreamClient::queued() const { return state_->queue.size(); }
+uint64_t StreamClient::ever_queued() const { return state_->ever_queued; }
 
 void StreamClient::request(const std::string& to, const OutgoingHello& hello, std::vector<std::byte> request,
                            Clock::time_point deadline, size_t max_response_bytes, Done done) {
   const auto target = parse_ip_port(to);
-  if (!target || *in_flight_ >= max_in_flight_) {
-    const std::string why = !target ? "'" + to + "' is not a numeric ip:port" : "too many requests in flight";
+  const bool full = state_->in_flight >= state_->max_in_flight && state_->queue.size() >= state_->max_queued;
+  if (!target || full) {
+    const std::string why = !target ? "'" + to + "' is not a numeric ip:port" : "too many requests queued";
     asio::post(io_, [done = std::move(done), why] { done(std::nullopt, StreamFailure{why, false}); });
     return;
   }
-  auto ex = std::make_shared<Exchange>(io_, in_flight_, std::move(done));
-  ex->start(*target, hello.open_to(to), std::move(request), deadline, max_response_bytes);
+  if (state_->in_flight < state_->max_in_flight && state_->queue.empty()) {
+    start_exchange(state_, *target, to, hello, std::move(request), deadline, max_response_bytes, std::move(done));
+    return;
+  }
+  auto q = std::make_shared<QueuedRequest>(io_);
+  q->to = *target;
+  q->to_text = to;
+  q->hello = hello;
+  q->request = std::move(request);
+  q->deadline = deadline;
+  q->max_response_bytes = max_response_bytes;
+  q->done = std::move(done);
+  q->timer.expires_at(deadline);
+  q->timer.async_wait([q](boost::system::error_code ec) {
+    if (ec || q->settled) return;
+    q->settled = true;
+    auto done = std::move(q->done);
+    done(std::nullopt, StreamFailure{"timed out while queued", false});
+  });
+  state_->queue.push_back(std::move(q));
+  ++state_->ever_queued;
 }
 
 }  // namespace shoal::net

@@ -66,11 +66,29 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
   }
 
   // Admitted into the unauthenticated budget (perhaps closing an older unauthenticated connection), with
-  // the hello deadline running.
+  // the hello deadline running; or refused at once when the budget is full of handshakes still in their
+  // grace (a storm of members: the client retries later).
   void start() {
     auto self = shared_from_this();
-    const auto admission = shared_->budget.admit(source_);
+    if (shared_->budget.full_for(source_)) {
+      // An eviction is coming: a connection whose opening has arrived but not been read yet (a starved
+      // loop reads late) counts as a handshake in progress, not as idle.
+      for (const auto t : shared_->budget.idle()) {
+        const auto it = shared_->sessions.find(t);
+        if (it == shared_->sessions.end()) continue;
+        if (auto s = it->second.lock(); s && s->has_bytes()) shared_->budget.progressed(t);
+      }
+    }
+    const auto admission = shared_->budget.admit(source_, ConnectionBudget::Time::clock::now());
     ticket_ = admission.ticket;
+    if (admission.refused) {
+      fail(wire::RejectCause::overloaded,
+           "connection refused: every unauthenticated slot holds a handshake younger than " +
+               std::to_string(shared_->budget.caps().eviction_grace.count()) + " ms (caps: " +
+               std::to_string(shared_->budget.caps().unauthenticated_per_source) + " per address, " +
+               std::to_string(shared_->budget.caps().unauthenticated_total) + " in all)");
+      return;
+    }
     shared_->sessions[ticket_] = self;
     if (admission.evict) {
       if (const auto it = shared_->sessions.find(*admission.evict); it != shared_->sessions.end()) {
@@ -85,6 +103,12 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
     arm_deadline(shared_->limits.hello_timeout, "no finished hello within the time limit");
     async_read_frame(socket_, kMaxHelloBytes + wire::kSealOverheadBytes + wire::kHandshakeHelloPrefixBytes,
                      [self](Result<wire::Frame, FrameReadError> r) { self->on_hello(std::move(r)); });
+  }
+
+  // Bytes have arrived that were not read yet.
+  bool has_bytes() {
+    boost::system::error_code ec;
+    return socket_.available(ec) > 0 && !ec;
   }
 
   // Closes the connection for a budget (counted and logged as `cause`).
@@ -150,6 +174,7 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
     }
     peer_.hello = std::move(*hello);
     peer_.remote = remote_;
+    shared_->budget.progressed(ticket_);  // a well-formed opening: a handshake in progress, not an idle slot
     if (handshake_) return send_handshake_reply();
     // An open cluster has nothing to prove: a well-formed hello of this cluster is all there is.
     if (!authenticated()) return;

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <initializer_list>
 #include <limits>
@@ -349,8 +350,24 @@ Result<SlurmDefaults> slurm_defaults(const Environment& env) {
 
 std::vector<net::HostPort> slurm_seeds(const SlurmDefaults& d, const std::string& self, uint16_t port) {
   std::vector<net::HostPort> out;
-  for (const auto& node : d.nodes) {
-    if (node != self) out.push_back(net::HostPort{node, port});
+  const auto me = std::find(d.nodes.begin(), d.nodes.end(), self);
+  if (me == d.nodes.end()) {  // not in the list: every node, in list order
+    for (const auto& node : d.nodes) out.push_back(net::HostPort{node, port});
+    return out;
+  }
+  const size_t n = d.nodes.size(), i = static_cast<size_t>(me - d.nodes.begin());
+  if (n < 2) return out;
+  // Gossip asks the first few seeds first (gossip::Config::join_fanout): the ring neighbours and the node
+  // half way round, so every node is asked by about three others (a ring is connected, the chord keeps
+  // paths short), then the rest in ring order after this node, so later attempts spread too.
+  std::vector<size_t> order = {(i + n - 1) % n, (i + 1) % n, (i + n / 2) % n};
+  for (size_t k = 2; k < n; ++k) order.push_back((i + k) % n);
+  std::vector<bool> taken(n, false);
+  taken[i] = true;
+  for (const size_t j : order) {
+    if (taken[j]) continue;
+    taken[j] = true;
+    out.push_back(net::HostPort{d.nodes[j], port});
   }
   return out;
 }

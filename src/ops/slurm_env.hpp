@@ -50,8 +50,9 @@ using Environment = std::map<std::string, std::string>;
 // characters other than letters, digits, '-' and '_') is an error naming the variable and its value.
 Result<SlurmDefaults> slurm_defaults(const Environment& env);
 
-// The seeds a member of d.nodes joins through: every node other than `self`, at `port`, in list order.
-// Empty for a one-node job.
+// The seeds a member of d.nodes joins through: every node other than `self`, at `port`, its ring
+// neighbours and the node half way round first (gossip asks a few at a time), then the others in ring
+// order after `self`. Every node when `self` is not in the list; empty for a one-node job.
 std::vector<net::HostPort> slurm_seeds(const SlurmDefaults& d, const std::string& self, uint16_t port);
 
 // This process's environment as an Environment: the keys starting with "SLURM", CUDA_VISIBLE_DEVICES, and

@@ -128,6 +128,11 @@ SMOKES = {
         Lines({"result": "view_change_crash"}, ("view_all_p50_ms", "view_all_p99_ms", "view_all_max_ms",
                                                 "baseline_join_view_all_p50_ms")),
     ]),
+    "scale": Smoke(["{python}", "{bench}/scale_bench.py", "{build}", "--agents", "8", "--kills", "1",
+                    "--idle-s", "2"], [
+        Lines({"result": "scale"}, ("agents", "one_view_s", "kill_view_p50_ms", "kill_view_p99_ms", "false_removals",
+                                    "formation_cpu_s", "idle_cpu_per_agent_pct")),
+    ]),
     "connection_flood": Smoke(["{python}", "{bench}/connection_flood_bench.py", "{build}", "--agents", "3",
                                "--rounds", "1", "--connections", "200"], [
         Lines({"result": "view_change_under_idle_flood"}, (

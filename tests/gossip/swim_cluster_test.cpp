@@ -512,3 +512,39 @@ TEST_CASE("a roster given at start is taken as known members: events, no join, u
   CHECK(joined_events == 2);
 }
 
+
+TEST_CASE("a join asks three seeds at a time, the next three at each retry, and late seeds at once") {
+  Config cfg;
+  cfg.cluster_id = "test";
+  Swim core(cfg, Identity{"a", 1, "10.0.0.1:7946"}, MemberMeta{"a", 8, {}}, 7);
+  std::vector<std::string> seeds;
+  for (int i = 2; i <= 8; ++i) seeds.push_back("10.0.0." + std::to_string(i) + ":7946");
+  Effects out;
+  core.start(seeds, Time{0}, out);
+  auto asked = [](const Effects& fx) {
+    std::vector<std::string> to;
+    for (const auto& s : fx.streams) to.push_back(s.to);
+    return to;
+  };
+  CHECK(asked(out) == std::vector<std::string>{seeds[0], seeds[1], seeds[2]});
+  // Every attempt fails (nobody answers); the retry, jittered between 0.5 and 1.5 join_retry_ms, asks the next three.
+  for (const auto& s : out.streams) {
+    Effects none;
+    core.on_stream_response(s.token, std::nullopt, Time{0}, none);
+  }
+  Effects retry;
+  core.on_tick(ms_(1600), retry);
+  CHECK(asked(retry) == std::vector<std::string>{seeds[3], seeds[4], seeds[5]});
+
+  // A member that started with no seed it could use (alone) joins through one learned later, at once.
+  Swim alone(cfg, Identity{"z", 1, "10.0.0.20:7946"}, MemberMeta{"z", 8, {}}, 9);
+  Effects started;
+  alone.start({}, Time{0}, started);
+  CHECK(asked(started).empty());
+  Effects added;
+  alone.add_seeds({"10.0.0.20:7946", "10.0.0.21:7946"}, ms_(10), added);  // its own address is skipped
+  CHECK(asked(added) == std::vector<std::string>{"10.0.0.21:7946"});
+  Effects again;
+  alone.add_seeds({"10.0.0.21:7946"}, ms_(20), again);  // known already: nothing new
+  CHECK(asked(again).empty());
+}

@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <vector>
 
 using shoal::net::ConnectionBudget;
@@ -99,4 +100,37 @@ TEST_CASE("waiting requests have a budget of their own, apart from short exchang
   CHECK(b.waiting() == 0);
   b.release(w1);  // twice is harmless
   CHECK(b.waiting() == 0);
+}
+
+TEST_CASE("an idle connection pays first; a handshake in progress only after its grace, else the newcomer waits") {
+  using namespace std::chrono_literals;
+  ConnectionBudget b(small());  // grace 500 ms (the default)
+  const ConnectionBudget::Time t0{std::chrono::seconds(100)};
+  std::vector<ConnectionBudget::Ticket> t;
+  for (int i = 0; i < 3; ++i) t.push_back(b.admit("127.0.0.1", t0 + std::chrono::milliseconds(i)).ticket);
+  b.progressed(t[0]);  // a member's handshake under way; t[1] and t[2] sent nothing (a flooder's)
+  CHECK(b.is_progressed(t[0]));
+  CHECK(b.idle() == std::vector<ConnectionBudget::Ticket>{t[1], t[2]});
+  // The idle ones pay, whatever their age, oldest first.
+  const auto a1 = b.admit("127.0.0.1", t0 + 10ms);
+  REQUIRE(a1.evict.has_value());
+  CHECK(*a1.evict == t[1]);
+  b.progressed(a1.ticket);
+  b.progressed(t[2]);
+  // Now every slot of the address is a young handshake in progress: the newcomer is refused, nobody evicted.
+  const auto early = b.admit("127.0.0.1", t0 + 100ms);
+  CHECK(early.refused);
+  CHECK_FALSE(early.evict.has_value());
+  CHECK(b.unauthenticated_from("127.0.0.1") == 3);
+  b.release(early.ticket);  // a refused ticket is nobody's: releasing it changes nothing
+  CHECK(b.unauthenticated() == 3);
+  // Past its grace the oldest handshake pays (a key holder that stalls its handshake cannot hold a slot).
+  const auto later = b.admit("127.0.0.1", t0 + 600ms);
+  CHECK_FALSE(later.refused);
+  REQUIRE(later.evict.has_value());
+  CHECK(*later.evict == t[0]);
+  // Without a time (the old call) every candidate counts as old.
+  ConnectionBudget plain(small());
+  for (int i = 0; i < 3; ++i) plain.progressed(plain.admit("a").ticket);
+  CHECK_FALSE(plain.admit("a").refused);
 }

@@ -5,6 +5,8 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <map>
+#include <set>
 
 using shoal::net::HostPort;
 using shoal::ops::Environment;
@@ -257,12 +259,31 @@ TEST_CASE("malformed values are errors that name the variable and its value") {
   CHECK(contains(defaults_error(job_only), "SLURM_JOB_NODELIST='a[1-2'"));
 }
 
-TEST_CASE("the seeds are every other node at the port, in list order") {
+TEST_CASE("the seeds are every other node at the port, ring neighbours and the far side first") {
   SlurmDefaults d;
   d.nodes = {"gpu01", "gpu02", "gpu03", "gpu04"};
-  CHECK(slurm_seeds(d, "gpu03", 7946) == std::vector<HostPort>{{"gpu01", 7946}, {"gpu02", 7946}, {"gpu04", 7946}});
-  CHECK(slurm_seeds(d, "gpu01", 7946).front().to_string() == "gpu02:7946");
+  CHECK(slurm_seeds(d, "gpu03", 7946) == std::vector<HostPort>{{"gpu02", 7946}, {"gpu04", 7946}, {"gpu01", 7946}});
+  CHECK(slurm_seeds(d, "gpu01", 7946) == std::vector<HostPort>{{"gpu04", 7946}, {"gpu02", 7946}, {"gpu03", 7946}});
   CHECK(slurm_seeds(d, "elsewhere", 1).size() == 4);
+  SlurmDefaults two;
+  two.nodes = {"a", "b"};
+  CHECK(slurm_seeds(two, "a", 1) == std::vector<HostPort>{{"b", 1}});
+
+  // 100 nodes: each node is among the first three seeds of exactly three others (no node is everyone's),
+  // and the rest follow, each other node once.
+  SlurmDefaults big;
+  for (int k = 0; k < 100; ++k) big.nodes.push_back("n" + std::to_string(k));
+  std::map<std::string, int> first_three;
+  for (const auto& self : big.nodes) {
+    const auto seeds = slurm_seeds(big, self, 1);
+    CHECK(seeds.size() == 99);
+    std::set<std::string> distinct;
+    for (const auto& s : seeds) distinct.insert(s.host);
+    CHECK(distinct.size() == 99);
+    CHECK_FALSE(distinct.count(self));
+    for (size_t k = 0; k < 3; ++k) ++first_three[seeds[k].host];
+  }
+  for (const auto& [node, count] : first_three) CHECK(count == 3);
 
   SlurmDefaults one;
   one.nodes = {"solo"};

@@ -233,6 +233,8 @@ void Cluster::on_start(uint32_t m) {
   n.status = MemberStatus::running;
   n.paused_until = Time(0);
   n.open_streams = 0;
+  n.streams_in_flight.assign(1 + n.layers.size(), 0);
+  n.waiting_streams.assign(1 + n.layers.size(), {});
   ledger_.reset_observer(m);
   ledger_.set_subject(m, n.generation, true);
   trace_.mix(uint64_t(now().count()));
@@ -270,6 +272,7 @@ void Cluster::stop(uint32_t m, MemberStatus why) {
   n.layers.clear();
   n.wake.clear();
   n.open_streams = 0;
+  drop_waiting_streams(n);
   for (const InboxItem& item : n.inbox) {
     if (has_buffer(item.slot)) release(item.slot);
     if (item.kind == EventKind::stream_response) {

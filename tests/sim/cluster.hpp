@@ -44,8 +44,13 @@ struct ClusterOptions {
   Time audit_interval{0};
   // Whether a member shown dead may be shown alive again in the same generation after refuting.
   Revival revival = Revival::never;
-  // Bound on the stream requests one member has open at once.
-  size_t max_open_streams = 256;
+  // Stream requests one member has in flight at once on one channel, as the agent's StreamClient (one per
+  // core: net::kDefaultMaxInFlight, 128): the excess waits in a FIFO and starts as exchanges finish, each
+  // still failing at its own deadline.
+  size_t streams_in_flight = 128;
+  // Bound on the stream requests one member has open at once (in flight and waiting), checked as an
+  // invariant: the agent's queue holds 65,536 (net::kDefaultMaxQueued) beside those in flight.
+  size_t max_open_streams = 65536 + 128;
   // How long a member that left keeps running so that its departure gets out.
   Time leave_linger{500000};
   LayerFactory layers;  // none when empty
@@ -162,6 +167,9 @@ class Cluster {
     std::deque<InboxItem> inbox;
     size_t inbox_bytes = 0;
     size_t open_streams = 0;
+    // Per channel: exchanges in flight, and the requests waiting for one (stream refs, oldest first).
+    std::vector<size_t> streams_in_flight;
+    std::vector<std::deque<uint64_t>> waiting_streams;
     bool silent = false;  // powered off: connection attempts time out instead of being refused
   };
   struct StreamRecord {
@@ -172,8 +180,11 @@ class Cluster {
     bool in_use = false;
     bool open = false;  // no answer handed to the requester yet
     bool deadline_passed = false;
-    uint32_t pending_refs = 0;  // inbox items that still name this record
+    bool launched = false;      // holds one of the requester's in-flight slots (else it waits for one)
+    uint32_t pending_refs = 0;  // inbox items (and a waiting queue's entry) that still name this record
     uint64_t token = 0;
+    std::string to;                   // while waiting: where it goes
+    uint32_t request_slot = UINT32_MAX;  // while waiting: its bytes
   };
   static constexpr Time kNever = Time::max();
   static constexpr uint32_t kNoBuffer = UINT32_MAX;
@@ -197,6 +208,12 @@ class Cluster {
   void perform(uint32_t m, uint8_t channel, gossip::Effects& out);
   void send_packet(uint32_t m, uint8_t channel, gossip::SendPacket& p);
   void send_stream(uint32_t m, uint8_t channel, gossip::StreamRequest& r);
+  // A request takes an in-flight slot and goes on the network.
+  void launch_stream(uint32_t m, uint8_t channel, uint64_t aux, const std::string& to, std::vector<std::byte> bytes);
+  // Slots freed on `channel`: the oldest waiting requests start (those already answered are dropped).
+  void pump_streams(uint32_t m, uint8_t channel);
+  // A stopped member's waiting requests: forgotten.
+  void drop_waiting_streams(Node& n);
   void schedule_wake(uint32_t m, uint8_t channel, Time t);  // no later than t
   void set_wake(uint32_t m, uint8_t channel, Time t);       // exactly t (kNever: none)
   void queue_tick(uint32_t m, uint8_t channel, Time t);

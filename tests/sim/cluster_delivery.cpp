@@ -74,11 +74,31 @@ void Cluster::send_stream(uint32_t m, uint8_t channel, gossip::StreamRequest& r)
   deadline.aux = aux;
   queue_.push(deadline);
 
+  if (n.streams_in_flight.size() <= channel) {
+    n.streams_in_flight.resize(channel + 1, 0);
+    n.waiting_streams.resize(channel + 1);
+  }
+  if (n.streams_in_flight[channel] >= opts_.streams_in_flight) {  // the agent's client queues it
+    StreamRecord& w = streams_[rec];
+    w.to = std::move(r.to);
+    w.request_slot = store(std::move(r.bytes));
+    ++w.pending_refs;
+    n.waiting_streams[channel].push_back(aux);
+    return;
+  }
+  launch_stream(m, channel, aux, r.to, std::move(r.bytes));
+}
+
+void Cluster::launch_stream(uint32_t m, uint8_t channel, uint64_t aux, const std::string& to_addr,
+                            std::vector<std::byte> bytes) {
+  Node& n = nodes_[m];
+  ++n.streams_in_flight[channel];
+  stream_of(aux)->launched = true;
   Event e;
   e.channel = channel;
   e.from = m;
   e.aux = aux;
-  const auto to = index_of_addr(r.to);
+  const auto to = index_of_addr(to_addr);
   if (!to || *to >= nodes_.size()) {
     ++undeliverable_;
     e.kind = EventKind::stream_response;  // refused at once: no such host
@@ -104,8 +124,51 @@ void Cluster::send_stream(uint32_t m, uint8_t channel, gossip::StreamRequest& r)
          network_.stream_delay(*to, m, NetworkModel::Segment::handshake) + network_.stream_delay(m, *to);
   e.kind = EventKind::stream_request;
   e.node = *to;
-  e.slot = store(std::move(r.bytes));
+  e.slot = store(std::move(bytes));
   queue_.push(e);
+}
+
+void Cluster::pump_streams(uint32_t m, uint8_t channel) {
+  Node& n = nodes_[m];
+  if (channel >= n.waiting_streams.size()) return;
+  auto& waiting = n.waiting_streams[channel];
+  while (!waiting.empty() && n.streams_in_flight[channel] < opts_.streams_in_flight) {
+    const uint64_t aux = waiting.front();
+    waiting.pop_front();
+    StreamRecord* rec = stream_of(aux);
+    if (rec == nullptr) continue;
+    --rec->pending_refs;
+    std::vector<std::byte> bytes;
+    if (rec->request_slot != kNoBuffer) {
+      bytes = std::move(buffers_[rec->request_slot]);
+      release(rec->request_slot);
+      rec->request_slot = kNoBuffer;
+    }
+    if (!rec->open) {  // failed at its deadline while it waited
+      maybe_free_stream(aux);
+      continue;
+    }
+    const std::string to = std::move(rec->to);
+    launch_stream(m, channel, aux, to, std::move(bytes));
+  }
+}
+
+void Cluster::drop_waiting_streams(Node& n) {
+  for (auto& waiting : n.waiting_streams) {
+    for (const uint64_t aux : waiting) {
+      StreamRecord* rec = stream_of(aux);
+      if (rec == nullptr) continue;
+      --rec->pending_refs;
+      rec->open = false;  // the requester is gone
+      if (rec->request_slot != kNoBuffer) {
+        release(rec->request_slot);
+        rec->request_slot = kNoBuffer;
+      }
+      maybe_free_stream(aux);
+    }
+  }
+  n.waiting_streams.clear();
+  n.streams_in_flight.clear();
 }
 
 void Cluster::schedule_wake(uint32_t m, uint8_t channel, Time t) {
@@ -290,6 +353,11 @@ void Cluster::answer_stream(uint32_t m, uint32_t slot, uint64_t aux) {
   }
   rec->open = false;
   --n.open_streams;
+  const bool freed_slot = rec->launched;
+  if (freed_slot) {
+    rec->launched = false;
+    --n.streams_in_flight[rec->channel];
+  }
   std::optional<std::span<const std::byte>> bytes;
   const bool refused = slot == kRefused;
   if (has_buffer(slot)) {
@@ -310,6 +378,9 @@ void Cluster::answer_stream(uint32_t m, uint32_t slot, uint64_t aux) {
     n.layers[channel - 1]->on_stream_response(token, bytes, now(), out);
   }
   if (has_buffer(slot)) release(slot);
+  // The freed slot goes to the oldest waiting request before the core's new requests (as the agent's
+  // client does), then the core's effects.
+  if (freed_slot) pump_streams(m, channel);
   perform(m, channel, out);
   release_scratch();
   maybe_free_stream(aux);

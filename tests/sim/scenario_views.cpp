@@ -72,8 +72,6 @@ ScenarioOutcome run_removals(const ScenarioInputs& in, bool graceful) {
     keepers.add_observer(&clock);
     ClusterOptions opts = cluster_options(in, r);
     opts.layers = keepers.factory();
-    // A proposer asks every member at once in each phase (one stream each), and commits to each.
-    opts.max_open_streams = std::max(opts.max_open_streams, 3 * in.n + 256);
     Cluster c(opts);
     clock.cluster = &c;
     SimRng rng(derive_seed(in.seed + r, graceful ? 0x6c65617665 : 0x6372617368));
@@ -236,8 +234,6 @@ ScenarioOutcome run_bootstrap(const ScenarioInputs& in) {
     sized.n = n;
     ClusterOptions opts = cluster_options(sized, r);
     opts.layers = keepers.factory();
-    // A proposer asks every member at once in each phase (one stream each), and commits to each.
-    opts.max_open_streams = std::max(opts.max_open_streams, 3 * n + 256);
     Cluster c(opts);
     SimRng rng(derive_seed(in.seed + r, 0x626f6f74));
     for (uint32_t m = 0; m < n; ++m) c.start(m, Time(static_cast<int64_t>(rng.below(1'000'000))));

@@ -1,0 +1,124 @@
+// Asynchronous seed resolution with backoff (see seed_resolver.hpp).
+#include "daemon/seed_resolver.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <set>
+
+#include "base/log.hpp"
+
+namespace shoal::daemon {
+
+namespace asio = boost::asio;
+
+struct SeedResolver::State : std::enable_shared_from_this<SeedResolver::State> {
+  struct Name {
+    net::HostPort seed;
+    std::chrono::milliseconds backoff{0};
+    bool ever_resolved = false;
+    int failures = 0;
+    std::unique_ptr<asio::steady_timer> timer;
+  };
+
+  State(asio::io_context& ctx, std::string own, Found f, Joining j, Timing t)
+      : io(ctx), resolver(ctx), own_addr(std::move(own)), found(std::move(f)), joining(std::move(j)), timing(t) {}
+
+  asio::io_context& io;
+  asio::ip::tcp::resolver resolver;
+  std::string own_addr;
+  Found found;
+  Joining joining;
+  Timing timing;
+  std::vector<Name> names;
+  std::set<std::string> reported;
+  size_t lookups = 0;
+  bool stopped = false;
+
+  void resolve(size_t i) {
+    if (stopped) return;
+    auto self = shared_from_this();
+    ++lookups;
+    const net::HostPort& seed = names[i].seed;
+    resolver.async_resolve(seed.host, std::to_string(seed.port),
+                           [self, i](boost::system::error_code ec, asio::ip::tcp::resolver::results_type results) {
+                             self->resolved(i, ec, results);
+                           });
+  }
+
+  void resolved(size_t i, boost::system::error_code ec, const asio::ip::tcp::resolver::results_type& results) {
+    if (stopped) return;
+    Name& n = names[i];
+    std::vector<std::string> fresh;
+    size_t records = 0;
+    if (!ec) {
+      for (const auto& r : results) {
+        if (++records > kMaxRecordsPerName) break;
+        std::string addr = net::ip_port_text(r.endpoint().address(), n.seed.port);
+        if (addr == own_addr) continue;  // ourselves: the name stays, this address does not
+        if (reported.insert(addr).second) fresh.push_back(std::move(addr));
+      }
+    }
+    if (ec || records == 0) {
+      ++n.failures;
+      n.backoff = n.backoff.count() == 0 ? timing.first_retry : std::min(timing.max_retry, n.backoff * 2);
+      // Logged at the first failure and then about once a minute, not at every retry.
+      if (n.failures == 1 || n.failures % 8 == 0) {
+        log::get(log::Component::agent)
+            .warn("seed {} does not resolve ({}); retrying in {:.1f} s", n.seed.to_string(),
+                  ec ? ec.message() : std::string("no address"), n.backoff.count() / 1000.0);
+      }
+      arm(i, n.backoff);
+    } else {
+      if (n.failures > 0) {
+        log::get(log::Component::agent).info("seed {} resolves now, after {} failed lookups", n.seed.to_string(), n.failures);
+      }
+      n.failures = 0;
+      n.backoff = std::chrono::milliseconds(0);
+      n.ever_resolved = true;
+      if (i < kMaxRefreshed) arm(i, timing.refresh);  // looked up again while the agent still joins
+    }
+    if (!fresh.empty()) found(std::move(fresh));
+  }
+
+  void arm(size_t i, std::chrono::milliseconds after) {
+    auto self = shared_from_this();
+    Name& n = names[i];
+    if (!n.timer) n.timer = std::make_unique<asio::steady_timer>(io);
+    n.timer->expires_after(after);
+    n.timer->async_wait([self, i](boost::system::error_code ec) {
+      if (ec || self->stopped) return;
+      // A name that resolved once is refreshed only while the agent has no committed view.
+      if (self->names[i].ever_resolved && self->names[i].failures == 0 && !self->joining()) {
+        self->arm(i, self->timing.refresh);
+        return;
+      }
+      self->resolve(i);
+    });
+  }
+};
+
+SeedResolver::SeedResolver(asio::io_context& io, std::vector<net::HostPort> names, std::string own_addr, Found found,
+                           Joining joining, Timing timing)
+    : state_(std::make_shared<State>(io, std::move(own_addr), std::move(found), std::move(joining), timing)) {
+  for (auto& seed : names) state_->names.push_back(State::Name{std::move(seed), {}, false, 0, nullptr});
+}
+
+SeedResolver::~SeedResolver() { stop(); }
+
+size_t SeedResolver::lookups() const { return state_->lookups; }
+
+void SeedResolver::start() {
+  for (size_t i = 0; i < state_->names.size(); ++i) state_->resolve(i);
+}
+
+void SeedResolver::stop() {
+  if (state_->stopped) return;
+  state_->stopped = true;
+  boost::system::error_code ignored;
+  state_->resolver.cancel();
+  for (auto& n : state_->names) {
+    if (n.timer) n.timer->cancel();
+  }
+}
+
+}  // namespace shoal::daemon

@@ -1,0 +1,53 @@
+// Seed names resolved after the agent's start, never blocking it: every A/AAAA record of a name,
+// asynchronously, retried with backoff while it resolves to nothing (a pod starts before its DNS record
+// exists; a Slurm node name a resolver is slow to know), and looked up again every so often while the
+// agent has no committed view (a seed that moved). The agent's own address is skipped without dropping
+// the name. An unresolvable name is a logged retry, never fatal.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "net/host_port.hpp"
+
+namespace shoal::daemon {
+
+class SeedResolver {
+ public:
+  // Addresses ("ip:port") not reported before, for gossip's seed list.
+  using Found = std::function<void(std::vector<std::string> addrs)>;
+  // Whether the agent still looks for its cluster (no committed view): only then are names refreshed.
+  using Joining = std::function<bool()>;
+
+  struct Timing {
+    std::chrono::milliseconds first_retry{1000};
+    std::chrono::milliseconds max_retry{30000};
+    std::chrono::milliseconds refresh{60000};
+  };
+  // Names refreshed at most (a Slurm job hands every agent all N-1 node names): the first ones in the list.
+  static constexpr size_t kMaxRefreshed = 16;
+  // Records taken from one name at most (a name that resolves to thousands is bounded).
+  static constexpr size_t kMaxRecordsPerName = 64;
+
+  SeedResolver(boost::asio::io_context& io, std::vector<net::HostPort> names, std::string own_addr, Found found,
+               Joining joining, Timing timing);
+  ~SeedResolver();
+  SeedResolver(const SeedResolver&) = delete;
+  SeedResolver& operator=(const SeedResolver&) = delete;
+
+  void start();
+  void stop();
+  // Lookups made so far (each retry and refresh counts), for tests and the log.
+  size_t lookups() const;
+
+  struct State;
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace shoal::daemon
