@@ -1,5 +1,6 @@
 """`shoal drain` with real agents on loopback, their trainers connected (`shoal agent --workers connect --
-examples/python/elastic_ddp.py or elastic_fsdp.py`): the drained host's trainers finish their step, save, wait
+examples/python/elastic_ddp.py or elastic_fsdp.py`, or the C++ example trainer), by `shoal drain` or by
+SIGTERM with --drain-on-sigterm: the drained host's trainers finish their step, save, wait
 until a peer holds that version and end; the host leaves at that step boundary and its agent exits 0; the
 survivors discard nothing, redo nothing and go on from the next step in the smaller world. Also what a drain
 refuses (the last member, an agent that is not there, a negative deadline), and the watcher of the clouds'
@@ -8,6 +9,7 @@ import contextlib
 import http.server
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -72,20 +74,24 @@ def worker_command(wrapper):
     return lambda control: [PYTHON, script, "--steps", "1000000", "--step-ms", "20", "--ckpt-every", every]
 
 
-@pytest.mark.parametrize("wrapper", ["ddp", "fsdp", pytest.param("cpp", marks=once)])
-def test_a_drained_host_leaves_at_a_step_boundary_and_the_survivors_redo_nothing(job, tmp_path, wrapper):
+@pytest.mark.parametrize("wrapper,how", [("ddp", "drain"), ("fsdp", "drain"), pytest.param("cpp", "drain", marks=once),
+                                         pytest.param("cpp", "sigterm", marks=once)])
+def test_a_drained_host_leaves_at_a_step_boundary_and_the_survivors_redo_nothing(job, tmp_path, wrapper, how):
     if wrapper == "fsdp" and TORCH < (2, 6):
         pytest.skip("FSDP2 (fully_shard) on CPU and Gloo needs torch 2.6 or newer")
-    agents = start(job, tmp_path, 3, worker_command(wrapper))
+    agents = start(job, tmp_path, 3, worker_command(wrapper), ["--drain-on-sigterm"] if how == "sigterm" else [])
     with cluster(agents):
         wait_for(lambda: all(len(steps(a, 3)) >= 5 for a in agents), 90, "three hosts training together")
         # DDP: the host of rank 0 drains (the survivors' new rank 0 hands nothing out: they hold the same state).
         victim = next(a for a in agents if any(d["rank"] == (0 if wrapper == "ddp" else 1) for d in steps(a, 3)))
         survivors = [a for a in agents if a is not victim]
-        drained = subprocess.run([SHOAL, "drain", "--control", victim.control], capture_output=True, text=True,
-                                 timeout=20)
-        assert drained.returncode == 0, drained.stderr
-        assert "draining" in drained.stdout
+        if how == "sigterm":
+            victim.proc.send_signal(signal.SIGTERM)  # the agent alone, as systemd's KillMode=mixed or scancel
+        else:
+            drained = subprocess.run([SHOAL, "drain", "--control", victim.control], capture_output=True, text=True,
+                                     timeout=20)
+            assert drained.returncode == 0, drained.stderr
+            assert "draining" in drained.stdout
         assert victim.proc.wait(30) == 0, "the drained agent exits 0"
         end = wait_for(lambda: ends(victim), 5, "the drained trainer's last line")[0]
         assert end["event"] == "drained", end
