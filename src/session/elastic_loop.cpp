@@ -118,9 +118,17 @@ bool ElasticLoop::drain_boundary(bool& view_moved) {
   }
   if (d.everyone) return false;
   try {
-    (void)session_.wait_for_view(comm_->epoch(), DrainRule::kWait);
+    // Until every draining host is out (hosts that drain together may leave in more than one view).
+    const auto deadline = std::chrono::steady_clock::now() + DrainRule::kWait;
+    const int world_after = comm_->world_size() - static_cast<int>(d.draining_ranks);
+    RankInfo now = session_.wait_for_view(comm_->epoch(), DrainRule::kWait);
+    while (now.world_size > world_after && std::chrono::steady_clock::now() < deadline) {
+      now = session_.wait_for_view(now.epoch, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                   deadline - std::chrono::steady_clock::now()));
+    }
     view_moved = true;
   } catch (const Timeout&) {
+    view_moved = session_.latest_epoch() > comm_->epoch();
     // The draining host did not leave in time: train on in this view; its leave is then an ordinary one.
   }
   return false;

@@ -62,12 +62,12 @@ def start(job, tmp_path, n, command_of, extra=()):
     return out
 
 
-def worker_command(wrapper):
+def worker_command(wrapper, step_ms=20):
     """The connected trainer of each host: elastic_ddp.py (a checkpointer whose only save is the drain's),
     elastic_fsdp.py (a flash checkpoint every step, its default) or the C++ example trainer (ElasticLoop)."""
     if wrapper == "cpp":
         trainer = os.path.join(BUILD, "examples", "allreduce_trainer")
-        return lambda control: [trainer, "--control", control, "--steps", "1000000", "--step-ms", "20",
+        return lambda control: [trainer, "--control", control, "--steps", "1000000", "--step-ms", str(step_ms),
                                 "--ckpt-every", "1000000"]
     script = os.path.join(EXAMPLES, "elastic_ddp.py" if wrapper == "ddp" else "elastic_fsdp.py")
     every = "1000000" if wrapper == "ddp" else "1"
@@ -116,6 +116,29 @@ def test_a_drained_host_leaves_at_a_step_boundary_and_the_survivors_redo_nothing
             if wrapper != "ddp":  # FSDP and ElasticLoop restore after a loss: the drained step itself
                 assert after[0].get("restored_step") == last, ("the drained step is restored", after[0])
         assert "drain: every rank of this host is done" in victim.text()
+
+
+@once
+def test_two_hosts_drained_together_leave_and_the_survivors_go_on_once_both_are_out(job, tmp_path):
+    # Steps of 200 ms: both requests land between the same two steps.
+    agents = start(job, tmp_path, 4, worker_command("cpp", step_ms=200))
+    with cluster(agents):
+        wait_for(lambda: all(len(steps(a, 4)) >= 2 for a in agents), 90, "four hosts training together")
+        victims, survivors = agents[2:], agents[:2]
+        asks = [subprocess.Popen([SHOAL, "drain", "--control", v.control], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE) for v in victims]
+        assert all(p.wait(20) == 0 for p in asks)
+        for v in victims:
+            assert v.proc.wait(30) == 0
+        lasts = {wait_for(lambda: ends(v), 5, "a drained line")[0]["last_step"] for v in victims}
+        assert len(lasts) == 1, ("both hosts drained at one step boundary", lasts)
+        (last,) = lasts
+        wait_for(lambda: all(len(steps(a, 2)) >= 3 for a in survivors), 60, "the survivors in a world of 2")
+        for a in survivors:
+            assert steps(a, 4)[-1]["step"] == last
+            assert not steps(a, 3), ("the survivors waited for both hosts to be out", a.name)
+            after = steps(a, 2)
+            assert after[0]["step"] == last + 1 and after[0].get("restored_step") == last, after[0]
 
 
 @once

@@ -292,7 +292,11 @@ class ElasticSteps:
         if decision.everyone:
             return
         try:
-            self.session.wait_for_view(comm.epoch, shoal.DrainRule.wait)
+            # Until every draining host is out (hosts that drain together may leave in more than one view).
+            deadline = time.monotonic() + shoal.DrainRule.wait
+            ranks = self.session.wait_for_view(comm.epoch, shoal.DrainRule.wait)
+            while ranks.world_size > comm.world_size - decision.draining_ranks and time.monotonic() < deadline:
+                ranks = self.session.wait_for_view(ranks.epoch, max(0.001, deadline - time.monotonic()))
         except shoal.Timeout:
             log.warning("shoal: drain: the draining host did not leave within %.0f s; training on",
                         shoal.DrainRule.wait)
