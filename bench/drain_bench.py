@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -124,6 +125,8 @@ def main():
         print(json.dumps({"bench": "drain", "result": "summary", "reason": "FSDP2 needs torch 2.6+; %s has %s" % (
             teh.PY, version)}))
         return 0
+    # A SIGTERM (a timeout around the bench) still ends every host below.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     logdir = tempfile.mkdtemp(prefix="shoal-drain-bench-")
     r = Round(a, logdir)
     hosts, rows = [], []
