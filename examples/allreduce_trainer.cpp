@@ -16,7 +16,8 @@
 //
 // On stdout: first {"event":"started","name":...,"addr":"ip:port"}, then one JSON object per step: t, step,
 // epoch, rank, world, ok, stragglers (the hosts shoal's straggler verdict names; [] when none), and
-// rebuild_ms after a rebuild.
+// rebuild_ms after a rebuild; after a drain (`shoal drain`: the loop ended at a step boundary, that step saved
+// with --ckpt-every) {"event":"drained","last_step":N}.
 //   allreduce_trainer --name a --bind 127.0.0.1:7001 --steps 100 --step-ms 50
 //   allreduce_trainer --name b --bind 127.0.0.1:7002 --seeds 127.0.0.1:7001 --steps 100 --step-ms 50
 #include <chrono>
@@ -373,12 +374,26 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   };
 
+  if (*ckpt_every > 0) {
+    // A drain (`shoal drain`): every rank saves the step it stopped at, unless `completed` just did.
+    hooks.drain_save = [&](shoal::Communicator& comm, uint64_t step) {
+      if ((step + 1) % *ckpt_every == 0) return;
+      auto save = session->begin_save(comm, step, {{"params", params.size() * sizeof(float)}});
+      save->write("params", std::as_bytes(std::span<const float>(params)));
+      save->commit();
+    };
+  }
+
   try {
     shoal::StragglerOptions health;
     health.exchange_every = static_cast<uint32_t>(*health_every);
     shoal::ElasticLoop loop(*session, hooks, health);
     loop_of_hooks = &loop;
     loop.run(*steps);
+    if (loop.drained()) {
+      std::printf("{\"t\":%.6f,\"event\":\"drained\",\"last_step\":%" PRIu64 "}\n", now_s(), loop.next_step() - 1);
+      std::fflush(stdout);
+    }
   } catch (const shoal::Error& e) {
     std::cerr << "allreduce_trainer: " << e.what() << "\n";
     session->leave();

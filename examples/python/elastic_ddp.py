@@ -21,7 +21,9 @@ t, step, epoch, rank, world, ok (every rank held the same parameters when the st
 of their hash, min == max; and the loss is finite), pid, pos and data_epoch (the data position the step
 started from), loss; after a rebuild rebuild_ms and state_ok (the same check, right after the state
 sync); after a checkpoint load restored_step, restore_source ("checkpoint"), state_ok; saved: true when
-the step was checkpointed. Exits 0 after --steps steps with every check passed, 1 when a check failed,
+the step was checkpointed. Last, the line of trainer_cli.end_line: "event" drained (`shoal drain`: the loop
+ended at a step boundary; "safe": a peer held that step's checkpoint) or done, "last_step", "discarded", "steps_redone".
+Exits 0 after --steps steps (or a drain) with every check passed, 1 when a check failed,
 2 on bad flags.
 """
 import json
@@ -113,6 +115,7 @@ def main(argv):
         job.close()
         session.leave()
         return 1
+    print(json.dumps(trainer_cli.end_line(job)), flush=True)
     job.close()
     session.leave()
     return 0 if all_ok else 1

@@ -19,7 +19,9 @@ stdout: elastic_ddp.py's lines (see its docstring; state_ok: the full parameters
 after a (re)build), plus on every step "checksum": the crc32 of the full parameters after the step
 (DTensor.full_tensor() of each parameter, in name order), the same on every rank; and on the first step
 of a (re)built world "state_checksum": the same crc32 right after the build (after a restore: that of the
-restored step). Exits 0 after --steps steps with every check passed, 1 when a check failed, 2 on bad
+restored step). Last, the line of trainer_cli.end_line: "event" drained (`shoal drain`: the loop
+ended at a step boundary; "safe": a peer held that step's checkpoint) or done, "last_step", "discarded", "steps_redone".
+Exits 0 after --steps steps (or a drain) with every check passed, 1 when a check failed, 2 on bad
 flags or torch without FSDP2.
 """
 import json
@@ -132,6 +134,7 @@ def main(argv):
         job.close()
         session.leave()
         return 1
+    print(json.dumps(trainer_cli.end_line(job)), flush=True)
     job.close()
     session.leave()
     return 0 if all_ok else 1

@@ -66,7 +66,8 @@ def start_session(args, connect, prog):
 
 def step_line(job, step, ok, ckpt_every):
     """The fields of a completed step's line up to its checks: t, step, epoch, rank, world, ok, and after a
-    rebuild rebuild_ms, attempt, restored_step and restore_source, saved (each reported once)."""
+    rebuild rebuild_ms, attempt, restored_step and restore_source, saved (each reported once); discarded and
+    steps_redone (this rank's counts so far)."""
     out = {"t": round(time.time(), 6), "step": step, "epoch": job.ranks.epoch, "rank": job.comm.rank,
            "world": job.comm.world_size, "ok": ok}
     if job.rebuild_ms is not None:
@@ -79,4 +80,15 @@ def step_line(job, step, ok, ckpt_every):
         job.restored_step = None
     if ckpt_every and (step + 1) % ckpt_every == 0:
         out["saved"] = True
+    out.update(discarded=job.discarded, steps_redone=job.steps_redone)
+    return out
+
+
+def end_line(job):
+    """The last line: "event" drained (the host drained: `shoal drain`; "safe": a peer held the checkpoint of
+    the last step) or done, the last completed step, and the steps discarded and redone on this rank."""
+    out = {"t": round(time.time(), 6), "event": "drained" if job.drained else "done", "last_step": job.completed,
+           "discarded": job.discarded, "steps_redone": job.steps_redone}
+    if job.drained:
+        out["safe"] = bool(job.drain_safe)
     return out

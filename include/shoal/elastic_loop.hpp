@@ -28,6 +28,10 @@
 // ranks allgather those figures (72 bytes per rank) on the same communicator and evaluate the straggler
 // rule, identically on every rank; health() holds the verdict, and the session's agent is told it (`shoal
 // health`). Every rank of a job must pass the same StragglerOptions.
+//
+// Drain (shoal/drain_rule.hpp): between two steps the ranks agree whether a host drains; if one does, every
+// rank saves the step (`drain_save`), the draining ranks wait until a peer holds it and run() returns with
+// drained() true, and the others wait for the view without them and go on from the same step.
 #pragma once
 
 #include <cstddef>
@@ -68,6 +72,10 @@ struct ElasticHooks {
   // Optional: after a (re)build whose state came live from a rank that trained before (not from restore):
   // the step to run next and that rank. Called on every rank, newcomers included.
   std::function<void(uint64_t next_step, int source_rank)> synced;
+  // Optional, for trainers that checkpoint: at a drain (shoal/drain_rule.hpp) every rank saves the step just
+  // completed through it (Session::begin_save) unless `completed` saved it already; a draining rank then
+  // waits until a peer holds it, so that the survivors restore that very step.
+  std::function<void(Communicator& comm, uint64_t step)> drain_save;
 };
 
 class SHOAL_API ElasticLoop {
@@ -84,6 +92,9 @@ class SHOAL_API ElasticLoop {
 
   // The next step to run (every rank of the current view agrees on it after a sync).
   uint64_t next_step() const { return next_step_; }
+  // run() returned because this rank's host drained (Session::drain_requested; shoal/drain_rule.hpp): its
+  // last step's checkpoint is held by a peer, or the wait for it gave up.
+  bool drained() const { return drained_; }
 
   // The latest straggler verdict and the figures behind it, the same on every rank of the view (empty
   // hosts before the first exchange of a view). From the loop's thread: its hooks, or after run().
@@ -96,6 +107,9 @@ class SHOAL_API ElasticLoop {
   void settle_state();
   // After a (re)build: the figures start afresh for the new communicator.
   void restart_health();
+  // Between two steps: agree on a drain (DrainRule). Returns true when this rank drained (run() returns), sets
+  // `view_moved` when the view without the draining host came (the loop rebuilds at once).
+  bool drain_boundary(bool& view_moved);
 
   Session& session_;
   ElasticHooks hooks_;
@@ -104,6 +118,7 @@ class SHOAL_API ElasticLoop {
   uint64_t next_step_ = 0;
   std::vector<std::string> trained_in_;  // members of the view this rank last trained in (empty: none yet)
   std::unique_ptr<session::StepHealth> health_;
+  bool drained_ = false;
 };
 
 }  // namespace shoal

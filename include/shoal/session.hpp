@@ -204,6 +204,16 @@ class SHOAL_API Session {
   // rank of `comm` calls it with the same bound. (Last in this class, so that the virtual functions
   // declared before it keep their places in the vtable.)
   virtual std::optional<RestorePoint> agree_restore_at_most(Communicator& comm, uint64_t at_most_step) = 0;
+
+  // Drain (`shoal drain`, a spot notice, SIGTERM with `--drain-on-sigterm`): true once this rank's host was
+  // asked to leave at a step boundary. The elastic loops (ElasticLoop, shoal.torch's) check it between steps
+  // through shoal::DrainRule; a loop of one's own may too. (After agree_restore_at_most: the vtable grows at
+  // its end only.)
+  virtual bool drain_requested() const = 0;
+  // This rank has drained: the checkpoint of its last step is held by a peer (Session::wait_checkpoint_safe),
+  // or the wait gave up. The host's agent leaves the cluster once every rank of the host said so (or at the
+  // drain's deadline); the trainer then ends (its loop returned). Does nothing when no drain was requested.
+  virtual void report_drained(uint64_t step) = 0;
 };
 
 }  // namespace shoal

@@ -13,6 +13,8 @@ import os as _os
 from ._shoal import (  # noqa: F401  (re-exported)
     CheckpointSave,
     Communicator,
+    DrainDecision,
+    DrainRule,
     EpochStore,
     Error,
     HealthMonitor,
@@ -35,6 +37,8 @@ from ._shoal import (  # noqa: F401  (re-exported)
 __all__ = [
     "CheckpointSave",
     "Communicator",
+    "DrainDecision",
+    "DrainRule",
     "EpochStore",
     "Error",
     "HealthMonitor",

@@ -89,6 +89,19 @@ void bind_session(py::module_& m) {
                                py::gil_scoped_release release;
                                return s.get().latest_epoch();
                              })
+      .def_property_readonly(
+          "drain_requested", [](const PySession& s) { return s.get().drain_requested(); },
+          "True once this host was asked to drain (`shoal drain`, a spot notice, SIGTERM with --drain-on-sigterm): "
+          "leave at a step boundary (shoal.DrainRule; the elastic wrappers check it between steps).")
+      .def(
+          "report_drained",
+          [](const PySession& s, uint64_t step) {
+            py::gil_scoped_release release;
+            s.get().report_drained(step);
+          },
+          py::arg("step"),
+          "This rank has drained: the checkpoint of `step` is held by a peer (or the wait gave up). The agent "
+          "leaves once every rank of its host said so.")
       .def(
           "wait_for_view",
           [](const PySession& s, uint64_t after_epoch, double timeout) {

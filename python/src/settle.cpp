@@ -1,11 +1,13 @@
 // shoal.SettleRule, SettleFacts, SettleDecision: the one rule that settles the state of an elastic loop
 // after a view change (shoal/settle_rule.hpp), for shoal.torch.Elastic and for tests that check it with the
-// same table as C++'s.
+// same table as C++'s; and shoal.DrainRule, DrainDecision: whether a host drains at this step boundary
+// (shoal/drain_rule.hpp).
 #include <pybind11/stl.h>
 
 #include <vector>
 
 #include "bindings.hpp"
+#include "shoal/drain_rule.hpp"
 #include "shoal/settle_rule.hpp"
 
 namespace shoal::python {
@@ -62,6 +64,34 @@ void bind_settle(py::module_& m) {
           },
           py::arg("comm"), py::arg("mine"),
           "Collective: every rank passes its own facts and gets the same decision (one all-reduce).");
+
+  py::class_<DrainDecision>(m, "DrainDecision", "Whether a drain is under way (DrainRule; the same on every rank).")
+      .def_readonly("draining_ranks", &DrainDecision::draining_ranks)
+      .def_readonly("drain", &DrainDecision::drain)
+      .def_readonly("everyone", &DrainDecision::everyone)
+      .def("__eq__", [](const DrainDecision& a, const DrainDecision& b) { return a == b; })
+      .def("__repr__", [](const DrainDecision& d) {
+        return "DrainDecision(draining_ranks=" + std::to_string(d.draining_ranks) +
+               ", drain=" + (d.drain ? "True" : "False") + ", everyone=" + (d.everyone ? "True" : "False") + ")";
+      });
+
+  py::class_<DrainRule>(m, "DrainRule",
+                        "Whether a host drains, agreed between two steps: the rule shoal::ElasticLoop and "
+                        "shoal.torch's elastic wrappers share (shoal/drain_rule.hpp).")
+      .def_property_readonly_static(
+          "wait", [](const py::object&) { return std::chrono::duration<double>(DrainRule::kWait).count(); },
+          "Seconds a draining rank waits for a peer to hold its last version, and a survivor for the view.")
+      .def_static(
+          "decide", [](const std::vector<bool>& draining) { return DrainRule::decide(draining); },
+          py::arg("draining"), "The decision from every rank's word (draining[r] is rank r's); pure.")
+      .def_static(
+          "agree",
+          [](Communicator& comm, bool mine) {
+            py::gil_scoped_release release;
+            return DrainRule::agree(comm, mine);
+          },
+          py::arg("comm"), py::arg("mine"),
+          "Collective: every rank says whether its host drains and gets the same decision (one all-reduce).");
 }
 
 }  // namespace shoal::python

@@ -16,6 +16,7 @@
 #include "launcher/worker_launcher.hpp"
 #include "ops/agent_notify.hpp"
 #include "ops/key_discovery.hpp"
+#include "ops/notice_watcher.hpp"
 #include "ops/slurm_env.hpp"
 
 namespace shoal::cli {
@@ -47,6 +48,14 @@ void reload_config(const std::vector<std::string>& args, bool has_config, daemon
   }
   log::get(log::Component::agent).info("SIGHUP: {}", what);
   systemd.reloaded(what);
+}
+
+// SIGTERM with --drain-on-sigterm, a spot notice: the trainers finish their step, save and end, and the agent
+// leaves after them. False (after a warning) when there is nothing to drain from: the caller stops as without.
+bool drain_or_warn(daemon::Agent& agent, std::chrono::milliseconds within, const std::string& why) {
+  const Status drained = agent.drain(within, why);
+  if (!drained) log::get(log::Component::agent).warn("{}: cannot drain ({}): stopping now", why, drained.error().message);
+  return drained.ok();
 }
 
 }  // namespace
@@ -85,6 +94,9 @@ int agent_command(std::span<const std::string> command_line) {
   }
   auto cfg = agent_config(flags, *slurm);
   if (!cfg) return usage_error(cfg.error().message);
+  const auto drain = drain_flags(flags);
+  if (!drain) return usage_error(drain.error().message);
+  cfg->drain_within = drain->within;
   cfg->compute_probe = host_compute_probe();  // cuBLAS where a GPU is usable, else OpenBLAS
   const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
   auto launch =
@@ -107,6 +119,13 @@ int agent_command(std::span<const std::string> command_line) {
     });
     launcher->attach();
   }
+  const auto stop = [&] {
+    if (launcher) {
+      launcher->shutdown();  // the workers first; it calls agent.stop() once they are gone
+    } else {
+      agent.stop();
+    }
+  };
   // Installed before start(), so a signal that arrives early still means a graceful stop.
   boost::asio::signal_set signals(agent.io(), SIGINT, SIGTERM, SIGHUP);
   int stops_seen = 0;
@@ -117,11 +136,7 @@ int agent_command(std::span<const std::string> command_line) {
         reload_config(args, has_config, agent, systemd);
       } else if (++stops_seen == 1) {
         systemd.stopping();
-        if (launcher) {
-          launcher->shutdown();  // the workers first; it calls agent.stop() once they are gone
-        } else {
-          agent.stop();
-        }
+        if (!(signal == SIGTERM && drain->on_sigterm && drain_or_warn(agent, drain->within, "SIGTERM"))) stop();
       } else {
         agent.stop_now();
         return;
@@ -135,6 +150,14 @@ int agent_command(std::span<const std::string> command_line) {
     return kExitFailure;
   }
   systemd.started();
+  std::unique_ptr<ops::NoticeWatcher> notices;
+  if (drain->notices) {
+    notices = std::make_unique<ops::NoticeWatcher>(agent.io(), *drain->notices, [&](const std::string& why) {
+      systemd.stopping();
+      if (!drain_or_warn(agent, drain->within, why)) stop();
+    });
+    notices->start();
+  }
 
   std::cout << "shoal agent " << agent.swim().self().name << " listening on " << agent.addr() << " control "
             << agent.control_path();

@@ -74,6 +74,15 @@ void add_member_flags(CLI::App& app, AgentFlags& f) {
          f.min_hosts, 1, 100000);
   number(app, "max-hosts", "N", "at most N members in a view; further hosts wait as spares (default: no limit)",
          f.max_hosts, 1, 100000);
+  duration(app, "wait-hosts",
+           "give up (exit 1, the reason in the log) when no committed view has formed after this long, or when a "
+           "view stalls with fewer than --min-hosts members alive for this long, so that a scheduler can requeue "
+           "the job (default: wait for ever)",
+           f.wait_hosts_s, ZeroSeconds::refused, kYear_s);
+  number(app, "want-hosts", "N",
+         "with --wait-hosts T: hand the first view to the trainers once it holds N members, or after T with at least "
+         "--min-hosts (default: the first view, as soon as --min-hosts are alive)",
+         f.want_hosts, 1, 100000);
   duration(app, "hold-down",
            "a member removed from a view must stay alive this long before it is readmitted, so a bad link costs one "
            "rebuild, not one every few seconds (default: 10)",
@@ -195,6 +204,29 @@ void add_worker_flags(CLI::App& app, AgentFlags& f) {
            f.failure_grace_s, ZeroSeconds::allowed, kDay_s);
 }
 
+void add_drain_flags(CLI::App& app, AgentFlags& f) {
+  app.option_defaults()->group("Drain");
+  app.add_flag("--drain-on-sigterm", f.drain_on_sigterm,
+               "SIGTERM drains instead of stopping the workers at once: the trainers finish their step, save, "
+               "wait until a peer holds it, and the host leaves at that step boundary (--workers connect; a second "
+               "signal stops at once)")
+      ->group("Drain");
+  duration(app, "drain-within",
+           "the deadline of a drain that SIGTERM, a spot notice or `shoal drain` without --within starts: after "
+           "it the host leaves anyway (default: 60)",
+           f.drain_within_s, ZeroSeconds::refused, 3600);
+  text(app, "drain-on", "aws|gcp|azure",
+       "watch the cloud's spot/preemption notice (AWS instance-action, GCP preempted, Azure Scheduled Events "
+       "Preempt) and drain when it comes",
+       f.drain_on)
+      ->check(one_of({"aws", "gcp", "azure"}));
+  text(app, "drain-notice-url", "URL",
+       "with --drain-on: the metadata service's base URL, http://HOST[:PORT] (default: the cloud's own; tests point "
+       "it at a local server)",
+       f.drain_notice_url)
+      ->check(not_empty());
+}
+
 void add_operation_flags(CLI::App& app, AgentFlags& f) {
   app.option_defaults()->group("Operation");
   text(app, "control", "PATH",
@@ -284,9 +316,9 @@ std::unique_ptr<CLI::App> agent_app(AgentFlags& flags) {
       "srun --ntasks-per-node=1 shoal agent [flags] [-- COMMAND ARGS...]",
       "Run one member of a shoal cluster: SWIM gossip over UDP and TCP on one port, committed views\n"
       "agreed with the other members, in-memory checkpoints replicated to peer hosts, and a control\n"
-      "socket (requests: members, view, view-force, stats, ckpt-ls, status, health, check, and the trainers'\n"
-      "session-info, session-wait, ckpt-committed, ckpt-safe, peer-lost) for `shoal members`, `shoal view`\n"
-      "and `shoal ckpt ls`. Once bound,\n"
+      "socket (requests: members, view, view-force, drain, stats, ckpt-ls, status, health, check, and the\n"
+      "trainers' session-info, session-wait, ckpt-committed, ckpt-safe, peer-lost, drained) for `shoal members`,\n"
+      "`shoal view`, `shoal drain` and `shoal ckpt ls`. Once bound,\n"
       "prints one line:\n"
       "  shoal agent NAME listening on ADDR control PATH [metrics HOST:PORT]\n"
       "SIGTERM or SIGINT leaves the cluster gracefully and exits 0; a second signal exits at once;\n"
@@ -298,7 +330,8 @@ std::unique_ptr<CLI::App> agent_app(AgentFlags& flags) {
       "and SHOAL_CONTROL and SHOAL_SLOT, with which a worker finds this agent: shoal.torch.Checkpointer),\n"
       "prefixes their output lines with [rank N], restarts them at every view change (--workers restart)\n"
       "or lets them rebuild in place (--workers connect), and leaves with exit 0 once they all exit 0,\n"
-      "or exit 1 after --max-restarts failures of their own. SIGTERM stops the workers, then leaves.\n"
+      "or exit 1 after --max-restarts failures of their own. SIGTERM stops the workers, then leaves\n"
+      "(with --drain-on-sigterm it drains: the trainers finish the step, save, a peer holds it, then leave).\n"
       "Under Slurm (`srun --ntasks-per-node=1 shoal agent`) no flag is needed: the name comes from\n"
       "SLURMD_NODENAME, the peers from SLURM_STEP_NODELIST (at port 7946, also the default --bind),\n"
       "the cluster id and job from SLURM_JOB_ID, --slots from SLURM_GPUS_ON_NODE or\n"
@@ -311,6 +344,7 @@ std::unique_ptr<CLI::App> agent_app(AgentFlags& flags) {
   add_health_flags(*app, flags);
   add_checkpoint_flags(*app, flags);
   add_worker_flags(*app, flags);
+  add_drain_flags(*app, flags);
   add_operation_flags(*app, flags);
   return app;
 }
@@ -361,6 +395,20 @@ Result<daemon::AgentConfig> agent_config(const AgentFlags& f, const ops::SlurmDe
   cfg.membership.min_hosts = static_cast<uint32_t>(f.min_hosts.value_or(1));
   cfg.membership.max_hosts = static_cast<uint32_t>(f.max_hosts.value_or(0));
   if (f.max_hosts && f.min_hosts && *f.max_hosts < *f.min_hosts) return fail("--max-hosts is below --min-hosts");
+  if (f.wait_hosts_s) cfg.wait_hosts = milliseconds(*f.wait_hosts_s);
+  if (f.want_hosts) {
+    const int64_t min_hosts = f.min_hosts.value_or(1);
+    if (*f.want_hosts < min_hosts) {
+      return fail("--want-hosts " + std::to_string(*f.want_hosts) + " is below --min-hosts " +
+                  std::to_string(min_hosts) + ": the first view never holds fewer than --min-hosts members");
+    }
+    if (f.max_hosts && *f.want_hosts > *f.max_hosts) {
+      return fail("--want-hosts " + std::to_string(*f.want_hosts) + " is above --max-hosts " +
+                  std::to_string(*f.max_hosts));
+    }
+    if (!f.wait_hosts_s) return fail("--want-hosts needs --wait-hosts T: how long to wait for them");
+    cfg.want_hosts = static_cast<uint32_t>(*f.want_hosts);
+  }
   if (f.hold_down_s) cfg.membership.hold_down = std::chrono::duration_cast<gossip::Time>(milliseconds(*f.hold_down_s));
   if (!f.evict_stragglers && (f.evict_after_s || f.evict_window_s || f.evict_hold_down_s)) {
     return fail("--evict-after, --evict-window and --evict-hold-down need --evict-stragglers");
@@ -428,6 +476,24 @@ Result<daemon::AgentConfig> agent_config(const AgentFlags& f, const ops::SlurmDe
     cfg.control_group = *gid;
   }
   return cfg;
+}
+
+Result<DrainFlags> drain_flags(const AgentFlags& f) {
+  DrainFlags d;
+  d.on_sigterm = f.drain_on_sigterm;
+  if (f.drain_within_s) d.within = milliseconds(*f.drain_within_s);
+  if (f.drain_notice_url && !f.drain_on) return fail("--drain-notice-url needs --drain-on aws|gcp|azure");
+  if (!f.drain_on) return d;
+  ops::NoticeWatcherConfig w;
+  w.cloud = ops::cloud_named(*f.drain_on).value_or(ops::Cloud::aws);  // the flag's check admits the three only
+  w.endpoint = ops::default_notice_endpoint(w.cloud);
+  if (f.drain_notice_url) {
+    auto endpoint = ops::parse_notice_url(*f.drain_notice_url);
+    if (!endpoint) return fail("--drain-notice-url: " + endpoint.error().message);
+    w.endpoint = *endpoint;
+  }
+  d.notices = w;
+  return d;
 }
 
 Result<std::optional<launcher::LaunchConfig>> launch_config(const AgentFlags& f,

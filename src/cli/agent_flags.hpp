@@ -15,6 +15,7 @@
 #include "base/result.hpp"
 #include "daemon/agent.hpp"
 #include "launcher/worker_launcher.hpp"
+#include "ops/notice_watcher.hpp"
 #include "ops/slurm_env.hpp"
 
 namespace shoal::cli {
@@ -23,8 +24,8 @@ namespace shoal::cli {
 struct AgentFlags {
   // The member and its cluster.
   std::optional<std::string> name, bind, seeds, cluster, advertise, quorum_policy;
-  std::optional<double> join_timeout_s, hold_down_s;
-  std::optional<int64_t> slots, min_hosts, max_hosts;
+  std::optional<double> join_timeout_s, hold_down_s, wait_hosts_s;
+  std::optional<int64_t> slots, min_hosts, max_hosts, want_hosts;
   // Node health: eviction of stragglers.
   bool evict_stragglers = false;
   std::optional<double> evict_after_s, evict_window_s, evict_hold_down_s;
@@ -44,7 +45,19 @@ struct AgentFlags {
   std::optional<double> worker_stop_timeout_s, failure_grace_s;
   std::optional<int64_t> max_restarts, master_port;
   bool local_rank_arg = false;
+  // Drain: leave at a step boundary (`shoal drain`, SIGTERM with --drain-on-sigterm, a cloud's spot notice).
+  bool drain_on_sigterm = false;
+  std::optional<double> drain_within_s;
+  std::optional<std::string> drain_on, drain_notice_url;
 };
+
+// How this agent drains: the deadline of a drain that SIGTERM or a notice starts, and what starts one.
+struct DrainFlags {
+  bool on_sigterm = false;
+  std::chrono::milliseconds within{60'000};
+  std::optional<ops::NoticeWatcherConfig> notices;  // --drain-on: the watcher of the cloud's notice
+};
+Result<DrainFlags> drain_flags(const AgentFlags& flags);
 
 // `shoal agent FLAGS... -- COMMAND ARGS...`: the first `--` ends the flags; what follows is the workers'
 // command, never read as flags (CLI11 sees only `flags`).

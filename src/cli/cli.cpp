@@ -87,6 +87,8 @@ const std::vector<Subcommand>& subcommands() {
       {"members", "print a running agent's member list", members_command},
       {"status", "one screen about a running agent: view, members, last changes, checkpoints", status_command},
       {"view", "print a running agent's committed view and ranks; `view force` overrides a stall", view_command},
+      {"drain", "leave at a step boundary: the trainers save, a peer holds it, the host leaves gracefully",
+       drain_command},
       {"health", "per-host compute and wait per step from the job's own steps, and the straggler verdict",
        health_command},
       {"check", "pre-flight check: a compute probe on every host and link probes between pairs, flagging outliers",

@@ -30,6 +30,7 @@ int demo_command(std::span<const std::string> args);
 int agent_command(std::span<const std::string> args);
 int members_command(std::span<const std::string> args);
 int view_command(std::span<const std::string> args);
+int drain_command(std::span<const std::string> args);
 int ckpt_command(std::span<const std::string> args);
 int status_command(std::span<const std::string> args);
 int health_command(std::span<const std::string> args);

@@ -91,7 +91,8 @@ uint64_t new_generation() {
 }  // namespace
 
 Agent::Agent(AgentConfig cfg)
-    : cfg_(std::move(cfg)), leave_timer_(io_), join_timer_(io_), precheck_timer_(io_) {
+    : cfg_(std::move(cfg)), leave_timer_(io_), join_timer_(io_), precheck_timer_(io_), drain_timer_(io_),
+      hosts_timer_(io_) {
   session_feed_ = std::make_unique<SessionFeed>(io_, control_handlers_, [this] {
     return SessionInfo{cfg_.name,
                        generation_,
@@ -414,6 +415,7 @@ Status Agent::start() {
     session_feed_->on_member(e);
   });
   serve_check_requests();
+  serve_drain_requests();
   membership_->add_view_observer([this](const membership::View& v) { on_gated_view(v); });
   runtime_->add_observer([this](const gossip::MemberEvent&) { membership_->gossip_changed(); });
 
@@ -447,6 +449,7 @@ Status Agent::start() {
   membership_->gossip_changed();
   joined_ = !cfg_.membership.joining;
   if (!joined_) watch_join();
+  watch_hosts();
   return Ok{};
 }
 
@@ -535,6 +538,10 @@ void Agent::linger(std::chrono::steady_clock::time_point since) {
     // scancel) there is nobody to serve.
     const bool in_view = view.find(cfg_.name) != nullptr && view.size() > 1 && !view_peers_gone();
     if (in_view && waited < cfg_.leave_linger_max) return linger(since);
+    // A drained host's workers end on their own after their last save: the process waits for them.
+    if (draining_ && exit_busy_ && exit_busy_() && std::chrono::steady_clock::now() < drain_deadline_) {
+      return linger(since);
+    }
     // The checkpoint directory gets the newest versions before the process goes (SIGTERM is the last
     // word a scheduler says before SIGKILL).
     if (checkpoints_ && checkpoints_->persisting()) {
@@ -572,6 +579,8 @@ void Agent::finish(Status outcome) {
   leave_timer_.cancel();
   precheck_timer_.cancel();
   if (seed_resolver_) seed_resolver_->stop();
+  drain_timer_.cancel();
+  hosts_timer_.cancel();
   if (check_member_) check_member_->stop();
   if (control_server_) control_server_->close();
   if (metrics_) metrics_->close();

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,14 @@ struct AgentConfig {
   std::optional<uint32_t> control_group;      // the control socket's group (--control-group); nullopt: ours
   // Give up (run() fails) when no seed has answered within this time; nullopt: keep trying.
   std::optional<std::chrono::milliseconds> join_timeout;
+  // --wait-hosts: no committed view with this member after this long from the start, or a view stalled with
+  // fewer than min_hosts members alive for this long: run() fails with the reason (agent_wait_hosts.cpp), so
+  // that a scheduler requeues the job. nullopt: wait for ever.
+  std::optional<std::chrono::milliseconds> wait_hosts;
+  // --want-hosts (with wait_hosts): the first committed view that includes this member is handed to the view
+  // observers (the launcher, sessions) only once a view holds this many members, or once wait_hosts has passed
+  // since the start (then with the min_hosts the view has at least). 0: the first view, as it comes.
+  uint32_t want_hosts = 0;
   // How long a graceful stop keeps the loop running so that the leave gets out...
   std::chrono::milliseconds leave_grace{300};
   // ...and, while this member is still in the committed view, at most how long it lingers as an
@@ -60,6 +69,8 @@ struct AgentConfig {
   // With a checkpoint directory: how long a graceful stop waits for it to receive each local rank's
   // newest version (SIGTERM under systemd or Slurm) before exiting anyway.
   std::chrono::milliseconds persist_exit_wait{60'000};
+  // The deadline of a `drain` request that names none (--drain-within).
+  std::chrono::milliseconds drain_within{60'000};
   // How often to warn while no seed has answered.
   std::chrono::milliseconds join_warn_interval{5000};
   gossip::Config gossip;  // cluster_id lives here
@@ -145,8 +156,31 @@ class Agent {
   // any thread: it is handed to the loop.
   void report_health(JobHealth health);
 
+  // Drain (agent_drain.cpp; `shoal drain`, a spot notice, SIGTERM with --drain-on-sigterm): the session feed
+  // tells the local trainers, which finish their step, save, wait until a peer holds that version and say so
+  // (`drained SLOT STEP`); once every rank of this host did, and its newest versions are held by a peer, the
+  // member leaves gracefully (a leave, not a failure the others detect). At `within` it leaves anyway. On the
+  // loop. Fails, changing nothing, when this member is in no committed view, is its only member, or leaves.
+  Status drain(std::chrono::milliseconds within, const std::string& why);
+  bool draining() const { return draining_; }
+  // Called once, on the loop, when a drain begins, with its deadline (the workers' launcher). Before start().
+  void add_drain_observer(std::function<void(std::chrono::steady_clock::time_point deadline)> observer);
+  // During a drain a graceful stop keeps the process, once the leave went out, while `busy` says so (the
+  // launcher: its workers are still exiting), at most until the drain's deadline. Before start().
+  void hold_exit_while(std::function<bool()> busy);
+  // A trainer of this host reports its drain done (Session::report_drained). Safe from any thread.
+  void drained_slot(uint32_t slot, uint64_t step);
+
  private:
   void begin_leave();
+  // agent_drain.cpp: the drain's requests, its deadline, and the wait for replicas before the leave.
+  void serve_drain_requests();
+  std::string drain_reply(std::span<const std::string> args);
+  std::string drained_reply(std::span<const std::string> args);
+  void take_drained(uint32_t slot, uint64_t step);
+  std::vector<uint32_t> local_ranks() const;  // this host's global ranks in the committed view
+  bool replicas_pending() const;              // a local rank's newest version is not held by its peers yet
+  void leave_drained(const std::string& why);
   void linger(std::chrono::steady_clock::time_point since);
   bool view_peers_gone() const;  // every other member of the committed view has left or died
   void finish(Status outcome);
@@ -171,6 +205,10 @@ class Agent {
   void check_request(std::span<const std::string> args, control::ControlHandlers::Reply reply);
   Status run_check(check::CheckOptions options, check::CheckRun::Done done);
   void on_gated_view(const membership::View& v);
+  // agent_wait_hosts.cpp: --wait-hosts' deadline and --want-hosts' hold on the first view.
+  void watch_hosts();
+  bool hold_for_hosts(const membership::View& v);  // true: held back (held_for_hosts_) until enough hosts
+  void release_for_hosts(const std::string& why);
   void start_precheck();
   void release_views(const std::string& why);
 
@@ -213,6 +251,17 @@ class Agent {
   bool heard_of_others_ = false;  // some member answered since start
   bool leaving_ = false;
   bool left_on_purpose_ = false;  // the graceful leave ran to its end (finish removes the job's segments)
+  bool draining_ = false;         // drain() began (agent_drain.cpp)
+  bool drain_leaving_ = false;    // the drain's leave is under way (waiting for replicas, or left)
+  std::chrono::steady_clock::time_point drain_deadline_{};
+  std::set<uint32_t> drained_slots_;
+  std::vector<std::function<void(std::chrono::steady_clock::time_point)>> drain_observers_;
+  std::function<bool()> exit_busy_;
+  asio::steady_timer drain_timer_;
+  asio::steady_timer hosts_timer_;
+  bool hosts_gate_ = true;  // --want-hosts: the first view is not handed on yet
+  std::optional<membership::View> held_for_hosts_;
+  std::optional<std::chrono::steady_clock::time_point> short_of_hosts_since_;  // stalled below min_hosts since
   Status outcome_ = Ok{};
 };
 

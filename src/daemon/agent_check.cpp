@@ -137,6 +137,7 @@ void Agent::start_precheck() {
 }
 
 void Agent::on_gated_view(const membership::View& v) {
+  if (hold_for_hosts(v)) return;  // --want-hosts: not enough hosts yet (agent_wait_hosts.cpp)
   if (cfg_.precheck && !precheck_started_ && v.find(cfg_.name) != nullptr) {
     precheck_started_ = true;
     precheck_pending_ = true;

@@ -74,7 +74,7 @@ SessionFeed::~SessionFeed() {
 }
 
 std::string SessionFeed::state_json() const {
-  control::SessionWaitReply reply{seq_, broken_epoch_, broken_why_, failures_, std::nullopt, cleared_epoch_};
+  control::SessionWaitReply reply{seq_, broken_epoch_, broken_why_, failures_, std::nullopt, cleared_epoch_, drain_};
   // The view as `shoal view --json` shows it (null before the first view).
   if (view_) reply.view = view_report(info_().name, *view_, membership::KeeperStatus{});
   return control::write_reply(reply);
@@ -93,6 +93,12 @@ void SessionFeed::notify() {
 
 void SessionFeed::on_view(const membership::View& view) {
   view_ = view;
+  notify();
+}
+
+void SessionFeed::on_drain() {
+  if (drain_) return;
+  drain_ = true;
   notify();
 }
 

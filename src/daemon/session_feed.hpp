@@ -1,7 +1,7 @@
 // SessionFeed: what a trainer connected over the control socket needs to follow the job, served by
 // the agent: `session-info` (who this agent is, for ranks and the rendezvous hello) and the long poll
 // `session-wait SEQ TIMEOUT_MS`, answered as soon as something newer than SEQ happened (a committed
-// view, or a member of the current view found dead or left) or when TIMEOUT_MS passes.
+// view, a member of the current view found dead or left, a drain of this member) or when TIMEOUT_MS passes.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +47,8 @@ class SessionFeed {
 
   void on_view(const membership::View& view);
   void on_member(const gossip::MemberEvent& event);
+  // This member drains (Agent::drain): every answer from now on says so.
+  void on_drain();
 
  private:
   struct Waiter;
@@ -64,6 +66,7 @@ class SessionFeed {
   // broken epoch whose every failure was taken back (they refuted: no view will remove them).
   std::set<std::pair<std::string, uint64_t>> unconfirmed_;
   uint64_t cleared_epoch_ = 0;
+  bool drain_ = false;
   std::map<uint64_t, std::shared_ptr<Waiter>> waiters_;
   uint64_t next_waiter_ = 1;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

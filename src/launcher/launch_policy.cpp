@@ -44,7 +44,10 @@ LaunchStep LaunchPolicy::stop_all(std::string why) {
 }
 
 LaunchStep LaunchPolicy::on_view(uint64_t epoch, uint32_t slots, gossip::Time now) {
-  if (phase_ == Phase::leaving || phase_ == Phase::done || phase_ == Phase::finishing || shutting_down_) return {};
+  if (phase_ == Phase::leaving || phase_ == Phase::done || phase_ == Phase::finishing || shutting_down_ ||
+      draining_) {
+    return {};
+  }
   target_epoch_ = slots > 0 ? epoch : 0;
   target_slots_ = slots;
   if (limits_.mode == WorkerMode::connect) {
@@ -74,6 +77,7 @@ LaunchStep LaunchPolicy::on_exit(uint32_t slot, bool success, gossip::Time now) 
   }
   if (s != SlotState::running) return {};
   s = success ? SlotState::succeeded : SlotState::failed;
+  if (draining_) return settle(now);  // a drained worker's exit is final
   const std::string who = "worker of slot " + std::to_string(slot);
 
   if (limits_.mode == WorkerMode::connect) {
@@ -132,6 +136,15 @@ LaunchStep LaunchPolicy::on_shutdown() {
   return step;
 }
 
+LaunchStep LaunchPolicy::on_drain(gossip::Time deadline, gossip::Time now) {
+  if (phase_ == Phase::leaving || shutting_down_ || draining_) return {};
+  draining_ = true;
+  drain_deadline_ = deadline;
+  LaunchStep step = settle(now);
+  if (step.why.empty()) step.why = "draining: the workers end after their last save; none is started again";
+  return step;
+}
+
 LaunchStep LaunchPolicy::give_up_or_restart(gossip::Time now) {
   if (restarts_ >= limits_.max_restarts) {
     phase_ = Phase::leaving;
@@ -151,6 +164,22 @@ LaunchStep LaunchPolicy::give_up_or_restart(gossip::Time now) {
 // Decides what follows once no worker is being waited for.
 LaunchStep LaunchPolicy::settle(gossip::Time now) {
   if (phase_ == Phase::leaving) return {};
+  if (draining_ && !shutting_down_) {
+    if (live() == 0) {
+      phase_ = Phase::leaving;
+      LaunchStep step;
+      step.leave_with = any(SlotState::failed) ? 1 : 0;
+      step.why = "drained: no worker is left; leaving the cluster";
+      return step;
+    }
+    if (now < drain_deadline_) {
+      LaunchStep step;
+      step.wake_at = drain_deadline_;
+      return step;
+    }
+    shutting_down_ = true;
+    return stop_all("the drain's deadline passed: stopping the workers still running");
+  }
   if (shutting_down_) {
     if (live() > 0) return {};
     phase_ = Phase::leaving;

@@ -12,6 +12,10 @@
 // In both modes, once every worker has exited 0 the job is done here: no more starts, and after a short
 // exit barrier (the other hosts' workers finishing their last steps must not see this host vanish
 // first) the host leaves with status 0. Past max_restarts it leaves with status 1.
+// A drain (on_drain: `shoal drain`, a spot notice, SIGTERM with --drain-on-sigterm) lets the workers end on
+// their own after their last save: views no longer stop or start them, none is started again, and once none
+// is left the host leaves at once (no exit barrier: the others already go on without it), with status 0 when
+// every one exited 0. At the drain's deadline the rest are stopped.
 #pragma once
 
 #include <chrono>
@@ -55,6 +59,9 @@ class LaunchPolicy {
   LaunchStep on_tick(gossip::Time now);
   // SIGTERM/SIGINT to the agent: stop the workers, then leave with status 0.
   LaunchStep on_shutdown();
+  // The host drains (see above); `deadline`: when the workers still running are stopped.
+  LaunchStep on_drain(gossip::Time deadline, gossip::Time now);
+  bool draining() const { return draining_; }
 
   uint32_t restarts() const { return restarts_; }
   // The TORCHELASTIC_RESTART_COUNT workers started for `epoch` receive. In restart mode it is derived
@@ -98,6 +105,8 @@ class LaunchPolicy {
   gossip::Time failure_deadline_{0};
   gossip::Time done_at_{0};
   bool shutting_down_ = false;
+  bool draining_ = false;
+  gossip::Time drain_deadline_{0};
 };
 
 }  // namespace shoal::launcher

@@ -43,6 +43,10 @@ void WorkerLauncher::attach() {
   kill_ = std::make_unique<boost::asio::steady_timer>(io);
   wait_children();
   agent_.add_view_observer([this](const membership::View& v) { on_view(v); });
+  agent_.add_drain_observer([this](std::chrono::steady_clock::time_point deadline) {
+    apply(policy_.on_drain(std::chrono::duration_cast<gossip::Time>(deadline - origin_), now()));
+  });
+  agent_.hold_exit_while([this] { return !workers_.empty(); });
 }
 
 void WorkerLauncher::shutdown() { apply(policy_.on_shutdown()); }

@@ -221,8 +221,21 @@ void ConnectedSession::follow() {
       epoch_broken(broken, doc->broken_why);
     }
     if (doc->cleared_epoch != 0 && doc->cleared_epoch == broken) failures_taken_back(broken);
+    if (doc->drain && !drain_requested()) drain_asked();
   }
   source_stopped("the session left");
+}
+
+void ConnectedSession::report_drained(uint64_t step) {
+  if (!drain_requested()) return;
+  auto r = control::control_request(opt_.control_path, "drained " + std::to_string(opt_.slot) + " " + std::to_string(step),
+                                    std::chrono::milliseconds(2000));
+  auto ack = r ? control::parse_reply<control::CommittedReply>(*r)
+               : Result<control::CommittedReply>(fail(r.error().message));
+  if (!ack) {
+    log::get(log::Component::agent).warn("drain: could not tell the agent that slot {} is done: {}", opt_.slot,
+                                         ack.error().message);
+  }
 }
 
 void ConnectedSession::peer_connection_broke(const std::string& name, uint64_t generation) {

@@ -27,6 +27,7 @@ class ConnectedSession final : public SessionCore {
   // Hands the verdict to the reporter thread, which sends it to the agent (`health-report`, in parts);
   // a newer verdict replaces one not sent yet. Never blocks the loop.
   void report_health(const JobHealth& health) override;
+  void report_drained(uint64_t step) override;
 
  protected:
   // Tells the agent over the control socket (`peer-lost`), so that it probes the member at once.

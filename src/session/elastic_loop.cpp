@@ -1,6 +1,7 @@
 // The elastic run loop: step, roll back on a view change, rebuild, settle the state (live or restored).
 #include "shoal/elastic_loop.hpp"
 
+#include "shoal/drain_rule.hpp"
 #include "shoal/settle_rule.hpp"
 
 #include <algorithm>
@@ -102,6 +103,37 @@ void ElasticLoop::settle_state() {
   if (d.anyone_holds_state && hooks_.synced) hooks_.synced(next_step_, d.source_rank);
 }
 
+bool ElasticLoop::drain_boundary(bool& view_moved) {
+  const bool mine = session_.drain_requested();
+  const DrainDecision d = DrainRule::agree(*comm_, mine);
+  if (!d.drain) return false;
+  const uint64_t step = next_step_ - 1;
+  if (hooks_.drain_save) hooks_.drain_save(*comm_, step);
+  if (mine) {
+    // The survivors restore this step: it must be held by a peer before this host leaves.
+    (void)session_.wait_checkpoint_safe(step, DrainRule::kWait);
+    session_.report_drained(step);
+    drained_ = true;
+    return true;
+  }
+  if (d.everyone) return false;
+  try {
+    // Until every draining host is out (hosts that drain together may leave in more than one view).
+    const auto deadline = std::chrono::steady_clock::now() + DrainRule::kWait;
+    const int world_after = comm_->world_size() - static_cast<int>(d.draining_ranks);
+    RankInfo now = session_.wait_for_view(comm_->epoch(), DrainRule::kWait);
+    while (now.world_size > world_after && std::chrono::steady_clock::now() < deadline) {
+      now = session_.wait_for_view(now.epoch, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                   deadline - std::chrono::steady_clock::now()));
+    }
+    view_moved = true;
+  } catch (const Timeout&) {
+    view_moved = session_.latest_epoch() > comm_->epoch();
+    // The draining host did not leave in time: train on in this view; its leave is then an ordinary one.
+  }
+  return false;
+}
+
 uint64_t ElasticLoop::run(uint64_t last_step) {
   uint64_t rebuilds = 0;
   snapshot_ = hooks_.save();
@@ -131,7 +163,8 @@ uint64_t ElasticLoop::run(uint64_t last_step) {
     first = false;
 
     try {
-      while (next_step_ < last_step) {
+      bool view_moved = false;
+      while (next_step_ < last_step && !view_moved) {
         health_->step_began(*comm_);
         hooks_.step(*comm_, next_step_);
         health_->step_ended(*comm_);
@@ -142,6 +175,12 @@ uint64_t ElasticLoop::run(uint64_t last_step) {
         if (next_step_ < last_step && health_->exchange_if_due(*comm_, next_step_ - 1)) {
           if (auto* core = dynamic_cast<session::SessionCore*>(&session_)) core->report_health(health_->health());
         }
+        // Between steps too: a drain leaves at this boundary, with no step in flight.
+        if (next_step_ < last_step && drain_boundary(view_moved)) return rebuilds;
+      }
+      if (view_moved) {
+        changed_at = Clock::now();
+        continue;  // the view without the drained host: build for it, nothing to roll back
       }
       // Done, but a rank that leaves now could strand a peer whose last collective has not completed
       // yet (its ring step still needs us): the peer would roll back and redo the step without us.

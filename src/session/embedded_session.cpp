@@ -20,6 +20,7 @@ EmbeddedSession::EmbeddedSession(daemon::AgentConfig cfg, SessionOptions options
       member_back(e.member.id.name, e.member.id.generation);  // a refuted verdict, if it was one
     }
   });
+  agent_->add_drain_observer([this](std::chrono::steady_clock::time_point) { drain_asked(); });
 }
 
 EmbeddedSession::~EmbeddedSession() { leave(); }
@@ -97,6 +98,10 @@ std::string EmbeddedSession::address() const { return agent_->addr(); }
 
 void EmbeddedSession::peer_connection_broke(const std::string& name, uint64_t generation) {
   agent_->hint_failed(name, generation);
+}
+
+void EmbeddedSession::report_drained(uint64_t step) {
+  if (drain_requested()) agent_->drained_slot(0, step);
 }
 
 void EmbeddedSession::report_health(const JobHealth& health) { agent_->report_health(health); }

@@ -24,6 +24,7 @@ class EmbeddedSession final : public SessionCore {
   std::string address() const override;
   // The verdict goes to the embedded agent (shoal health, status, metrics, its log).
   void report_health(const JobHealth& health) override;
+  void report_drained(uint64_t step) override;
 
  protected:
   void peer_connection_broke(const std::string& name, uint64_t generation) override;

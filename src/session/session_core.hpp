@@ -4,6 +4,7 @@
 // it from the agent on its own thread; a connected session from a local agent's control socket.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
@@ -63,6 +64,8 @@ class SessionCore : public Session {
   std::vector<std::byte> state_seal(Communicator& comm, int sender, std::span<const std::byte> data) override;
   bool state_seal_valid(Communicator& comm, int sender, std::span<const std::byte> data,
                         std::span<const std::byte> seal) override;
+  bool drain_requested() const override { return drain_requested_.load(); }
+  void report_drained(uint64_t step) override { (void)step; }
 
   // The member (host) of each rank of `comm`, in rank order; empty when `comm` is not the current one.
   std::vector<std::string> rank_hosts(const Communicator& comm) const;
@@ -88,6 +91,8 @@ class SessionCore : public Session {
   void member_back(const std::string& name, uint64_t generation);
   // The agent says every failure it reported in `epoch` was taken back (a connected session's feed).
   void failures_taken_back(uint64_t epoch);
+  // The agent says this host drains (Session::drain_requested).
+  void drain_asked() { drain_requested_ = true; }
   // The source of views is gone: every wait ends with an error.
   void source_stopped(const std::string& why);
   // A collective's connection to `name`'s rank closed or was reset: the session's agent, if it can be
@@ -161,6 +166,7 @@ class SessionCore : public Session {
   std::vector<std::function<void(uint64_t)>> callbacks_;
   std::string stopped_;                              // not empty: the source stopped, and why
   std::unique_ptr<SessionCheckpoints> checkpoints_;  // set with the identity
+  std::atomic<bool> drain_requested_{false};
 };
 
 }  // namespace shoal::session

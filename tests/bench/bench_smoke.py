@@ -185,6 +185,13 @@ SMOKES = {
         Lines({"system": "torchrun", "result": "summary"}, ("hosts", "baseline_step_ms", "workers_restarted",
                                                             "ratio")),
     ], needs=("python", "torch")),
+    # Agents with connected DDP trainers (any torch shoal.torch runs on); one drain of three hosts.
+    "drain": Smoke(["{python}", "{bench}/drain_bench.py", "--build", "{build}", "--hosts", "3", "--drains", "1"], [
+        Lines({"bench": "drain", "result": "drain"}, ("drain_to_step_ms", "drain_steps_redone", "drained_exit",
+                                                      "step_ms")),
+        Lines({"bench": "drain", "result": "summary"}, ("drain_to_step_p50_ms", "drain_to_step_max_ms",
+                                                        "drain_steps_redone", "step_ms_p50", "met")),
+    ], needs=("python", "torch")),
     # Its hosts run a torch 2.6+ interpreter (FSDP2): this one's, else the build's -Dtest_pythons; skipped without.
     "torch_fsdp": Smoke(["{python}", "{bench}/torch_fsdp_bench.py", "--build", "{build}", "--hosts", "3", "--kills",
                          "1"], [

@@ -158,9 +158,22 @@ TEST_CASE("the view and session documents keep their text") {
   REQUIRE(older);
   CHECK(older->ckpt_replicas == -1);
   CHECK(write_reply(SessionWaitReply{5, 2, "member b is dead", 1, std::nullopt, 2}) ==
-        R"({"seq":5,"broken_epoch":2,"broken_why":"member b is dead","failures":1,"view":null,"cleared_epoch":2})");
-  CHECK(write_reply(SessionWaitReply{6, 0, "", 0, sample_view(), 0}) ==
-        R"({"seq":6,"broken_epoch":0,"broken_why":"","failures":0,"view":)" + view + R"(,"cleared_epoch":0})");
+        R"({"seq":5,"broken_epoch":2,"broken_why":"member b is dead","failures":1,"view":null,"cleared_epoch":2,)"
+        R"("drain":false})");
+  CHECK(write_reply(SessionWaitReply{6, 0, "", 0, sample_view(), 0, true}) ==
+        R"({"seq":6,"broken_epoch":0,"broken_why":"","failures":0,"view":)" + view +
+            R"(,"cleared_epoch":0,"drain":true})");
+  // An agent from before drains: no drain.
+  CHECK_FALSE(read<SessionWaitReply>(R"({"seq":5})").drain);
+}
+
+TEST_CASE("a drain's answer: accepted with its deadline, refused as its error") {
+  CHECK(write_reply(DrainReply{true, std::nullopt, 60.0, 7}) == R"({"draining":true,"within_s":60.0,"epoch":7})");
+  const auto accepted = read<DrainReply>(write_reply(DrainReply{true, std::nullopt, 2.5, 7}));
+  CHECK(accepted.within_s == 2.5);
+  const auto refused = parse_reply<DrainReply>(write_reply(DrainReply{false, "the last member", 0, 3}));
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().message == "the last member");
 }
 
 TEST_CASE("the status document keeps its text, optional members only where they apply") {

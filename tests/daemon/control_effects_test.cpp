@@ -43,8 +43,11 @@ const std::map<std::string, Access>& expected_access() {
       {"peer-lost", Access::local},
       {"health-report", Access::local},
       {"check", Access::local},
+      {"drained", Access::local},
       // a view without a majority's consent
       {"view-force", Access::owner},
+      // this member leaves the cluster
+      {"drain", Access::owner},
   };
   return table;
 }
@@ -93,7 +96,8 @@ TEST_CASE("a user of --control-group may query, and is refused every request tha
   const auto owners_before = agent.checkpoints().owners().slots;
 
   const std::vector<std::string> changes = {"ckpt-committed 0 18446744073709551615", "peer-lost solo 1",
-                                            "health-report 1 0 0 1 x", "check", "view-force yes"};
+                                            "health-report 1 0 0 1 x", "check", "view-force yes",
+                                            "drain", "drained 0 1"};
   const std::vector<std::string> queries = {"view", "status", "members", "session-info", "ckpt-safe 0", "ckpt-ls"};
   const pid_t child = ::fork();
   REQUIRE(child >= 0);

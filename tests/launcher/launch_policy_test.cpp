@@ -167,3 +167,49 @@ TEST_CASE("lines are split at newlines across reads, and a line without end is c
   s.flush(add);
   CHECK(lines.size() == 5);
 }
+
+TEST_CASE("connect mode, drain: views leave the workers alone, their exits are final, the last one leaves at once") {
+  LaunchPolicy p(limits(WorkerMode::connect));
+  p.on_view(1, 2, sec(0));
+  auto step = p.on_drain(sec(60), sec(1));
+  CHECK(nothing(step));
+  CHECK(step.wake_at == sec(60));
+  CHECK(p.draining());
+  CHECK(nothing(p.on_view(2, 0, sec(2))));          // the view without this host stops nobody
+  CHECK(nothing(p.on_exit(0, true, sec(2.5))));     // one done; the other still saves
+  step = p.on_exit(1, true, sec(2.6));
+  REQUIRE(step.leave_with);
+  CHECK(*step.leave_with == 0);  // no exit barrier: the others already go on without this host
+  CHECK(p.leaving());
+}
+
+TEST_CASE("drain: a worker that fails while draining is not started again, and the host leaves with status 1") {
+  LaunchPolicy p(limits(WorkerMode::connect));
+  p.on_view(1, 1, sec(0));
+  p.on_drain(sec(60), sec(1));
+  const auto step = p.on_exit(0, false, sec(2));
+  CHECK(step.start_slots.empty());
+  REQUIRE(step.leave_with);
+  CHECK(*step.leave_with == 1);
+}
+
+TEST_CASE("drain: at the deadline the workers still running are stopped, then the host leaves with status 0") {
+  LaunchPolicy p(limits(WorkerMode::connect));
+  p.on_view(1, 2, sec(0));
+  p.on_drain(sec(10), sec(1));
+  auto step = p.on_tick(sec(10));
+  CHECK(step.stop_all);
+  CHECK(!step.leave_with);
+  CHECK(nothing(p.on_exit(0, false, sec(10.1))));
+  step = p.on_exit(1, false, sec(10.2));
+  REQUIRE(step.leave_with);
+  CHECK(*step.leave_with == 0);
+  CHECK(nothing(p.on_drain(sec(20), sec(11))));  // once leaving, a second notice changes nothing
+}
+
+TEST_CASE("drain before any worker ran: the host leaves at once") {
+  LaunchPolicy p(limits(WorkerMode::connect));
+  const auto step = p.on_drain(sec(10), sec(1));
+  REQUIRE(step.leave_with);
+  CHECK(*step.leave_with == 0);
+}

@@ -1,7 +1,9 @@
 """The step loop that shoal.torch.Elastic (DDP) and shoal.torch.ElasticFSDP (FSDP2) share: when to build the
 world of a newer view, the batches of every step (ElasticSampler's order, the user's DataLoader), a step
 that a view change discards, the count of completed steps, flash checkpoints every ckpt_every steps and the
-node-health exchange. A subclass says how the world of a view is built (_build_once) and what its state is
+node-health exchange, and a drain (shoal.DrainRule between two steps: every rank saves the step, a draining
+rank waits until a peer holds it and its batches end, the others wait for the view without it and go on from
+the same step). A subclass says how the world of a view is built (_build_once) and what its state is
 (_state)."""
 import contextlib
 import logging
@@ -68,6 +70,11 @@ class ElasticSteps:
         # optimizer.step() marks the step applied: a view change after it cannot undo the update, so that
         # step counts as completed on this rank.
         self._applied = False
+        self._saved = -1  # the last completed step whose flash checkpoint this rank saved
+        self.drained = False  # this rank's host drained: its batches have ended (see _drain_boundary)
+        self.drain_safe: Optional[bool] = None  # at the drain: a peer held the last step's checkpoint
+        self.discarded = 0  # steps a view change cut short on this rank (they run again)
+        self.steps_redone = 0  # completed steps a rebuild went back behind (a restore of an older step)
 
     def _mark_steps(self, optimizer: torch.optim.Optimizer) -> None:
         """Wraps optimizer.step so that a call marks the step in flight applied."""
@@ -123,6 +130,7 @@ class ElasticSteps:
         # steps (no step failed): counting only failed steps left `rebuilds` unchanged there, and a caller that
         # runs a collective on the first step of each world ran it on some ranks only.
         first = self.comm is None
+        before = self.completed
         while True:
             try:
                 self._build_once()
@@ -130,6 +138,8 @@ class ElasticSteps:
             except (shoal.ViewChanged, shoal.Timeout) as e:
                 log.info("shoal: the view changed while building (%s); building again", e)
                 continue
+        if not first and self.completed < before:
+            self.steps_redone += before - self.completed
         self.rebuild_ms = None if first else (time.monotonic() - since) * 1000.0
         self._broken_at = None
         self.rebuilds += 0 if first else 1
@@ -155,7 +165,7 @@ class ElasticSteps:
             yield from self._loader_batches(data, steps)
             return
         collate = collate_fn or torch.utils.data.default_collate
-        while steps is None or self.next_step < steps:
+        while (steps is None or self.next_step < steps) and not self.drained:
             self.ensure_world()
             if steps is not None and self.next_step >= steps:
                 break
@@ -178,7 +188,7 @@ class ElasticSteps:
     def _loader_batches(self, loader, steps: Optional[int]) -> Iterator[Any]:
         self._check_loader(loader)
         sampler = self.sampler
-        while steps is None or self.next_step < steps:
+        while (steps is None or self.next_step < steps) and not self.drained:
             self.ensure_world()
             if steps is not None and self.next_step >= steps:
                 break
@@ -193,7 +203,7 @@ class ElasticSteps:
                 if (sampler.epoch, sampler.position) != expect:
                     break
                 yield batch
-                if steps is not None and self.next_step >= steps:
+                if (steps is not None and self.next_step >= steps) or self.drained:
                     return
                 # Go on with this iterator only while its batches are still the ones the position names: the
                 # step completed in the same world. A discarded step or a new view starts a new iterator.
@@ -228,6 +238,7 @@ class ElasticSteps:
                          self.next_step, str(e).splitlines()[0] if str(e) else e)
                 self._complete(comm, save=False)
             else:
+                self.discarded += 1
                 log.info("shoal: step %d discarded: %s", self.next_step, str(e).splitlines()[0] if str(e) else e)
             return
         if self._health is not None:
@@ -243,6 +254,52 @@ class ElasticSteps:
                 self._broken_at = time.monotonic()
                 log.info("shoal: the node-health exchange after step %d failed: %s", self.completed,
                          str(e).splitlines()[0] if str(e) else e)
+                return
+        self._drain_boundary(comm)
+
+    def _drain_boundary(self, comm: "shoal.Communicator") -> None:
+        """Between two steps: whether a host drains, agreed by every rank (shoal.DrainRule, the rule C++'s
+        ElasticLoop calls). If one does, every rank saves the step just completed (when it checkpoints); a
+        draining rank waits until a peer holds it, tells its agent and ends its batches (`drained`); the others
+        wait for the view without the draining host, so that no step is in flight when it leaves."""
+        mine = self.session.drain_requested
+        try:
+            decision = shoal.DrainRule.agree(comm, mine)
+        except Exception as e:  # noqa: BLE001 (sorted below)
+            if not is_view_change(e, comm):
+                raise
+            self._broken_at = time.monotonic()
+            return
+        if not decision.drain:
+            return
+        ckpt_step = self._checkpoint_step()
+        if self.checkpointer is not None and self._saved != self.completed:
+            try:
+                self.checkpointer.save(ckpt_step, self._state(), comm=comm)
+                self._saved = self.completed
+            except shoal.ViewChanged as e:
+                log.info("shoal: the drain's checkpoint of step %d was not saved: %s", self.completed, e)
+        if mine:
+            self.drain_safe = (self.checkpointer is not None
+                               and self.session.wait_checkpoint_safe(ckpt_step, shoal.DrainRule.wait))
+            if self.checkpointer is not None and not self.drain_safe:
+                log.warning("shoal: drain: no peer holds the checkpoint of step %d after %.0f s; leaving anyway",
+                            self.completed, shoal.DrainRule.wait)
+            self.session.report_drained(ckpt_step)
+            self.drained = True
+            log.info("shoal: drained after step %d", self.completed)
+            return
+        if decision.everyone:
+            return
+        try:
+            # Until every draining host is out (hosts that drain together may leave in more than one view).
+            deadline = time.monotonic() + shoal.DrainRule.wait
+            ranks = self.session.wait_for_view(comm.epoch, shoal.DrainRule.wait)
+            while ranks.world_size > comm.world_size - decision.draining_ranks and time.monotonic() < deadline:
+                ranks = self.session.wait_for_view(ranks.epoch, max(0.001, deadline - time.monotonic()))
+        except shoal.Timeout:
+            log.warning("shoal: drain: the draining host did not leave within %.0f s; training on",
+                        shoal.DrainRule.wait)
 
     def health(self) -> Optional[dict]:
         """The latest node-health verdict (shoal.HealthMonitor.health()), the same on every rank of the view;
@@ -257,6 +314,7 @@ class ElasticSteps:
         if save and self.checkpointer is not None and self.ckpt_every and (self.completed + 1) % self.ckpt_every == 0:
             try:
                 self.checkpointer.save(self._checkpoint_step(), self._state(), comm=comm)
+                self._saved = self.completed
             except shoal.ViewChanged as e:  # the view moved on after the step: this save is lost, not the step
                 log.info("shoal: the checkpoint of step %d was not saved: %s", self.completed, e)
 

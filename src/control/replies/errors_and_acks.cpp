@@ -42,4 +42,21 @@ void from_json(const Json& j, ForceReply& r) {
   read_member(j, "epoch", r.epoch);
 }
 
+void to_json(Json& j, const DrainReply& r) {
+  j = Json::object();
+  j["draining"] = r.draining;
+  if (r.error) j["error"] = *r.error;
+  j["within_s"] = r.within_s;
+  j["epoch"] = r.epoch;
+}
+
+void from_json(const Json& j, DrainReply& r) {
+  require_object(j, "the outcome of drain");
+  r = DrainReply{};
+  read_member(j, "draining", r.draining);
+  read_member(j, "error", r.error);
+  read_member(j, "within_s", r.within_s);
+  read_member(j, "epoch", r.epoch);
+}
+
 }  // namespace shoal::control

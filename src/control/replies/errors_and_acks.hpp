@@ -1,5 +1,5 @@
 // The short replies of the control socket: the error document any request may get, and the answers
-// to `ckpt-committed`, `peer-lost`, `ckpt-safe` and `view-force`.
+// to `ckpt-committed`, `peer-lost`, `ckpt-safe`, `view-force` and `drain`.
 #pragma once
 
 #include <array>
@@ -57,6 +57,19 @@ struct ForceReply {
   bool operator==(const ForceReply&) const = default;
 };
 
+// {"draining": bool, "error"?: why not, "within_s": the drain's deadline, "epoch": the committed epoch}: the
+// answer to `drain [WITHIN_MS]`. Draining: the local trainers finish their step, save, wait until a peer holds
+// that version, and the member leaves gracefully; after within_s it leaves anyway.
+struct DrainReply {
+  static constexpr const char* kWhat = "the outcome of drain";
+  static constexpr std::array kRequiredKeys{"draining"};
+  bool draining = false;
+  std::optional<std::string> error;  // present exactly when not draining
+  double within_s = 0;
+  uint64_t epoch = 0;
+  bool operator==(const DrainReply&) const = default;
+};
+
 void to_json(Json& j, const ErrorReply& r);
 void from_json(const Json& j, ErrorReply& r);
 void to_json(Json& j, const CommittedReply& r);
@@ -65,5 +78,7 @@ void to_json(Json& j, const CkptSafeReply& r);
 void from_json(const Json& j, CkptSafeReply& r);
 void to_json(Json& j, const ForceReply& r);
 void from_json(const Json& j, ForceReply& r);
+void to_json(Json& j, const DrainReply& r);
+void from_json(const Json& j, DrainReply& r);
 
 }  // namespace shoal::control

@@ -14,6 +14,7 @@ void to_json(Json& j, const SessionWaitReply& r) {
   j["failures"] = r.failures;
   j["view"] = r.view ? Json(*r.view) : Json(nullptr);
   j["cleared_epoch"] = r.cleared_epoch;
+  j["drain"] = r.drain;
 }
 
 void from_json(const Json& j, SessionWaitReply& r) {
@@ -25,6 +26,7 @@ void from_json(const Json& j, SessionWaitReply& r) {
   read_member(j, "failures", r.failures);
   read_member(j, "view", r.view);
   read_member(j, "cleared_epoch", r.cleared_epoch);
+  read_member(j, "drain", r.drain);
 }
 
 }  // namespace shoal::control

@@ -2,7 +2,8 @@
 // poll `session-wait SEQ TIMEOUT_MS` (the committed view and failures, once newer than SEQ):
 //   {"name", "generation", "addr", "cluster", "slots", "job", "store", "key_file", "store_by_lineage",
 //    "ckpt_replicas"}
-//   {"seq", "broken_epoch", "broken_why", "failures", "view": the `view` reply, or null before the first}
+//   {"seq", "broken_epoch", "broken_why", "failures", "view": the `view` reply, or null before the first,
+//    "cleared_epoch", "drain": the operator asked this member to drain (`shoal drain`)}
 #pragma once
 
 #include <array>
@@ -44,6 +45,9 @@ struct SessionWaitReply {
   // The newest broken epoch whose every reported failure was taken back (the members answer again in the
   // same generation: no view will remove them); 0 when none, and from agents before it existed.
   uint64_t cleared_epoch = 0;
+  // This member drains (`shoal drain`, a spot notice, SIGTERM with --drain-on-sigterm): its trainers finish
+  // the step, save, wait until a peer holds that version and end; false from agents before it existed.
+  bool drain = false;
   bool operator==(const SessionWaitReply&) const = default;
 };
 
