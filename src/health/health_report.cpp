@@ -119,7 +119,10 @@ std::vector<std::string> encode_health_report(const JobHealth& health, uint32_t 
   const size_t room = kMaxReportLineBytes - header(health, slot, kMaxReportHosts, kMaxReportHosts).size();
   std::vector<std::string> bodies(1);
   for (const auto& h : health.hosts) {
-    const auto word = " " + host_word(h);
+    // Built by appending, not as `" " + host_word(h)`: GCC 12 at -O3 (the wheel's release build) reports
+    // a false -Wrestrict overlap in operator+(const char*, string&&) (GCC bug 105329).
+    std::string word(1, ' ');
+    word += host_word(h);
     if (!bodies.back().empty() && bodies.back().size() + word.size() > room) bodies.emplace_back();
     bodies.back() += word;
   }

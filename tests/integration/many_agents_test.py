@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """More agents than any local bound: 160 real `shoal agent` processes on loopback, keyed, three seeds,
---min-hosts a majority. Every one must hold one committed view of all 160 (a view keeper whose requests
+--min-hosts a majority, started 40 a second. Every one must hold one committed view of all 160 (a view keeper whose requests
 past 128 in flight were failed at once could never commit more than 128), and after one SIGKILL every
 survivor a view without it. Exits 0, or 1 saying what did not happen, with the agents' logs kept.
 
@@ -20,11 +20,15 @@ def main():
     ap.add_argument("build_dir")
     ap.add_argument("--agents", type=int, default=160)
     ap.add_argument("--form-timeout-s", type=float, default=240)
+    # Staggered, as a scheduler's launch is: 160 agents started at one instant on 2 cores starve each other's
+    # failure detectors for minutes (false suspicions by the hundred), which is this VM's limit, not the
+    # property under test.
+    ap.add_argument("--start-rate", type=float, default=40, help="agents started per second after the seeds")
     a = ap.parse_args()
     n = a.agents
     with Fleet(a.build_dir, min_hosts=n // 2 + 1) as fleet:
         t0 = time.time()
-        fleet.start(n)
+        fleet.start(n, per_second=a.start_rate)
         started = time.time()
         formed = fleet.wait_one_view(fleet.agents, n, a.form_timeout_s)
         if formed is None:
