@@ -19,9 +19,9 @@ WORKER = os.path.join(HERE, "global_batch_trainer.py")
 # moves the last bits of float32 (eps 1.2e-7). So every step is checked twice, normwise (max |a - b| over the
 # largest |b| of the tensor: a near-zero parameter's own relative error says nothing): one step of the reference
 # from the parameters and momentum the run printed for the step before must give the run's next ones within
-# STEP_RTOL (measured: at most about 3e-7 over a kill-and-join run), and the whole run, which accumulates those
-# differences, must stay within RUN_RTOL of the reference trained from the start (measured: about 1e-6 after
-# 55 steps, growing about linearly with the steps).
+# STEP_RTOL (measured: at most 4.4e-7 over kill-and-join runs), and the whole run, which accumulates those
+# differences, must stay within RUN_RTOL of the reference trained from the start (measured: 0.8e-6 to 1.6e-6
+# after 67 to 188 steps, growing with the steps).
 STEP_RTOL, RUN_RTOL = 1e-5, 1e-4
 TORCH = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2])
 needs_fsdp2 = pytest.mark.skipif(TORCH < (2, 6), reason="FSDP2 (fully_shard) on CPU and Gloo needs torch 2.6 or newer")
@@ -321,9 +321,10 @@ def test_a_fixed_global_batch_follows_the_reference_through_a_loss_and_a_join(jo
 
         for h in survivors:
             resets = [(d["old_world"], d["new_world"]) for _, d in h.docs() if d.get("event") == "reset"]
-            assert resets[0] == (None, 3) and (3, 2) in resets and resets[-1] == (2, 3), (h.name, resets)
+            # (h0 and h1 may train in a world of 2 before h2 joins them)
+            assert resets[0][0] is None and (3, 2) in resets and resets[-1] == (2, 3), (h.name, resets)
             stats = next(d for _, d in h.docs() if d.get("event") == "stats")
             assert stats["rebuilds"] >= 2 and stats["rebuild_s"] > 0 and 0 < stats["ettr"] < 1, stats
-            assert 10 * last <= stats["samples_trained"] <= 10 * (last + 1), stats  # (a step handed over: not its own)
+            assert stats["samples_trained"] == 10 * (stats["steps_completed"] - stats["steps_redone"]), stats
         news = [(d["old_world"], d["new_world"]) for _, d in newcomer.docs() if d.get("event") == "reset"]
         assert news[0] == (None, 3), news
