@@ -35,6 +35,27 @@ def reference_parts():
     return model, optimizer, xs, ys
 
 
+def fsdp_build(mesh):
+    """build(mesh) for ElasticFSDP: the reference model, sharded with fully_shard, and its optimizer."""
+    from torch.distributed.fsdp import fully_shard
+    model, _, _, _ = reference_parts()
+    fully_shard(model, mesh=mesh)
+    return model, torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+
+
+def fsdp_steps(job, data, steps):
+    """(step, world, full parameters) after each of `steps` steps of ElasticFSDP `job` in micro-batches."""
+    for batch in job.batches(data, steps=steps):
+        step = job.next_step
+        with job.step():
+            job.optimizer.zero_grad()
+            for x, y in job.micro_batches(batch):
+                job.backward(torch.nn.functional.mse_loss(job.model(x), y))
+            job.optimizer.step()
+        params = torch.cat([p.full_tensor().detach().reshape(-1) for p in job.model.parameters()]).tolist()
+        yield step, job.comm.world_size, params
+
+
 def flat_params(model):
     return torch.cat([p.detach().reshape(-1) for p in model.parameters()]).tolist()
 

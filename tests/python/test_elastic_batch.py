@@ -132,55 +132,29 @@ def test_a_dataloader_or_a_dataset_gives_each_rank_its_share(session, loader):
 
 @needs_fsdp2
 def test_fsdp2_micro_batches_in_one_process_follow_the_whole_batch(session):
-    from torch.distributed.fsdp import fully_shard
     import global_batch_trainer as w
-
-    def build(mesh):
-        model, _, _, _ = w.reference_parts()
-        fully_shard(model, mesh=mesh)
-        return model, torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-
     _, _, xs, ys = w.reference_parts()
     sampler = shoal.torch.ElasticSampler(w.DATASET, global_batch=12, micro_batch=5, seed=3)
-    job = shoal.torch.ElasticFSDP(session, build, sampler=sampler)
+    job = shoal.torch.ElasticFSDP(session, w.fsdp_build, sampler=sampler)
     ref = [p for p, _ in reference_steps(3, 12)]
-    for batch in job.batches(list(zip(xs, ys)), steps=3):
-        step = job.next_step
-        with job.step():
-            job.optimizer.zero_grad()
-            for x, y in job.micro_batches(batch):
-                job.backward(torch.nn.functional.mse_loss(job.model(x), y))
-            job.optimizer.step()
-        params = torch.cat([p.full_tensor().detach().reshape(-1) for p in job.model.parameters()]).tolist()
+    for step, _, params in w.fsdp_steps(job, list(zip(xs, ys)), 3):
         assert deviation(params, ref[step]) <= STEP_RTOL, step
     job.close()
 
 
 FSDP_PAIR = r'''
 import json, sys, torch, shoal, shoal.torch
-from torch.distributed.fsdp import fully_shard
 import global_batch_trainer as w
 job, name, addr = sys.argv[1], sys.argv[2], sys.argv[3]
 s = shoal.Session.start(insecure=True, name=name, host=name, bind="127.0.0.1:0", control_path="none", cluster=job,
                         job=job, seeds=[addr] if addr != "-" else [], min_hosts=2, log_spec="error")
 print(json.dumps({"addr": s.address}), flush=True)
 torch.set_num_threads(1)
-def build(mesh):
-    model, _, _, _ = w.reference_parts()
-    fully_shard(model, mesh=mesh)
-    return model, torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
 _, _, xs, ys = w.reference_parts()
 sampler = shoal.torch.ElasticSampler(w.DATASET, global_batch=9, micro_batch=2, seed=3)
-job_ = shoal.torch.ElasticFSDP(s, build, sampler=sampler)
-for batch in job_.batches(list(zip(xs, ys)), steps=3):
-    step = job_.next_step
-    with job_.step():
-        job_.optimizer.zero_grad()
-        for x, y in job_.micro_batches(batch):
-            job_.backward(torch.nn.functional.mse_loss(job_.model(x), y))
-        job_.optimizer.step()
-    params = torch.cat([p.full_tensor().detach().reshape(-1) for p in job_.model.parameters()]).tolist()
-    print(json.dumps({"step": step, "world": job_.comm.world_size, "params": params}), flush=True)
+job_ = shoal.torch.ElasticFSDP(s, w.fsdp_build, sampler=sampler)
+for step, world, params in w.fsdp_steps(job_, list(zip(xs, ys)), 3):
+    print(json.dumps({"step": step, "world": world, "params": params}), flush=True)
 job_.close()
 s.leave()
 '''
