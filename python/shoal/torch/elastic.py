@@ -9,6 +9,16 @@ on. No lighthouse, no store host: the agents agree on the view and serve its sto
             loss_fn(job.model(batch)).backward()
             optimizer.step()
 
+The same global batch whatever the world (ElasticSampler(len(data), global_batch=256, micro_batch=16)): every
+step takes 256 samples, each rank its share in micro-batches of at most 16 with gradient accumulation:
+
+    for batch in job.batches(data):
+        with job.step():
+            optimizer.zero_grad()
+            for x, y in job.micro_batches(batch):   # DDP's no_sync() on all but the last
+                job.backward(loss_fn(job.model(x), y))  # scaled: the step's gradient is the global batch's mean
+            optimizer.step()
+
 What happens to the state (shoal.SettleRule decides it, the same rule as shoal::ElasticLoop's):
 - after a leave, the survivors keep their live model and optimizer. They agree on the newest step any of
   them completed; a rank that finished a step its peers did not (the failure cut the step short on some
@@ -26,12 +36,13 @@ Faults that a process cannot survive in place (an abort that does not return, a 
 the error; under `shoal agent --workers connect` the agent starts it again, and it comes back as a
 newcomer that receives the live state (or, if every rank restarted, loads the checkpoint).
 """
+import contextlib
 import gc
 import logging
 import struct
 import weakref
 import zlib
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import torch
 from torch.nn.parallel import DistributedDataParallel as DDP
@@ -39,7 +50,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 import shoal
 from . import state_sync
 from .checkpointer import Checkpointer
-from .elastic_steps import ElasticSteps, is_view_change  # noqa: F401 (is_view_change: public here)
+from .elastic_steps import ElasticSteps, ResetInfo, is_view_change  # noqa: F401 (is_view_change: public here)
 from .sampler import ElasticSampler
 
 log = logging.getLogger("shoal.torch")
@@ -75,18 +86,20 @@ class Elastic(ElasticSteps):
     alike; job.health() gives the verdict and the session's agent is told it (`shoal health`). Every rank
     must pass the same options. restore_after_loss: with a checkpointer, load the newest checkpoint after a
     host is lost instead of keeping the survivors' live state (as shoal::ElasticLoop does when it restores);
-    the state is settled by shoal.SettleRule, the rule C++'s loop follows.
+    the state is settled by shoal.SettleRule, the rule C++'s loop follows. on_reset(info), lr_scaling: after
+    every build (ElasticSteps: the state settled first, then lr_scaling, then on_reset, which wins).
     """
 
     def __init__(self, session: "shoal.Session", model: torch.nn.Module, optimizer: torch.optim.Optimizer, *,
                  sampler: Optional[ElasticSampler] = None, checkpointer: Optional[Checkpointer] = None,
                  ckpt_every: int = 0, ddp_kwargs: Optional[dict] = None, health: Any = None,
-                 restore_after_loss: bool = False):
+                 restore_after_loss: bool = False, on_reset: Optional[Callable[[ResetInfo], Any]] = None,
+                 lr_scaling: str = "none"):
         if isinstance(model, DDP):
             raise TypeError("pass the plain module to shoal.torch.Elastic, not a DistributedDataParallel: "
                             "it wraps the module in DDP itself for every view")
         super().__init__(session, sampler=sampler, checkpointer=checkpointer, ckpt_every=ckpt_every,
-                         health=health, what="Elastic")
+                         health=health, what="Elastic", on_reset=on_reset, lr_scaling=lr_scaling)
         self.module = model
         self.optimizer = optimizer
         self.ddp_kwargs = dict(ddp_kwargs or {})
@@ -103,15 +116,19 @@ class Elastic(ElasticSteps):
         state = {"model": self.module.state_dict(), "optim": self.optimizer.state_dict(), "completed": self.completed}
         if self.sampler is not None:
             state["sampler"] = self.sampler.state_dict()
+        state.update(self._run_state())
         return state
 
     def _adopt(self, state: dict) -> None:
+        before = self.completed
         self.module.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optim"])
         self.completed = int(state["completed"])
         if self.sampler is not None and "sampler" in state:
             self.sampler.load_state_dict(state["sampler"])
+        self._adopt_run_state(state)
         self._has_state = True
+        self._taken(before)
 
     def _build_once(self) -> None:
         if self.model is not None:  # the old wrapper's hooks go with it
@@ -166,6 +183,9 @@ class Elastic(ElasticSteps):
                                "way on every rank (torch.manual_seed before building the model)" %
                                ", ".join("%d: %08x" % (r, h & 0xFFFFFFFF) for r, h in enumerate(hashes)))
         self._has_state = True
+
+    def _gradient_sync(self, enabled: bool):
+        return contextlib.nullcontext() if enabled else self.model.no_sync()
 
     def close(self) -> None:
         """Leaves the process group (the session stays the caller's)."""

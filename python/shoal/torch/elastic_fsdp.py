@@ -41,6 +41,7 @@ What happens to the state:
 Use job.model and job.optimizer inside the loop and keep no reference to them across steps: after a view
 change they are new objects (the old ones hold the old process group).
 """
+import contextlib
 import gc
 import logging
 import struct
@@ -53,7 +54,7 @@ import torch
 import shoal
 from . import state_tree
 from .checkpointer import Checkpointer
-from .elastic_steps import ElasticSteps
+from .elastic_steps import ElasticSteps, ResetInfo
 from .sampler import ElasticSampler
 
 log = logging.getLogger("shoal.torch")
@@ -159,12 +160,16 @@ class ElasticFSDP(ElasticSteps):
     DeviceMesh (the view's world) and makes its optimizer; called at the start and again at every view
     change. sampler: an ElasticSampler (the data position). checkpointer, ckpt_every: a flash checkpoint
     every ckpt_every completed steps (at least 1; 1 loses no step at a view change). device_type: the
-    DeviceMesh's device ("cpu" with the shoal backend's Gloo). health: as Elastic's.
+    DeviceMesh's device ("cpu" with the shoal backend's Gloo). health: as Elastic's. on_reset(info): after
+    every build, once the checkpoint is loaded (which brings the saved hyperparameters): what it sets wins.
+    With a global_batch sampler, job.micro_batches(batch) holds FSDP2's gradient reduction back
+    (set_requires_gradient_sync(False)) on all but a step's last micro-batch.
     """
 
     def __init__(self, session: "shoal.Session", build: Callable[[Any], Tuple[torch.nn.Module, torch.optim.Optimizer]],
                  *, sampler: Optional[ElasticSampler] = None, checkpointer: Optional[Checkpointer] = None,
-                 ckpt_every: int = 1, device_type: str = "cpu", health: Any = None):
+                 ckpt_every: int = 1, device_type: str = "cpu", health: Any = None,
+                 on_reset: Optional[Callable[[ResetInfo], Any]] = None):
         if not callable(build):
             raise TypeError("shoal.torch.ElasticFSDP takes build(mesh) -> (model, optimizer), a function it calls "
                             "at every view change; got %s" % type(build).__name__)
@@ -177,7 +182,7 @@ class ElasticFSDP(ElasticSteps):
             raise RuntimeError("shoal.torch.ElasticFSDP needs FSDP2 (fully_shard) and DeviceMesh: torch 2.6 or "
                                "newer; this is torch %s" % torch.__version__) from e
         super().__init__(session, sampler=sampler, checkpointer=checkpointer, ckpt_every=ckpt_every,
-                         health=health, what="ElasticFSDP")
+                         health=health, what="ElasticFSDP", on_reset=on_reset)
         self._init_device_mesh = init_device_mesh
         self.build = build
         self.device_type = device_type
@@ -232,7 +237,8 @@ class ElasticFSDP(ElasticSteps):
         if self._has_state:
             log.warning("shoal: no complete checkpoint after the view changed (the failure came before the first "
                         "save): training starts again from step 0 with the model build(mesh) made")
-        self.completed = -1
+        before, self.completed = self.completed, -1
+        self._taken(before)
         if self.sampler is not None:
             self.sampler.load_state_dict(self._sampler_start)
             self.sampler.set_world(comm.rank, comm.world_size)
@@ -250,7 +256,9 @@ class ElasticFSDP(ElasticSteps):
             for key, value in saved.items():
                 if key != "params":
                     group[key] = value
+        before = self.completed
         self.completed = int(state["completed"])
+        self._taken(before)
         if self.sampler is not None and "sampler" in state:
             self.sampler.load_state_dict(state["sampler"])
             self.sampler.set_world(self.comm.rank, self.comm.world_size)
@@ -269,6 +277,19 @@ class ElasticFSDP(ElasticSteps):
                                "ElasticFSDP) and draw no rank-dependent random numbers in build(mesh)" %
                                ", ".join("%d: %08x" % (r, d & 0xFFFFFFFF) for r, d in enumerate(digests)))
         self._has_state = True
+
+    @contextlib.contextmanager
+    def _gradient_sync(self, enabled: bool):
+        sync = getattr(self.model, "set_requires_gradient_sync", None)
+        if sync is None:  # not an FSDP2 module at its root: nothing to hold back
+            yield
+            return
+        sync(enabled)
+        try:
+            yield
+        finally:
+            if not enabled:
+                sync(True)
 
     def close(self) -> None:
         """Leaves the process group (the session stays the caller's)."""
