@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "ckpt_shm/replica_names.hpp"
+#include "base/str_cat.hpp"
 
 namespace shoal::ckpt {
 namespace {
@@ -98,7 +99,7 @@ std::vector<HeldSegment> scan_held(std::string_view store, const std::string& di
     } else if (!is_slot_name(entry, store)) {
       continue;
     }
-    held.segment = "/" + std::string(entry);
+    held.segment = str_cat("/", entry);
     // One open, never following a link nor blocking on a FIFO; size and owner from its fstat.
     struct stat st {};
     auto fd = open_trusted_file(path_of(dir, held.segment), O_RDONLY, held.replica ? owners.replicas : owners.slots,

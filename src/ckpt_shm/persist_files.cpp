@@ -19,6 +19,7 @@
 #include "ckpt_shm/persist_io.hpp"
 #include "ckpt_shm/persist_trust.hpp"
 #include "ckpt_shm/version_layout.hpp"
+#include "base/str_cat.hpp"
 
 namespace shoal::ckpt {
 namespace {
@@ -134,7 +135,7 @@ Result<std::optional<Entries>> read_manifest(const std::string& dir, uint64_t ma
 }  // namespace
 
 std::string file_name(uint32_t rank, uint64_t step) {
-  return "r" + std::to_string(rank) + ".s" + std::to_string(step) + std::string(kSuffix);
+  return str_cat("r", std::to_string(rank), ".s", std::to_string(step), kSuffix);
 }
 
 std::optional<Key> parse_file_name(std::string_view file) {

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "ckpt_shm/shm_segment.hpp"
+#include "base/str_cat.hpp"
 
 namespace shoal::ckpt {
 namespace {
@@ -27,12 +28,12 @@ std::optional<uint64_t> parse_decimal(std::string_view text, uint64_t max) {
 
 Result<std::string> replica_segment_name(std::string_view job, uint32_t rank, uint64_t step) {
   if (auto ok = check_job_name(job); !ok) return fail(ok.error().message);
-  return "/" + replica_file_prefix(job) + std::to_string(rank) + ".s" + std::to_string(step);
+  return str_cat("/", replica_file_prefix(job), std::to_string(rank), ".s", std::to_string(step));
 }
 
 Result<std::string> spare_segment_name(std::string_view job, uint32_t rank) {
   if (auto ok = check_job_name(job); !ok) return fail(ok.error().message);
-  return "/" + replica_file_prefix(job) + std::to_string(rank) + ".spare";
+  return str_cat("/", replica_file_prefix(job), std::to_string(rank), ".spare");
 }
 
 bool is_spare_segment_name(std::string_view name, std::string_view job) {

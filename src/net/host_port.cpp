@@ -1,5 +1,6 @@
 // Parsing of HOST:PORT and comma-separated lists of them; numeric ip:port text <-> Asio addresses.
 #include "net/host_port.hpp"
+#include "base/str_cat.hpp"
 
 #include <charconv>
 
@@ -11,7 +12,7 @@ std::string HostPort::to_string() const {
 }
 
 Result<HostPort> parse_host_port(std::string_view text, PortZero zero) {
-  const std::string quoted = "'" + std::string(text) + "'";
+  const std::string quoted = str_cat("'", text, "'");
   HostPort out;
   std::string_view port_text;
   if (!text.empty() && text.front() == '[') {

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "base/str_cat.hpp"
 #include "ranks/rank_table.hpp"
 
 namespace shoal::daemon {
@@ -40,7 +41,7 @@ std::string render_view_table(const control::ViewReply& view) {
   for (const auto& m : view.members) {
     std::string rank_list;
     for (const auto& r : view.ranks) {
-      if (r.name == m.name) rank_list += (rank_list.empty() ? "" : ",") + std::to_string(r.rank);
+      if (r.name == m.name) rank_list += str_cat(rank_list.empty() ? "" : ",", std::to_string(r.rank));
     }
     out += fmt::format("{:<20} {:<22} {:>5} {:>6}  {}\n", m.name + (m.name == view.self ? " *" : ""), m.addr, m.slots,
                        m.join_epoch, rank_list.empty() ? "-" : rank_list);
