@@ -326,35 +326,16 @@ Status Agent::start() {
   if (!advertised) return fail("--advertise: " + advertised.error().message);
   addr_ = net::ip_port_text(*advertised, port_);
 
-  // Seeds: numeric ones at once; the first few names looked up here (a founder handed its own name finds
-  // itself), every name again, with all its records, by the SeedResolver in the background (retried with
-  // backoff while it does not resolve, refreshed while joining: never fatal).
-  seed_addrs_.clear();
-  std::vector<net::HostPort> names;
-  bool maybe_peer = false;  // a name not resolved here may be another host: then this member joins
-  for (const auto& seed : cfg_.seeds) {
-    boost::system::error_code ec;
-    std::optional<asio::ip::address> ip = asio::ip::make_address(seed.host, ec);
-    if (ec) {
-      ip.reset();
-      if (names.size() < kSeedsLookedUpAtStart) {
-        if (auto r = resolve_host(io_, seed.host)) {
-          ip = *r;
-        } else {
-          logger().warn("seed {}: {}; looking it up again in the background", seed.to_string(), r.error().message);
-        }
-      }
-      if (!ip) maybe_peer = true;
-      names.push_back(seed);
-    }
-    if (!ip) continue;
-    const std::string text = net::ip_port_text(*ip, seed.port);
-    // Every host may be handed the same seed list; asking ourselves to join ourselves is pointless.
-    if (text != addr_ && std::find(seed_addrs_.begin(), seed_addrs_.end(), text) == seed_addrs_.end()) {
-      seed_addrs_.push_back(text);
-    }
-  }
-  cfg_.membership.joining = !seed_addrs_.empty() || maybe_peer;
+  // Seeds: numeric ones at once, the first few names looked up here, every name again in the background.
+  auto start_seeds = seeds_at_start(cfg_.seeds, addr_, kSeedsLookedUpAtStart, [this](const net::HostPort& seed) {
+    auto r = resolve_host(io_, seed.host);
+    if (r) return std::optional<asio::ip::address>(*r);
+    logger().warn("seed {}: {}; looking it up again in the background", seed.to_string(), r.error().message);
+    return std::optional<asio::ip::address>();
+  });
+  seed_addrs_ = std::move(start_seeds.addrs);
+  std::vector<net::HostPort> names = std::move(start_seeds.names);
+  cfg_.membership.joining = !seed_addrs_.empty() || start_seeds.maybe_peer;
 
   if (!cfg_.control_path.empty()) {
     Status served = control::prepare_control_dir(cfg_.control_path);

@@ -3,6 +3,7 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <algorithm>
 #include <set>
 
 #include "base/log.hpp"
@@ -96,6 +97,27 @@ struct SeedResolver::State : std::enable_shared_from_this<SeedResolver::State> {
     });
   }
 };
+
+StartSeeds seeds_at_start(const std::vector<net::HostPort>& seeds, const std::string& own_addr, size_t lookups,
+                          const std::function<std::optional<asio::ip::address>(const net::HostPort&)>& lookup) {
+  StartSeeds out;
+  for (const auto& seed : seeds) {
+    boost::system::error_code ec;
+    std::optional<asio::ip::address> ip = asio::ip::make_address(seed.host, ec);
+    if (ec) {
+      ip = out.names.size() < lookups ? lookup(seed) : std::nullopt;
+      if (!ip) out.maybe_peer = true;
+      out.names.push_back(seed);
+    }
+    if (!ip) continue;
+    std::string text = net::ip_port_text(*ip, seed.port);
+    // Every host may be handed the same seed list; asking ourselves to join ourselves is pointless.
+    if (text != own_addr && std::find(out.addrs.begin(), out.addrs.end(), text) == out.addrs.end()) {
+      out.addrs.push_back(std::move(text));
+    }
+  }
+  return out;
+}
 
 SeedResolver::SeedResolver(asio::io_context& io, std::vector<net::HostPort> names, std::string own_addr, Found found,
                            Joining joining, Timing timing)

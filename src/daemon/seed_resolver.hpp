@@ -6,9 +6,11 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,5 +51,17 @@ class SeedResolver {
  private:
   std::shared_ptr<State> state_;
 };
+
+// The seeds an agent starts with: numeric ones at once; names looked up with `lookup` (blocking), at most
+// `lookups` of them (a founder handed its own name finds itself), all names kept for the SeedResolver.
+// The agent's own address and repeats are dropped. maybe_peer: a name did not resolve here and may be
+// another host, so the agent joins rather than founding a cluster alone.
+struct StartSeeds {
+  std::vector<std::string> addrs;
+  std::vector<net::HostPort> names;
+  bool maybe_peer = false;
+};
+StartSeeds seeds_at_start(const std::vector<net::HostPort>& seeds, const std::string& own_addr, size_t lookups,
+                          const std::function<std::optional<boost::asio::ip::address>(const net::HostPort&)>& lookup);
 
 }  // namespace shoal::daemon
