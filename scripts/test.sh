@@ -2,9 +2,10 @@
 # Sets everything up and runs shoal's tests on a fresh Debian 12 machine (as root):
 #   1. installs the Debian packages (scripts/setup-debian.sh) and makes a virtual environment with torch
 #      2.13.0 from PyPI (scripts/setup-venv.sh),
-#   2. builds build/ and runs every suite (unit, sim, integration, python, lab, gpu); the python suite runs
+#   2. builds build/ and runs its suites (integration, python, lab, gpu, bench); the python suite runs
 #      twice, under Debian's python3 with its torch 1.13 and in the virtual environment with torch 2.13,
-#   3. builds build-asan/ with AddressSanitizer + UBSan (and NCCL off) and runs unit and sim there,
+#   3. builds build-asan/ with AddressSanitizer + UBSan (and NCCL off) and runs unit and sim there (only
+#      there: their programs are compiled once, with the sanitizers, not a second time in build/),
 #   4. builds the libFuzzer targets with clang and runs each for $SHOAL_FUZZ_SECONDS (10) seconds
 #      (scripts/fuzz.sh: every target counts as one test),
 #   5. the README's install block as written, in a fresh clone (`pip install .`: the release build a user
@@ -14,7 +15,7 @@
 #
 # Most of build/'s test time is spent waiting (agents detecting faults, the lab's 5-minute loss run), so
 # the sanitizer build, the fuzz targets and the pip install's build compile meanwhile at the lowest CPU
-# priority (nice 19): the tests keep the processor whenever they want it. The sanitizer build compiles only
+# priority (scripts/background-builds.sh): the tests keep the processor whenever they want it. The sanitizer build compiles only
 # what its suites run; the pip install's build is the user's own (release, from a fresh clone).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -55,27 +56,6 @@ finish() {
   exit $?
 }
 
-# The build targets (paths relative to the build directory) that the tests of the given suites run.
-suite_targets() {
-  local dir=$1
-  shift
-  meson introspect "$dir" --tests --targets 2>/dev/null | /usr/bin/python3 -c '
-import json, os, sys
-doc = json.load(sys.stdin)
-d, suites = os.path.abspath(sys.argv[1]), {"shoal:" + s for s in sys.argv[2:]}
-files = {t["id"]: t["filename"] for t in doc["targets"]}
-out = set()
-for t in doc["tests"]:
-    if not suites & set(t["suite"]):
-        continue
-    for dep in t["depends"]:
-        out.update(files.get(dep, []))
-    if t["cmd"] and t["cmd"][0].startswith(d + "/"):
-        out.add(t["cmd"][0])
-print(" ".join(sorted(os.path.relpath(f, d) for f in out if f.startswith(d + "/"))))
-' "$dir" "$@"
-}
-
 if ! scripts/setup-debian.sh; then failed=$((failed + 1)); echo "test: setup failed" >&2; finish; fi
 stage_done "setup (Debian packages)"
 if ! venv_python=$(scripts/setup-venv.sh build-venv/torch2); then
@@ -85,49 +65,32 @@ stage_done "setup (virtual environment, torch 2.13.0)"
 
 echo "== build (build/)" >&2
 built=0
-# The python suite's second interpreter; an existing build/ is told too (build.sh configures only once).
-[ -f build/build.ninja ] && meson configure build "-Dtest_pythons=$venv_python" >/dev/null
+# The python suite's second interpreter, and no unit or sim programs (build-asan/ runs those suites); an
+# existing build/ is told too (build.sh configures only once).
+[ -f build/build.ninja ] && meson configure build "-Dtest_pythons=$venv_python" -Dunit_programs=false >/dev/null
 # Line tables only (-g1) where this script configures build/ itself: backtraces keep file and line,
 # and the compile is about a quarter faster than with full debug information (-g).
-if scripts/build.sh build -Dcpp_args=-g1 "-Dtest_pythons=$venv_python"; then
+if scripts/build.sh build -Dcpp_args=-g1 "-Dtest_pythons=$venv_python" -Dunit_programs=false; then
   built=1
 else
   echo "test: build failed" >&2; failed=$((failed + 1))
 fi
 stage_done "build/ (all targets)"
 
-# In the background, at nice 19: the sanitizer build of what unit and sim run, then the fuzz targets.
-# Unoptimized with line tables: the sanitizers' instrumentation makes -O2 -g compiles about 3.4 times
-# slower (78 s against 23 s for src/ckpt_service/service.cpp), and what runs here is unit and sim tests.
-asan_opts=(-Db_sanitize=address,undefined -Db_lundef=false -Dnccl=disabled -Doptimization=0 -Ddebug=false
-  -Dcpp_args=-g1)
-(
-  rc=0
-  if scripts/build.sh build-asan --configure-only "${asan_opts[@]}"; then
-    targets=$(suite_targets build-asan unit sim)
-    if [ -z "$targets" ]; then
-      echo "test: no build-asan targets for the unit and sim suites" >&2; rc=1
-    elif ! nice -n 19 ninja -C build-asan -j "$jobs" $targets >"build-logs/build-asan.ninja.log" 2>&1; then
-      tail -n 60 build-logs/build-asan.ninja.log >&2; rc=1
-    fi
-  else
-    rc=1
-  fi
-  echo "$rc" >"$log_dir/asan-build.rc"
-  date +%s >"$log_dir/asan-build.end"
-  nice -n 19 scripts/fuzz.sh --build-only >"$log_dir/fuzz-build.txt" 2>&1
-  echo $? >"$log_dir/fuzz-build.rc"
-  nice -n 19 scripts/pip-install-check.sh --build-only >"$log_dir/pip-build.txt" 2>&1
-  echo $? >"$log_dir/pip-build.rc"
-) &
+# In the background, at the lowest CPU priority: the sanitizer build of what unit and sim run, then the fuzz
+# targets, then the user's release build (scripts/background-builds.sh: it runs in a session of its own
+# whose autogroup is niced, since a plain `nice` does not lower a process against the tests' own sessions).
+setsid --wait scripts/background-builds.sh "$log_dir" &
 background=$!
+# Its session is not ours, so an interrupt of this script does not reach it: stop it on the way out.
+trap 'kill -- -"$background" 2>/dev/null' EXIT
 
 if [ "$built" -eq 1 ]; then
-  echo "== meson test: all suites (the sanitizer build compiles meanwhile at nice 19)" >&2
-  meson test -C build --num-processes "$jobs" --print-errorlogs 2>&1 | tee "$log_dir/test-all.txt" | grep -vE '^\s*$' | tail -n 200 >&2
+  echo "== meson test: all suites but unit and sim (the sanitizer build compiles meanwhile at the lowest priority)" >&2
+  meson test -C build --no-rebuild --no-suite unit --no-suite sim --num-processes "$jobs" --print-errorlogs 2>&1 | tee "$log_dir/test-all.txt" | grep -vE '^\s*$' | tail -n 200 >&2
   summarise "$log_dir/test-all.txt"
 fi
-stage_done "build/ tests (all suites)"
+stage_done "build/ tests (all suites but unit, sim)"
 
 wait "$background"
 stage_done "rest of build-asan/ and fuzz targets"
