@@ -79,6 +79,13 @@ int agent_command(std::span<const std::string> command_line) {
     for (const auto& note : slurm->notes) log::get(log::Component::agent).info("under Slurm: {}", note);
   }
   apply_slurm_defaults(flags, *slurm);
+  auto pod = flags.no_kubernetes ? Result<ops::KubernetesDefaults>(ops::KubernetesDefaults{})
+                                 : ops::kubernetes_defaults(ops::process_environment());
+  if (!pod) return usage_error("Kubernetes environment: " + pod.error().message + " (or run with --no-kubernetes)");
+  if (pod->under_kubernetes) {
+    for (const auto& note : pod->notes) log::get(log::Component::agent).info("under Kubernetes: {}", note);
+  }
+  apply_kubernetes_defaults(flags, *pod);
   {
     char host[256] = {};
     const bool named = ::gethostname(host, sizeof host - 1) == 0 && apply_host_name_default(flags, host);

@@ -40,12 +40,12 @@ void add_member_flags(CLI::App& app, AgentFlags& f) {
   app.option_defaults()->group("Member and cluster");
   text(app, "name", "NAME",
        "member name, unique in the cluster and stable across restarts; default: SLURMD_NODENAME under Slurm, "
-       "else this machine's host name (the first log line says which)",
+       "SHOAL_POD_NAME under Kubernetes, else this machine's host name (the first log line says which)",
        f.name)
       ->check(checked_by(check_member_name));
   text(app, "bind", "HOST:PORT",
        "address of the UDP socket and TCP listener, the same port for both; port 0 lets the OS choose. Required, "
-       "except under Slurm, where it is 0.0.0.0:7946",
+       "except under Slurm, where it is 0.0.0.0:7946 (also in a Kubernetes pod)",
        f.bind)
       ->check(checked_by([](const std::string& v) { return net::parse_host_port(v, net::PortZero::allowed); }));
   text(app, "seeds", "HOST:PORT,...",
@@ -284,6 +284,9 @@ void add_operation_flags(CLI::App& app, AgentFlags& f) {
       ->group("Operation");
   app.add_flag("--no-slurm", f.no_slurm,
                "ignore Slurm's environment (SLURM_JOB_ID, node lists, SLURMD_NODENAME, GPUs)");
+  app.add_flag("--no-kubernetes", f.no_kubernetes,
+               "ignore a Kubernetes pod's environment (SHOAL_POD_NAME, SHOAL_NODE_NAME, SHOAL_JOB, SHOAL_POD_IP, "
+               "NVIDIA_VISIBLE_DEVICES)");
 }
 
 std::vector<std::string> split_commas(const std::string& text) {
@@ -335,7 +338,11 @@ std::unique_ptr<CLI::App> agent_app(AgentFlags& flags) {
       "Under Slurm (`srun --ntasks-per-node=1 shoal agent`) no flag is needed: the name comes from\n"
       "SLURMD_NODENAME, the peers from SLURM_STEP_NODELIST (at port 7946, also the default --bind),\n"
       "the cluster id and job from SLURM_JOB_ID, --slots from SLURM_GPUS_ON_NODE or\n"
-      "CUDA_VISIBLE_DEVICES, --min-hosts from the step's node count; flags override them. Under\n"
+      "CUDA_VISIBLE_DEVICES, --min-hosts from the step's node count; flags override them. In a\n"
+      "Kubernetes pod (KUBERNETES_SERVICE_HOST set) --key-file and --seeds (the headless Service) are\n"
+      "enough: the name comes from SHOAL_POD_NAME, --host from SHOAL_NODE_NAME, the cluster id and job\n"
+      "from SHOAL_JOB, --advertise from SHOAL_POD_IP (the downward API, as deploy/kubernetes/ sets\n"
+      "them), --slots from NVIDIA_VISIBLE_DEVICES, --bind 0.0.0.0:7946; flags override them. Under\n"
       "systemd (Type=notify) it sends READY=1 once in a committed view, STATUS=, WATCHDOG=1 and\n"
       "STOPPING=1 (see packaging/shoal-agent.service).\n"
       "Exit status: 0 after a graceful stop, 1 on a runtime failure (port in use, control socket\n"
@@ -357,6 +364,17 @@ void apply_slurm_defaults(AgentFlags& f, const ops::SlurmDefaults& slurm) {
   if (!f.job) f.job = slurm.job;
   if (!f.slots && slurm.slots) f.slots = *slurm.slots;
   if (!f.min_hosts && slurm.min_hosts) f.min_hosts = *slurm.min_hosts;
+}
+
+void apply_kubernetes_defaults(AgentFlags& f, const ops::KubernetesDefaults& pod) {
+  if (!pod.under_kubernetes) return;
+  if (!f.name && !pod.name.empty()) f.name = pod.name;
+  if (!f.bind) f.bind = "0.0.0.0:" + std::to_string(ops::kKubernetesPort);
+  if (!f.advertise && !pod.advertise.empty()) f.advertise = pod.advertise;
+  if (!f.cluster && !pod.job.empty()) f.cluster = pod.job;
+  if (!f.job && !pod.job.empty()) f.job = pod.job;
+  if (!f.host && !pod.host.empty()) f.host = pod.host;
+  if (!f.slots && pod.slots) f.slots = *pod.slots;
 }
 
 bool apply_host_name_default(AgentFlags& f, const std::string& host_name) {

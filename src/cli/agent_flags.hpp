@@ -15,6 +15,7 @@
 #include "base/result.hpp"
 #include "daemon/agent.hpp"
 #include "launcher/worker_launcher.hpp"
+#include "ops/kubernetes_env.hpp"
 #include "ops/notice_watcher.hpp"
 #include "ops/slurm_env.hpp"
 
@@ -36,6 +37,7 @@ struct AgentFlags {
   // Operation.
   std::optional<std::string> control, control_group, key_file, metrics;
   bool no_slurm = false;
+  bool no_kubernetes = false;
   bool ckpt_keep_on_exit = false;  // leave /dev/shm as it is after a graceful leave
   bool insecure = false;  // run with no cluster key: every host that reaches the port may join
   bool precheck = false;  // the pre-flight check before the first view is handed on
@@ -71,6 +73,9 @@ std::unique_ptr<CLI::App> agent_app(AgentFlags& flags);
 
 // What Slurm's environment gives, where the flags do not: name, bind, cluster, job, slots, min-hosts.
 void apply_slurm_defaults(AgentFlags& flags, const ops::SlurmDefaults& slurm);
+// What a Kubernetes pod's environment gives (ops/kubernetes_env.hpp), where neither the flags nor Slurm's
+// environment did: name, bind, advertise, cluster, job, host (the failure domain), slots.
+void apply_kubernetes_defaults(AgentFlags& flags, const ops::KubernetesDefaults& pod);
 // Without --name (and without Slurm's SLURMD_NODENAME), the member is named after `host_name` (this machine's
 // host name, as serf and Consul name theirs). Returns whether it did; a host name that is no valid member name
 // is refused later by agent_config, with the advice to give --name.

@@ -10,6 +10,8 @@
 namespace shoal::cli {
 namespace {
 
+constexpr int kExitNotReady = 3;  // --ready: the agent answers but is no member of a committed view
+
 int force_command(const std::optional<std::string>& control, const std::optional<std::string>& name, bool yes) {
   if (!yes) {
     std::cerr << "shoal view force: refusing without --yes (read `shoal view force --help` for the risk)\n";
@@ -30,15 +32,20 @@ int force_command(const std::optional<std::string>& control, const std::optional
 
 int view_command(std::span<const std::string> args) {
   std::optional<std::string> control, name;
-  bool json = false, yes = false;
+  bool json = false, yes = false, ready = false;
   auto app = command_app("shoal view",
-                         "shoal view [--control PATH | --name NAME] [--json]\n"
+                         "shoal view [--control PATH | --name NAME] [--json | --ready]\n"
                          "shoal view force [--control PATH | --name NAME] --yes",
                          "Print a running agent's committed view: epoch, hash, status (forming, stable, proposing, or\n"
                          "stalled with its reason), the members and the ranks derived from them.\n"
-                         "Exit status: 0 on success, 1 when no agent answers, 2 on a usage error.");
+                         "Exit status: 0 on success, 1 when no agent answers, 2 on a usage error, 3 with --ready when\n"
+                         "the agent is not a member of a committed view.");
   add_agent_socket_flags(*app, control, name);
   CLI::Option* json_flag = app->add_flag("--json", json, "print the agent's JSON document");
+  CLI::Option* ready_flag = app->add_flag("--ready", ready,
+                                          "print nothing and exit 0 when the agent is a member of a committed "
+                                          "view, else say why on stderr and exit 3 (a readiness probe)");
+  ready_flag->excludes(json_flag);
   CLI::App* force =
       add_command(*app, "force", "shoal view force [--control PATH | --name NAME] --yes",
                   "Operator override for a job that lost a majority of its last view at once (a rack, a switch).\n"
@@ -51,9 +58,18 @@ int view_command(std::span<const std::string> args) {
   add_agent_socket_flags(*force, control, name);
   force->add_flag("--yes", yes, "confirm that the lost members are down (required)");
   force->excludes(json_flag);
+  force->excludes(ready_flag);
   if (auto done = parse_command(*app, args)) return *done;
   if (force->parsed()) return force_command(control, name, yes);
-  return ask_agent("shoal view", control, name, "view", [json](const control::ViewReply& doc, const std::string& raw) {
+  return ask_agent("shoal view", control, name, "view", [json, ready](const control::ViewReply& doc,
+                                                                      const std::string& raw) {
+    if (ready) {
+      if (doc.epoch >= 1 && doc.in_view) return kExitOk;
+      std::cerr << "shoal view: not ready: " << (doc.epoch == 0 ? "no committed view yet" : "not a member of view " +
+                                                  std::to_string(doc.epoch))
+                << " (" << doc.status << (doc.reason.empty() ? "" : ": " + doc.reason) << ")\n";
+      return kExitNotReady;
+    }
     if (json) {
       std::cout << raw << (raw.empty() || raw.back() != '\n' ? "\n" : "");
       return kExitOk;

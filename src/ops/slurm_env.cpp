@@ -380,7 +380,9 @@ Environment process_environment() {
     if (eq == std::string_view::npos) continue;
     const std::string_view key = entry.substr(0, eq);
     if (key.rfind("SLURM", 0) == 0 || key == "CUDA_VISIBLE_DEVICES" || key == "SHOAL_KEY_FILE" ||
-        key == "CREDENTIALS_DIRECTORY" || key == "HOME") {
+        key == "CREDENTIALS_DIRECTORY" || key == "HOME" || key == "KUBERNETES_SERVICE_HOST" ||
+        key == "SHOAL_POD_NAME" || key == "SHOAL_NODE_NAME" || key == "SHOAL_JOB" || key == "SHOAL_POD_IP" ||
+        key == "NVIDIA_VISIBLE_DEVICES") {
       env.emplace(std::string(key), std::string(entry.substr(eq + 1)));
     }
   }

@@ -55,8 +55,10 @@ Result<SlurmDefaults> slurm_defaults(const Environment& env);
 // order after `self`. Every node when `self` is not in the list; empty for a one-node job.
 std::vector<net::HostPort> slurm_seeds(const SlurmDefaults& d, const std::string& self, uint16_t port);
 
-// This process's environment as an Environment: the keys starting with "SLURM", CUDA_VISIBLE_DEVICES, and
-// where a cluster key may be found (SHOAL_KEY_FILE, CREDENTIALS_DIRECTORY, HOME: see key_discovery.hpp).
+// This process's environment as an Environment: the keys starting with "SLURM", CUDA_VISIBLE_DEVICES,
+// where a cluster key may be found (SHOAL_KEY_FILE, CREDENTIALS_DIRECTORY, HOME: see key_discovery.hpp), and
+// a Kubernetes pod's (kubernetes_env.hpp: KUBERNETES_SERVICE_HOST, SHOAL_POD_NAME, SHOAL_NODE_NAME, SHOAL_JOB,
+// SHOAL_POD_IP, NVIDIA_VISIBLE_DEVICES).
 Environment process_environment();
 
 }  // namespace shoal::ops

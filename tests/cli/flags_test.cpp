@@ -162,6 +162,7 @@ TEST_CASE("shoal agent's help tells the truth about --bind and lists every flag"
                            "--key-file",
                            "--metrics",
                            "--no-slurm",
+                           "--no-kubernetes",
                            "--precheck",
                            "--precheck-factor",
                            "--precheck-wait",
@@ -321,4 +322,50 @@ TEST_CASE("without --name the agent is named after the host; --name and Slurm's 
   const auto cfg = agent_config(spaced, shoal::ops::SlurmDefaults{});
   REQUIRE_FALSE(cfg);
   CHECK(contains(cfg.error().message, "give --name"));
+}
+
+TEST_CASE("in a pod the downward API's values fill what neither the flags nor Slurm set") {
+  shoal::ops::KubernetesDefaults pod;
+  pod.under_kubernetes = true;
+  pod.name = "train-2-abcde";
+  pod.host = "gpu-node-9";
+  pod.job = "llama";
+  pod.advertise = "10.244.1.7";
+  pod.slots = 8;
+  AgentFlags bare;
+  apply_kubernetes_defaults(bare, pod);
+  CHECK(*bare.name == "train-2-abcde");
+  CHECK(*bare.bind == "0.0.0.0:7946");
+  CHECK(*bare.advertise == "10.244.1.7");
+  CHECK(*bare.cluster == "llama");
+  CHECK(*bare.job == "llama");
+  CHECK(*bare.host == "gpu-node-9");
+  CHECK(*bare.slots == 8);
+  bare.key_file.reset();
+  bare.insecure = true;
+  const auto cfg = agent_config(bare, shoal::ops::SlurmDefaults{});
+  REQUIRE_MESSAGE(cfg, cfg.error().message);
+  CHECK(cfg->name == "train-2-abcde");
+  CHECK(cfg->meta.host == "gpu-node-9");
+  CHECK(cfg->ckpt.job == "llama");
+  CHECK(cfg->ckpt.job_named);
+  CHECK(cfg->meta.slots == 8);
+  // Flags, and Slurm's defaults applied before, come first.
+  AgentFlags given;
+  given.name = "mine";
+  given.bind = "127.0.0.1:9000";
+  given.job = "other";
+  given.slots = 1;
+  apply_kubernetes_defaults(given, pod);
+  CHECK(*given.name == "mine");
+  CHECK(*given.bind == "127.0.0.1:9000");
+  CHECK(*given.job == "other");
+  CHECK(*given.slots == 1);
+  CHECK(*given.cluster == "llama");
+  // Outside a pod nothing changes.
+  AgentFlags outside;
+  pod.under_kubernetes = false;
+  apply_kubernetes_defaults(outside, pod);
+  CHECK_FALSE(outside.name);
+  CHECK_FALSE(outside.bind);
 }

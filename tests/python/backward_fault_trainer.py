@@ -33,7 +33,7 @@ args = ap.parse_args()
 
 session = shoal.Session.start(insecure=args.insecure, name=args.name, host=args.host, bind=args.bind, cluster=args.cluster, job=args.job,
                               seeds=[s for s in args.seeds.split(",") if s], min_hosts=args.min_hosts,
-                              log_spec="warn")
+                              log_spec="info")  # stderr is a file the test prints on a failure
 print(json.dumps({"event": "started", "name": args.name, "addr": session.address}), flush=True)
 info = session.wait_for_view(0, 60.0)
 while info.world_size < args.wait_world:

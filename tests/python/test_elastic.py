@@ -34,7 +34,8 @@ def running(hosts):
         yield hosts
     except BaseException:
         for h in hosts:
-            print("==== %s (exit %s)\n%s" % (h.name, h.proc.poll(), h.stderr_text()[-4000:]))
+            print("==== %s (exit %s), last lines:\n%s\n---- stderr:\n%s" % (
+                h.name, h.proc.poll(), "\n".join(t for _, t in h._lines()[-4:]), h.stderr_text()[-6000:]))
         raise
     finally:
         for h in hosts:
