@@ -16,6 +16,24 @@ log_dir=$1
 jobs=$(nproc)
 echo 19 >/proc/self/autogroup 2>/dev/null || true  # no autogroup (kernel option off): plain nice below still applies
 
+# The CPU seconds (user + system) this script's finished children have used so far, from bash's `times`.
+children_cpu() {
+  times | awk 'NR == 2 {
+    split($1, u, /[ms]/); split($2, s, /[ms]/); printf "%d\n", u[1] * 60 + u[2] + s[1] * 60 + s[2] }'
+}
+cpu_log=$log_dir/background-cpu.txt
+: >"$cpu_log"
+part_cpu=$(children_cpu)
+part_start=$(date +%s)
+part_done() {  # one line per part in LOG_DIR/background-cpu.txt: its wall time and its own CPU time
+  local cpu now
+  cpu=$(children_cpu)
+  now=$(date +%s)
+  printf '%-10s %5d s wall  %5d s cpu\n' "$1" $((now - part_start)) $((cpu - part_cpu)) >>"$cpu_log"
+  part_cpu=$cpu
+  part_start=$now
+}
+
 # The build targets (paths relative to the build directory) that the tests of the given suites run.
 suite_targets() {
   local dir=$1
@@ -39,8 +57,11 @@ print(" ".join(sorted(os.path.relpath(f, d) for f in out if f.startswith(d + "/"
 
 # Unoptimized with line tables: the sanitizers' instrumentation makes -O2 -g compiles about 3.4 times
 # slower (78 s against 23 s for src/ckpt_service/service.cpp), and what runs here is unit and sim tests.
+# Unity (-Dunity=on: a library's files compiled a few at a time as one unit, the test programs file by file):
+# measured below in docs/building.md. build/ compiles every file alone, so a file that misses an include
+# still fails there.
 asan_opts=(-Db_sanitize=address,undefined -Db_lundef=false -Dnccl=disabled -Doptimization=0 -Ddebug=false
-  -Dcpp_args=-g1)
+  -Dcpp_args=-g1 -Dunity=on)
 rc=0
 if scripts/build.sh build-asan --configure-only "${asan_opts[@]}"; then
   targets=$(suite_targets build-asan unit sim)
@@ -54,7 +75,10 @@ else
 fi
 echo "$rc" >"$log_dir/asan-build.rc"
 date +%s >"$log_dir/asan-build.end"
+part_done build-asan
 nice -n 19 scripts/fuzz.sh --build-only >"$log_dir/fuzz-build.txt" 2>&1
 echo $? >"$log_dir/fuzz-build.rc"
+part_done fuzz
 nice -n 19 scripts/pip-install-check.sh --build-only >"$log_dir/pip-build.txt" 2>&1
 echo $? >"$log_dir/pip-build.rc"
+part_done pip

@@ -19,7 +19,7 @@
 namespace shoal::python {
 namespace {
 
-void* address(uintptr_t a) { return reinterpret_cast<void*>(a); }
+void* pointer_at(uintptr_t a) { return reinterpret_cast<void*>(a); }
 
 // cudaStreamLegacy: what a stream handle of 0 means to CUDA's runtime API here.
 void* stream_handle(const std::optional<uintptr_t>& stream) {
@@ -105,11 +105,12 @@ void add_async_operations(py::class_<Communicator, std::shared_ptr<Communicator>
            const auto type = data_type(dtype);
            const auto rop = reduce_op(op);
            if (keep.is_none()) {
-             return submit(c, [=](Communicator& x) { x.allreduce(address(addr), count, type, rop); }, stream);
+             return submit(
+                 c, [=](Communicator& x) { x.allreduce(pointer_at(addr), count, type, rop); }, stream);
            }
            auto held = hold(std::move(keep));
-           return submit(c, [=](Communicator& x) { x.allreduce_in_place(address(addr), count, type, rop, held); },
-                         stream);
+           return submit(
+               c, [=](Communicator& x) { x.allreduce_in_place(pointer_at(addr), count, type, rop, held); }, stream);
          },
          py::arg("address"), py::arg("count"), py::arg("dtype"), py::arg("op") = "sum", py::arg("stream") = py::none(),
          py::arg("in_place_owner") = py::none(),
@@ -118,13 +119,15 @@ void add_async_operations(py::class_<Communicator, std::shared_ptr<Communicator>
       .def(
           "broadcast_async",
           [](Communicator& c, uintptr_t addr, size_t nbytes, int root, std::optional<uintptr_t> stream) {
-            return submit(c, [=](Communicator& x) { x.broadcast(address(addr), nbytes, root); }, stream);
+            return submit(
+                c, [=](Communicator& x) { x.broadcast(pointer_at(addr), nbytes, root); }, stream);
           },
           py::arg("address"), py::arg("nbytes"), py::arg("root"), py::arg("stream") = py::none())
       .def(
           "allgather_async",
           [](Communicator& c, uintptr_t in, uintptr_t out, size_t bytes_per_rank, std::optional<uintptr_t> stream) {
-            return submit(c, [=](Communicator& x) { x.allgather(address(in), address(out), bytes_per_rank); }, stream);
+            return submit(
+                c, [=](Communicator& x) { x.allgather(pointer_at(in), pointer_at(out), bytes_per_rank); }, stream);
           },
           py::arg("input_address"), py::arg("output_address"), py::arg("bytes_per_rank"),
           py::arg("stream") = py::none(), "Every rank's input, in rank order, into output.")
@@ -135,7 +138,8 @@ void add_async_operations(py::class_<Communicator, std::shared_ptr<Communicator>
             const auto type = data_type(dtype);
             const auto rop = reduce_op(op);
             return submit(
-                c, [=](Communicator& x) { x.reduce_scatter(address(in), address(out), count, type, rop); }, stream);
+                c, [=](Communicator& x) { x.reduce_scatter(pointer_at(in), pointer_at(out), count, type, rop); },
+                stream);
           },
           py::arg("input_address"), py::arg("output_address"), py::arg("count"), py::arg("dtype"),
           py::arg("op") = "sum", py::arg("stream") = py::none(),
@@ -143,8 +147,8 @@ void add_async_operations(py::class_<Communicator, std::shared_ptr<Communicator>
       .def(
           "all_to_all_async",
           [](Communicator& c, uintptr_t in, uintptr_t out, size_t bytes_per_rank, std::optional<uintptr_t> stream) {
-            return submit(c, [=](Communicator& x) { x.all_to_all(address(in), address(out), bytes_per_rank); },
-                          stream);
+            return submit(
+                c, [=](Communicator& x) { x.all_to_all(pointer_at(in), pointer_at(out), bytes_per_rank); }, stream);
           },
           py::arg("input_address"), py::arg("output_address"), py::arg("bytes_per_rank"),
           py::arg("stream") = py::none())
@@ -153,7 +157,7 @@ void add_async_operations(py::class_<Communicator, std::shared_ptr<Communicator>
           [](Communicator& c, uintptr_t in, uintptr_t out, size_t bytes_per_rank, int root,
              std::optional<uintptr_t> stream) {
             return submit(
-                c, [=](Communicator& x) { x.gather(address(in), address(out), bytes_per_rank, root); }, stream);
+                c, [=](Communicator& x) { x.gather(pointer_at(in), pointer_at(out), bytes_per_rank, root); }, stream);
           },
           py::arg("input_address"), py::arg("output_address"), py::arg("bytes_per_rank"), py::arg("root"),
           py::arg("stream") = py::none(), "output_address: 0 on ranks other than root.")
@@ -162,24 +166,27 @@ void add_async_operations(py::class_<Communicator, std::shared_ptr<Communicator>
           [](Communicator& c, uintptr_t in, uintptr_t out, size_t bytes_per_rank, int root,
              std::optional<uintptr_t> stream) {
             return submit(
-                c, [=](Communicator& x) { x.scatter(address(in), address(out), bytes_per_rank, root); }, stream);
+                c, [=](Communicator& x) { x.scatter(pointer_at(in), pointer_at(out), bytes_per_rank, root); }, stream);
           },
           py::arg("input_address"), py::arg("output_address"), py::arg("bytes_per_rank"), py::arg("root"),
           py::arg("stream") = py::none(), "input_address: 0 on ranks other than root.")
-      .def(
-          "barrier_async", [](Communicator& c) { return submit(c, [](Communicator& x) { x.barrier(); }, std::nullopt); })
+      .def("barrier_async",
+           [](Communicator& c) {
+             return submit(
+                 c, [](Communicator& x) { x.barrier(); }, std::nullopt);
+           })
       .def(
           "send_async",
           [](Communicator& c, uintptr_t addr, size_t nbytes, int peer, uint32_t tag) {
             py::gil_scoped_release release;
-            return c.send_async(address(addr), nbytes, peer, tag);
+            return c.send_async(pointer_at(addr), nbytes, peer, tag);
           },
           py::arg("address"), py::arg("nbytes"), py::arg("peer"), py::arg("tag") = 0)
       .def(
           "recv_async",
           [](Communicator& c, uintptr_t addr, size_t nbytes, int peer, uint32_t tag) {
             py::gil_scoped_release release;
-            return c.recv_async(address(addr), nbytes, peer, tag);
+            return c.recv_async(pointer_at(addr), nbytes, peer, tag);
           },
           py::arg("address"), py::arg("nbytes"), py::arg("peer"), py::arg("tag") = 0);
 }

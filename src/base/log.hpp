@@ -42,4 +42,13 @@ void redirect(spdlog::sink_ptr sink);
 // The logger of a component; setup() need not have run (defaults to info on stderr).
 spdlog::logger& get(Component c);
 
+// Each component's logger by name, for the files that log as it. Defined once here rather than as a helper
+// in each file's anonymous namespace, so that a library's files also compile together (meson's unity build,
+// which the sanitizer build and the wheel use).
+inline spdlog::logger& gossip() { return get(Component::gossip); }
+inline spdlog::logger& membership() { return get(Component::membership); }
+inline spdlog::logger& comm() { return get(Component::comm); }
+inline spdlog::logger& ckpt() { return get(Component::ckpt); }
+inline spdlog::logger& agent() { return get(Component::agent); }
+
 }  // namespace shoal::log

@@ -7,11 +7,6 @@
 #include "ckpt_shm/held_scan.hpp"
 
 namespace shoal::ckpt_service {
-namespace {
-
-spdlog::logger& logger() { return log::get(log::Component::ckpt); }
-
-}  // namespace
 
 CheckpointPersister::CheckpointPersister(ckpt::PersistDir dir, std::function<std::string()> store,
                                          std::function<ckpt::SegmentOwners()> owners)
@@ -31,8 +26,8 @@ void CheckpointPersister::stop() {
     stopping_ = true;
     cancel_ = true;
     if (writing_ || !pending_.empty()) {
-      logger().warn("ckpt: stopping with {} version(s) not yet persisted to {}", pending_.size() + (writing_ ? 1 : 0),
-                    dir_.job_dir());
+      log::ckpt().warn("ckpt: stopping with {} version(s) not yet persisted to {}",
+                       pending_.size() + (writing_ ? 1 : 0), dir_.job_dir());
     }
     pending_.clear();
     wake_.notify_all();
@@ -66,7 +61,7 @@ void CheckpointPersister::flush() {
     ++queued;
   }
   if (queued > 0)
-    logger().info("ckpt: persisting the newest version of {} rank(s) to {} before exit", queued, dir_.job_dir());
+    log::ckpt().info("ckpt: persisting the newest version of {} rank(s) to {} before exit", queued, dir_.job_dir());
   wake_.notify_all();
 }
 
@@ -101,12 +96,12 @@ void CheckpointPersister::persist(uint32_t rank, uint64_t step) {
     auto written =
         dir_.persist(std::span<const std::byte>(mapped->segment.bytes()).first(mapped->info.total_bytes), &cancel_);
     if (!written && !cancel_) {
-      logger().warn("ckpt: rank {} step {} was not persisted: {}", rank, step, written.error().message);
+      log::ckpt().warn("ckpt: rank {} step {} was not persisted: {}", rank, step, written.error().message);
     }
     return;
   }
-  logger().info("ckpt: rank {} step {} is no longer held here; a newer save replaced it before it was persisted", rank,
-                step);
+  log::ckpt().info("ckpt: rank {} step {} is no longer held here; a newer save replaced it before it was persisted",
+                   rank, step);
 }
 
 }  // namespace shoal::ckpt_service

@@ -22,8 +22,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-spdlog::logger& logger() { return log::get(log::Component::ckpt); }
-
 // Replication happens at every save: the first of a kind and every 100th after it are logged at info, the
 // others at debug (the counters in `shoal ckpt ls` and the metrics count them all).
 spdlog::level::level_enum routine_level(uint64_t count) {
@@ -77,8 +75,8 @@ Status CheckpointService::start(net::StreamListener& listener) {
     auto opened = ckpt::PersistDir::open(ckpt::PersistConfig{
         .dir = cfg_.persist_dir + "/" + path_component(self_), .job = cfg_.job, .keep_per_rank = cfg_.persist_keep});
     if (!opened) return fail("checkpoint directory: " + opened.error().message);
-    logger().info("ckpt: persisting local versions to {} ({} held there from earlier runs)", opened->job_dir(),
-                  opened->list().size());
+    log::ckpt().info("ckpt: persisting local versions to {} ({} held there from earlier runs)", opened->job_dir(),
+                     opened->list().size());
     dir.emplace(std::move(*opened));
   }
   if (!cfg_.store_by_lineage) {
@@ -95,7 +93,7 @@ Status CheckpointService::start(net::StreamListener& listener) {
                                        net::BlockingConn conn) {
                                   wire::CkptRequest request;
                                   if (!request.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-                                    logger().warn("ckpt: a malformed request from {}", peer.remote);
+                                    log::ckpt().warn("ckpt: a malformed request from {}", peer.remote);
                                     (void)send_ckpt_response(conn, wire::CkptResponse::REFUSED, "malformed request",
                                                              limits(nullptr));
                                     return;
@@ -103,10 +101,10 @@ Status CheckpointService::start(net::StreamListener& listener) {
                                   serve(peer, std::move(request), std::move(conn));
                                 });
   replicator_ = std::thread([this] { replicate_loop(); });
-  logger().info("ckpt: job {} (segments /dev/shm/shoal.{}.*{}), {} replica(s) per version, budget {}", cfg_.job,
-                cfg_.store, cfg_.store_by_lineage ? ", the store named after the cluster's lineage at the first view" : "",
-                cfg_.replicas,
-                cfg_.budget_bytes ? std::to_string(cfg_.budget_bytes) + " bytes" : std::string("unlimited"));
+  log::ckpt().info(
+      "ckpt: job {} (segments /dev/shm/shoal.{}.*{}), {} replica(s) per version, budget {}", cfg_.job, cfg_.store,
+      cfg_.store_by_lineage ? ", the store named after the cluster's lineage at the first view" : "", cfg_.replicas,
+      cfg_.budget_bytes ? std::to_string(cfg_.budget_bytes) + " bytes" : std::string("unlimited"));
   return Ok{};
 }
 
@@ -116,10 +114,10 @@ Status CheckpointService::open_store(const std::string& name) {
       ckpt::ReplicaStoreConfig{.job = cfg_.job, .store = name, .keep_per_rank = cfg_.keep_per_rank});
   if (!opened) return fail("checkpoint replicas: " + opened.error().message);
   if (opened->discarded_at_open() > 0) {
-    logger().warn("ckpt: removed {} incomplete replica(s) left by an earlier run", opened->discarded_at_open());
+    log::ckpt().warn("ckpt: removed {} incomplete replica(s) left by an earlier run", opened->discarded_at_open());
   }
   if (const auto kept = opened->list(); !kept.empty()) {
-    logger().info("ckpt: adopted {} replica(s) kept by an earlier run", kept.size());
+    log::ckpt().info("ckpt: adopted {} replica(s) kept by an earlier run", kept.size());
   }
   {
     std::lock_guard lock(store_mu_);
@@ -132,10 +130,11 @@ Status CheckpointService::open_store(const std::string& name) {
   if (!cfg_.job_named && !cfg_.store_by_lineage) {
     inherited_.record(ckpt::scan_held(name, "/dev/shm", owners()));
     if (const auto aside = ckpt::scan_held(name, "/dev/shm", owners()).size() - held().size(); aside > 0) {
-      logger().info("ckpt: {} version(s) of job {} were here before this agent started: set aside until the first "
-                    "view tells whether this cluster ran before (--job names a job whose checkpoints outlive its "
-                    "cluster)",
-                    aside, cfg_.job);
+      log::ckpt().info(
+          "ckpt: {} version(s) of job {} were here before this agent started: set aside until the first "
+          "view tells whether this cluster ran before (--job names a job whose checkpoints outlive its "
+          "cluster)",
+          aside, cfg_.job);
     }
   }
   return Ok{};
@@ -196,10 +195,11 @@ void CheckpointService::settle_inherited(const membership::View& view) {
       ++removed;
     }
   }
-  logger().warn("ckpt: this cluster formed anew in epoch {} (no member is older), so the {} version(s) found here "
-                "at start are another run's: removed {} (name a job with --job to keep its checkpoints across "
-                "whole-cluster restarts)",
-                view.epoch(), foreign.size(), removed);
+  log::ckpt().warn(
+      "ckpt: this cluster formed anew in epoch {} (no member is older), so the {} version(s) found here "
+      "at start are another run's: removed {} (name a job with --job to keep its checkpoints across "
+      "whole-cluster restarts)",
+      view.epoch(), foreign.size(), removed);
 }
 
 void CheckpointService::on_view(const membership::View& view) {
@@ -208,11 +208,11 @@ void CheckpointService::on_view(const membership::View& view) {
     // or another cluster of this id left under other names is seen at all.
     const auto name = ckpt::store_for_lineage(cfg_.store, view.lineage());
     if (auto ok = open_store(name); !ok) {
-      logger().error("ckpt: cannot keep checkpoints in epoch {}: {}", view.epoch(), ok.error().message);
+      log::ckpt().error("ckpt: cannot keep checkpoints in epoch {}: {}", view.epoch(), ok.error().message);
       return;
     }
-    logger().info("ckpt: cluster lineage {:016x}: this job's segments are /dev/shm/shoal.{}.*{}", view.lineage(),
-                  name, view.lineage() == 0 ? " (the view's proposer names no lineage: an older agent)" : "");
+    log::ckpt().info("ckpt: cluster lineage {:016x}: this job's segments are /dev/shm/shoal.{}.*{}", view.lineage(),
+                     name, view.lineage() == 0 ? " (the view's proposer names no lineage: an older agent)" : "");
     if (persister_) load_persisted(persister_->dir());
   }
   settle_inherited(view);
@@ -278,7 +278,7 @@ void CheckpointService::replicate(uint32_t rank, uint64_t step) {
   const auto placement = ranks::place_replicas(*view, cfg_.replicas);
   const auto* mine = placement.of(self_);
   if (mine == nullptr || mine->holders.empty()) {
-    logger().debug("ckpt: rank {} step {} has no peer to go to in epoch {}", rank, step, view->epoch());
+    log::ckpt().debug("ckpt: rank {} step {} has no peer to go to in epoch {}", rank, step, view->epoch());
     return;
   }
   std::optional<MappedVersion> version;
@@ -287,7 +287,7 @@ void CheckpointService::replicate(uint32_t rank, uint64_t step) {
     if ((version = map_version(h, cfg_.job, rank, step, owners()))) break;
   }
   if (!version) {
-    logger().debug("ckpt: rank {} step {} is no longer held here; nothing to replicate", rank, step);
+    log::ckpt().debug("ckpt: rank {} step {} is no longer held here; nothing to replicate", rank, step);
     return;
   }
   const auto bytes = std::span<const std::byte>(version->segment.bytes()).first(version->info.total_bytes);
@@ -303,19 +303,20 @@ void CheckpointService::replicate(uint32_t rank, uint64_t step) {
       ++counters_.pushed;
       counters_.pushed_bytes += version->info.total_bytes;
       const double s = seconds_since(started);
-      logger().log(routine_level(counters_.pushed), "ckpt: rank {} step {} replicated to {} ({} bytes in {:.3f} s, {:.2f} GB/s)",
-                   rank, step, holder, version->info.total_bytes, s, gbps(version->info.total_bytes, s));
+      log::ckpt().log(routine_level(counters_.pushed),
+                      "ckpt: rank {} step {} replicated to {} ({} bytes in {:.3f} s, {:.2f} GB/s)", rank, step, holder,
+                      version->info.total_bytes, s, gbps(version->info.total_bytes, s));
     } else if (outcome) {
       ++counters_.push_skipped;
     } else if (cancel_stream_ && !stopping_) {
       ++counters_.push_superseded;
-      logger().log(routine_level(counters_.push_superseded), "ckpt: rank {} step {} to {} superseded by a newer save",
-                   rank, step, holder);
+      log::ckpt().log(routine_level(counters_.push_superseded),
+                      "ckpt: rank {} step {} to {} superseded by a newer save", rank, step, holder);
       return;
     } else {
       ++counters_.push_failed;
-      logger().warn("ckpt: rank {} step {} could not be replicated to {} at {}: {}", rank, step, holder, member->addr,
-                    outcome.error().message);
+      log::ckpt().warn("ckpt: rank {} step {} could not be replicated to {} at {}: {}", rank, step, holder,
+                       member->addr, outcome.error().message);
     }
   }
   if (held_by == mine->holders.size()) {
@@ -417,11 +418,12 @@ void CheckpointService::serve_push_request(const net::StreamPeer& peer, const wi
       first = origins_.erase(first);
     }
     const double s = seconds_since(started);
-    logger().log(routine_level(counters_.received), "ckpt: kept rank {} step {} from {} ({} bytes in {:.3f} s, {:.2f} GB/s)", rank,
-                 step, peer.hello.name, outcome->total_bytes, s, gbps(outcome->total_bytes, s));
+    log::ckpt().log(routine_level(counters_.received),
+                    "ckpt: kept rank {} step {} from {} ({} bytes in {:.3f} s, {:.2f} GB/s)", rank, step,
+                    peer.hello.name, outcome->total_bytes, s, gbps(outcome->total_bytes, s));
   } else if (outcome.error().message != "already held") {
     ++counters_.receive_refused;
-    logger().warn("ckpt: refused rank {} step {} from {}: {}", rank, step, peer.hello.name, outcome.error().message);
+    log::ckpt().warn("ckpt: refused rank {} step {} from {}: {}", rank, step, peer.hello.name, outcome.error().message);
   }
 }
 
@@ -451,10 +453,10 @@ bool CheckpointService::admit(const net::StreamPeer& peer, const wire::CkptReque
     const uint32_t bit = 1u << (static_cast<uint32_t>(*refusal) + (push ? 0 : kRefusals));
     const bool first = (warned_refusals_ & bit) == 0;
     warned_refusals_ |= bit;
-    logger().log(first ? spdlog::level::warn : spdlog::level::debug,
-                 "ckpt: refused a {} of rank {} step {} from {} ({}): {}{}", push ? "push" : "fetch", request.rank(),
-                 request.step(), peer.hello.name, peer.remote, detail,
-                 first ? " (further refusals of this cause are counted, logged at debug)" : "");
+    log::ckpt().log(first ? spdlog::level::warn : spdlog::level::debug,
+                    "ckpt: refused a {} of rank {} step {} from {} ({}): {}{}", push ? "push" : "fetch", request.rank(),
+                    request.step(), peer.hello.name, peer.remote, detail,
+                    first ? " (further refusals of this cause are counted, logged at debug)" : "");
   }
   (void)send_ckpt_response(conn, wire::CkptResponse::REFUSED, detail, limits(nullptr));
   return false;
@@ -485,7 +487,7 @@ Status CheckpointService::make_room(uint32_t rank, uint64_t incoming) {
   const uint64_t other_spares = replicas_->spare_bytes() - replicas_->spare_bytes(rank);
   auto plan = plan_for(other_spares);
   if (other_spares > 0 && (!plan || !plan->drop.empty())) {
-    logger().debug("ckpt: freed {} bytes of spare replica memory for the budget", replicas_->drop_spares(rank));
+    log::ckpt().debug("ckpt: freed {} bytes of spare replica memory for the budget", replicas_->drop_spares(rank));
     plan = plan_for(0);
   }
   if (!plan) return fail("checkpoint budget: " + plan.error().message);
@@ -494,8 +496,8 @@ Status CheckpointService::make_room(uint32_t rank, uint64_t incoming) {
     if (replicas_->drop(v.rank, v.step)) {
       std::lock_guard lock(mu_);
       ++counters_.evicted;
-      logger().info("ckpt: dropped the replica of rank {} step {} ({} bytes) for the memory budget", v.rank, v.step,
-                    v.bytes);
+      log::ckpt().info("ckpt: dropped the replica of rank {} step {} ({} bytes) for the memory budget", v.rank, v.step,
+                       v.bytes);
     }
   }
   return Ok{};

@@ -11,8 +11,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-spdlog::logger& logger() { return log::get(log::Component::ckpt); }
-
 }  // namespace
 
 void CheckpointService::load_persisted(const ckpt::PersistDir& dir) {
@@ -32,13 +30,13 @@ void CheckpointService::load_persisted(const ckpt::PersistDir& dir) {
     const auto started = Clock::now();
     std::lock_guard lock(store_mu_);
     if (auto room = make_room(rank, p.bytes); !room) {
-      logger().warn("ckpt: rank {} step {} stays on disk only ({}): {}", rank, p.step, p.path, room.error().message);
+      log::ckpt().warn("ckpt: rank {} step {} stays on disk only ({}): {}", rank, p.step, p.path, room.error().message);
       continue;
     }
     auto incoming = replicas_->begin(rank, p.step, p.bytes);
     if (!incoming) {
-      logger().warn("ckpt: rank {} step {} stays on disk only ({}): {}", rank, p.step, p.path,
-                    incoming.error().message);
+      log::ckpt().warn("ckpt: rank {} step {} stays on disk only ({}): {}", rank, p.step, p.path,
+                       incoming.error().message);
       continue;
     }
     auto loaded = dir.load_into(rank, p.step, [&](uint64_t bytes) -> Result<std::span<std::byte>> {
@@ -47,11 +45,11 @@ void CheckpointService::load_persisted(const ckpt::PersistDir& dir) {
     });
     if (!loaded) {
       replicas_->abandon(std::move(*incoming));
-      logger().warn("ckpt: rank {} step {} could not be loaded from disk: {}", rank, p.step, loaded.error().message);
+      log::ckpt().warn("ckpt: rank {} step {} could not be loaded from disk: {}", rank, p.step, loaded.error().message);
       continue;
     }
     if (auto kept = replicas_->complete(std::move(*incoming)); !kept) {
-      logger().warn("ckpt: rank {} step {} loaded from disk was not kept: {}", rank, p.step, kept.error().message);
+      log::ckpt().warn("ckpt: rank {} step {} loaded from disk was not kept: {}", rank, p.step, kept.error().message);
       continue;
     }
     {
@@ -59,8 +57,8 @@ void CheckpointService::load_persisted(const ckpt::PersistDir& dir) {
       origins_[{rank, p.step}] = "(disk: " + p.path + ")";
     }
     const double s = std::chrono::duration<double>(Clock::now() - started).count();
-    logger().info("ckpt: loaded rank {} step {} from {} into memory ({} bytes in {:.3f} s), for restores", rank,
-                  p.step, p.path, p.bytes, s);
+    log::ckpt().info("ckpt: loaded rank {} step {} from {} into memory ({} bytes in {:.3f} s), for restores", rank,
+                     p.step, p.path, p.bytes, s);
   }
 }
 

@@ -9,9 +9,7 @@
 #include "base/log.hpp"
 
 namespace shoal::ckpt_service {
-namespace {
-spdlog::logger& logger() { return log::get(log::Component::ckpt); }
-}  // namespace
+namespace {}  // namespace
 
 ExitCleanup CheckpointService::remove_segments_at_exit() {
   ExitCleanup out;
@@ -28,16 +26,16 @@ ExitCleanup CheckpointService::remove_segments_at_exit() {
       out.bytes += h.segment_bytes;
     } else {
       ++out.left;
-      logger().warn("ckpt: could not remove {} at exit: {}", h.segment, ok.error().message);
+      log::ckpt().warn("ckpt: could not remove {} at exit: {}", h.segment, ok.error().message);
     }
   }
   // Spare segments the replica store keeps ready for the next receive.
   if (auto ok = ckpt::ReplicaStore::remove_all(store_name); !ok) {
-    logger().warn("ckpt: could not remove every replica of store {} at exit: {}", store_name, ok.error().message);
+    log::ckpt().warn("ckpt: could not remove every replica of store {} at exit: {}", store_name, ok.error().message);
   }
-  logger().info("ckpt: left the cluster: removed {} segment(s) of store {} ({:.1f} MiB){}", out.removed, store_name,
-                static_cast<double>(out.bytes) / (1 << 20),
-                out.left > 0 ? " (" + std::to_string(out.left) + " kept: not this job's to remove)" : "");
+  log::ckpt().info("ckpt: left the cluster: removed {} segment(s) of store {} ({:.1f} MiB){}", out.removed, store_name,
+                   static_cast<double>(out.bytes) / (1 << 20),
+                   out.left > 0 ? " (" + std::to_string(out.left) + " kept: not this job's to remove)" : "");
   return out;
 }
 

@@ -6,7 +6,7 @@
 namespace shoal::ckpt {
 namespace {
 
-constexpr uint64_t K = kChecksumChunkBytes;
+constexpr uint64_t kChunk = kChecksumChunkBytes;
 
 std::string describe(size_t i, const BufferByteRange& r) {
   return "range " + std::to_string(i) + " (buffer " + std::to_string(r.buffer) + ", offset " +
@@ -15,11 +15,11 @@ std::string describe(size_t i, const BufferByteRange& r) {
 
 }  // namespace
 
-uint64_t chunk_count(uint64_t bytes) { return bytes / K + (bytes % K != 0 ? 1 : 0); }
+uint64_t chunk_count(uint64_t bytes) { return bytes / kChunk + (bytes % kChunk != 0 ? 1 : 0); }
 
 RunBytes run_bytes(const ChunkRun& run, uint64_t buffer_bytes) {
-  const uint64_t begin = run.first_chunk * K;
-  const uint64_t end = std::min(buffer_bytes, (run.first_chunk + run.chunks) * K);
+  const uint64_t begin = run.first_chunk * kChunk;
+  const uint64_t end = std::min(buffer_bytes, (run.first_chunk + run.chunks) * kChunk);
   return {begin, end - begin};
 }
 
@@ -41,8 +41,8 @@ Result<std::vector<ChunkRun>> plan_chunk_runs(std::span<const uint64_t> buffer_s
       return fail(describe(i, r) + " ends past the buffer's " + std::to_string(size) + " bytes");
     }
     if (r.bytes == 0) continue;
-    const uint64_t first = r.offset / K;
-    const uint64_t last = (r.offset + r.bytes - 1) / K;
+    const uint64_t first = r.offset / kChunk;
+    const uint64_t last = (r.offset + r.bytes - 1) / kChunk;
     wanted.push_back({r.buffer, first, last - first + 1});
   }
   std::sort(wanted.begin(), wanted.end(), [](const ChunkRun& a, const ChunkRun& b) {

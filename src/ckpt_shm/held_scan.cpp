@@ -16,7 +16,7 @@
 namespace shoal::ckpt {
 namespace {
 
-Unexpected<LayoutError> refuse(LayoutCause cause, std::string detail) {
+Unexpected<LayoutError> refuse_held(LayoutCause cause, std::string detail) {
   return Unexpected<LayoutError>{LayoutError{cause, std::move(detail)}};
 }
 
@@ -55,19 +55,19 @@ struct Descriptor {
 
 // The prefix of the version in `fd` (an object of `size` bytes), decoded.
 Result<VersionInfo, LayoutError> read_prefix(int fd, uint64_t size) {
-  if (size < kHeaderBytes) return refuse(LayoutCause::truncated, "shorter than a version header");
+  if (size < kHeaderBytes) return refuse_held(LayoutCause::truncated, "shorter than a version header");
   std::vector<std::byte> head(kHeaderBytes);
-  if (!read_fully(fd, head.data(), head.size(), 0)) return refuse(LayoutCause::truncated, "unreadable header");
+  if (!read_fully(fd, head.data(), head.size(), 0)) return refuse_held(LayoutCause::truncated, "unreadable header");
   auto prefix = prefix_bytes(head);
   if (!prefix) return Unexpected<LayoutError>{prefix.error()};
-  if (*prefix > size) return refuse(LayoutCause::truncated, "shorter than its own buffer table");
+  if (*prefix > size) return refuse_held(LayoutCause::truncated, "shorter than its own buffer table");
   head.resize(*prefix);
   if (!read_fully(fd, head.data() + kHeaderBytes, *prefix - kHeaderBytes, kHeaderBytes)) {
-    return refuse(LayoutCause::truncated, "unreadable buffer table");
+    return refuse_held(LayoutCause::truncated, "unreadable buffer table");
   }
   auto info = decode_prefix(head);
   if (!info) return info;
-  if (info->total_bytes > size) return refuse(LayoutCause::truncated, "shorter than its buffers");
+  if (info->total_bytes > size) return refuse_held(LayoutCause::truncated, "shorter than its buffers");
   return info;
 }
 
@@ -81,7 +81,7 @@ Result<VersionInfo, LayoutError> read_segment_prefix(const std::string& segment,
                                                      const SegmentOwner& owner) {
   struct stat st {};
   auto fd = open_trusted_file(path_of(dir, segment), O_RDONLY, owner, &st);
-  if (!fd) return refuse(LayoutCause::truncated, fd.error().message);
+  if (!fd) return refuse_held(LayoutCause::truncated, fd.error().message);
   const Descriptor closer{*fd};
   return read_prefix(*fd, static_cast<uint64_t>(st.st_size));
 }

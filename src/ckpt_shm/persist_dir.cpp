@@ -32,8 +32,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-spdlog::logger& logger() { return log::get(log::Component::ckpt); }
-
 // What is persisted, for an error about `rank`.
 std::string describe(const Entries& entries, uint32_t rank) {
   std::string steps;
@@ -84,7 +82,7 @@ Result<PersistDir> PersistDir::open(PersistConfig config) {
   if (auto written = write_manifest(job_dir, *entries); !written) {
     return fail("cannot use the checkpoint directory " + job_dir + ": " + written.error().message);
   }
-  logger().debug("job {}: {} persisted version(s) in {}", config.job, entries->size(), job_dir);
+  log::ckpt().debug("job {}: {} persisted version(s) in {}", config.job, entries->size(), job_dir);
   PersistDir out(std::move(config), job_dir);
   out.state_->entries = std::move(*entries);
   return out;
@@ -142,11 +140,11 @@ void PersistDir::record(const PersistedVersion& entry) {
   }
   // The manifest forgets the old files before they go: it never lists a file that is missing.
   if (auto m = write_manifest(job_dir_, after); !m) {
-    logger().warn("job {}: {} (the next open rebuilds it from the files)", config_.job, m.error().message);
+    log::ckpt().warn("job {}: {} (the next open rebuilds it from the files)", config_.job, m.error().message);
   }
   for (const auto& old : dropped) {
     if (::unlink(old.path.c_str()) != 0 && errno != ENOENT) {
-      logger().warn("job {}: {}", config_.job, io_error("remove the old checkpoint", old.path, errno));
+      log::ckpt().warn("job {}: {}", config_.job, io_error("remove the old checkpoint", old.path, errno));
       continue;
     }
     std::lock_guard lock(state_->mutex);
@@ -190,8 +188,8 @@ Result<PersistedVersion> PersistDir::persist(std::span<const std::byte> version,
   const PersistedVersion entry{id.rank, id.step, id.sequence, id.world, snapshot->info.total_bytes, final_path};
   record(entry);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  logger().info("job {}: persisted {}: {} bytes in {:.3f} s ({:.2f} GB/s) to {}", config_.job, what, entry.bytes,
-                seconds, seconds > 0 ? static_cast<double>(entry.bytes) / seconds / 1e9 : 0.0, final_path);
+  log::ckpt().info("job {}: persisted {}: {} bytes in {:.3f} s ({:.2f} GB/s) to {}", config_.job, what, entry.bytes,
+                   seconds, seconds > 0 ? static_cast<double>(entry.bytes) / seconds / 1e9 : 0.0, final_path);
   return entry;
 }
 

@@ -29,8 +29,6 @@ namespace fs = std::filesystem;
 constexpr std::string_view kManifest = "MANIFEST";
 constexpr std::string_view kManifestHeader = "shoal-ckpt-manifest 1";
 
-spdlog::logger& logger() { return log::get(log::Component::ckpt); }
-
 template <class T>
 std::optional<T> parse_number(std::string_view text) {
   T value{};
@@ -95,7 +93,7 @@ Status scan_files(const std::string& dir, const std::string& job, uint64_t max_b
     if (entries.contains(*key)) continue;
     auto found = validate_file(path.string(), job, *key, max_bytes);
     if (!found) {
-      if (!found.error().refusal) logger().warn("ignoring a checkpoint file: {}", found.error().message);
+      if (!found.error().refusal) log::ckpt().warn("ignoring a checkpoint file: {}", found.error().message);
       continue;
     }
     entries.emplace(*key, std::move(*found));
@@ -194,7 +192,7 @@ Status remove_leftovers(const std::string& dir) {
   if (!leftovers) return fail(leftovers.error().message);
   for (const auto& path : *leftovers) {
     if (::unlink(path.c_str()) != 0 && errno != ENOENT) return fail(io_error("remove", path.string(), errno));
-    logger().info("removed {}, left by a write that did not finish", path.string());
+    log::ckpt().info("removed {}, left by a write that did not finish", path.string());
   }
   return Ok{};
 }
@@ -223,13 +221,13 @@ Result<Entries> recover_entries(const std::string& dir, const std::string& job, 
   if (listed && *listed) {
     entries = std::move(**listed);
   } else if (!listed) {
-    logger().info("job {}: {}; rebuilding the list from the checkpoint files", job, listed.error().message);
+    log::ckpt().info("job {}: {}; rebuilding the list from the checkpoint files", job, listed.error().message);
   }
   const size_t listed_count = entries.size();
   if (auto scanned = scan_files(dir, job, max_version_bytes, entries); !scanned) return fail(scanned.error().message);
   if (entries.size() > listed_count) {
-    logger().info("job {}: listed {} checkpoint file(s) of {} that the manifest did not", job,
-                  entries.size() - listed_count, dir);
+    log::ckpt().info("job {}: listed {} checkpoint file(s) of {} that the manifest did not", job,
+                     entries.size() - listed_count, dir);
   }
   return entries;
 }

@@ -20,7 +20,7 @@ namespace {
 
 static_assert(static_cast<size_t>(PersistRefusal::invalid) + 1 == kPersistRefusals);
 
-std::array<std::atomic<uint64_t>, kPersistRefusals> g_refused{};
+std::array<std::atomic<uint64_t>, kPersistRefusals> g_persist_refused{};
 
 std::string octal(mode_t mode) {
   char text[8];
@@ -110,7 +110,7 @@ std::optional<PersistRefusal> judge_persist_file(const struct stat& st, uid_t us
 PersistError refuse_persisted(PersistRefusal cause, const std::string& path, const std::string& detail) {
   static std::mutex mutex;
   static log::WarnLimiter limiter(std::chrono::minutes(1));
-  g_refused[static_cast<size_t>(cause)].fetch_add(1, std::memory_order_relaxed);
+  g_persist_refused[static_cast<size_t>(cause)].fetch_add(1, std::memory_order_relaxed);
   std::string message = "refusing " + path + ": " + detail;
   std::optional<uint64_t> held;
   {
@@ -208,12 +208,12 @@ Result<TempFile> create_temp_file(const std::string& final_path) {
 }
 
 uint64_t refused_persisted(PersistRefusal cause) {
-  return g_refused[static_cast<size_t>(cause)].load(std::memory_order_relaxed);
+  return g_persist_refused[static_cast<size_t>(cause)].load(std::memory_order_relaxed);
 }
 
 std::array<uint64_t, kPersistRefusals> refused_persisted_counts() {
   std::array<uint64_t, kPersistRefusals> out{};
-  for (size_t i = 0; i < kPersistRefusals; ++i) out[i] = g_refused[i].load(std::memory_order_relaxed);
+  for (size_t i = 0; i < kPersistRefusals; ++i) out[i] = g_persist_refused[i].load(std::memory_order_relaxed);
   return out;
 }
 

@@ -17,7 +17,7 @@ namespace {
 static_assert(static_cast<size_t>(ReplicaCause::untrusted) + 1 == kReplicaCauses);
 
 // Where glibc's shm_open keeps its objects: a name "/x" is the file /dev/shm/x.
-constexpr const char* kShmDir = "/dev/shm";
+constexpr const char* kShmRoot = "/dev/shm";
 
 std::string replica_text(std::string_view job, uint32_t rank, uint64_t step) {
   return "step " + std::to_string(step) + " of rank " + std::to_string(rank) + " of job " + std::string(job);
@@ -30,8 +30,8 @@ Result<std::vector<std::pair<std::string, ReplicaName>>> scan_replicas(std::stri
   const std::string prefix = replica_file_prefix(store);
   std::vector<std::pair<std::string, ReplicaName>> out;
   std::error_code ec;
-  std::filesystem::directory_iterator it(kShmDir, ec);
-  if (ec) return fail(std::string("cannot list ") + kShmDir + ": " + ec.message());
+  std::filesystem::directory_iterator it(kShmRoot, ec);
+  if (ec) return fail(std::string("cannot list ") + kShmRoot + ": " + ec.message());
   for (; it != std::filesystem::directory_iterator(); it.increment(ec)) {
     const std::string file = it->path().filename().string();
     if (!file.starts_with(prefix)) continue;
@@ -39,7 +39,7 @@ Result<std::vector<std::pair<std::string, ReplicaName>>> scan_replicas(std::stri
     if (!parsed || parsed->job != store) continue;
     out.emplace_back("/" + file, std::move(*parsed));
   }
-  if (ec) return fail(std::string("cannot list ") + kShmDir + ": " + ec.message());
+  if (ec) return fail(std::string("cannot list ") + kShmRoot + ": " + ec.message());
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   return out;
 }
@@ -47,7 +47,7 @@ Result<std::vector<std::pair<std::string, ReplicaName>>> scan_replicas(std::stri
 // Unlinks the spares of `store` left in /dev/shm (by an agent that stopped): they hold no version.
 void unlink_spares(std::string_view store) {
   std::error_code ec;
-  for (std::filesystem::directory_iterator it(kShmDir, ec); !ec && it != std::filesystem::directory_iterator();
+  for (std::filesystem::directory_iterator it(kShmRoot, ec); !ec && it != std::filesystem::directory_iterator();
        it.increment(ec)) {
     const std::string file = it->path().filename().string();
     if (is_spare_segment_name(file, store)) (void)ShmSegment::unlink("/" + file);

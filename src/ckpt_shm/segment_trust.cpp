@@ -16,11 +16,11 @@ namespace {
 
 static_assert(static_cast<size_t>(SegmentRefusal::loose_mode) + 1 == kSegmentRefusals);
 
-std::array<std::atomic<uint64_t>, kSegmentRefusals> g_refused{};
+std::array<std::atomic<uint64_t>, kSegmentRefusals> g_segment_refused{};
 std::atomic<uint32_t> g_warned{0};  // a bit per cause already logged
 
 Unexpected<SegmentError> refuse(SegmentRefusal cause, const std::string& path, const std::string& detail) {
-  g_refused[static_cast<size_t>(cause)].fetch_add(1, std::memory_order_relaxed);
+  g_segment_refused[static_cast<size_t>(cause)].fetch_add(1, std::memory_order_relaxed);
   const uint32_t bit = 1u << static_cast<uint32_t>(cause);
   std::string message = "refusing " + path + ": " + detail;
   if ((g_warned.fetch_or(bit) & bit) == 0) {
@@ -32,7 +32,7 @@ Unexpected<SegmentError> refuse(SegmentRefusal cause, const std::string& path, c
   return Unexpected<SegmentError>{SegmentError{cause, std::move(message)}};
 }
 
-std::string octal(mode_t mode) {
+std::string octal_mode(mode_t mode) {
   char text[8];
   std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(mode & 07777));
   return text;
@@ -96,7 +96,7 @@ Result<int, SegmentError> open_trusted_file(const std::string& path, int flags, 
                           " (another user created it: remove it, or choose another --job)");
       case SegmentRefusal::loose_mode:
         return refuse(*cause, path,
-                      "mode " + octal(s.st_mode) + " (group " + std::to_string(s.st_gid) +
+                      "mode " + octal_mode(s.st_mode) + " (group " + std::to_string(s.st_gid) +
                           "); a segment must be 0600, or 0640 with the owner's group " + std::to_string(owner.gid));
       case SegmentRefusal::symlink:
         return refuse(*cause, path, "a symbolic link");
@@ -106,12 +106,12 @@ Result<int, SegmentError> open_trusted_file(const std::string& path, int flags, 
 }
 
 uint64_t refused_segments(SegmentRefusal cause) {
-  return g_refused[static_cast<size_t>(cause)].load(std::memory_order_relaxed);
+  return g_segment_refused[static_cast<size_t>(cause)].load(std::memory_order_relaxed);
 }
 
 std::array<uint64_t, kSegmentRefusals> refused_segment_counts() {
   std::array<uint64_t, kSegmentRefusals> out{};
-  for (size_t i = 0; i < kSegmentRefusals; ++i) out[i] = g_refused[i].load(std::memory_order_relaxed);
+  for (size_t i = 0; i < kSegmentRefusals; ++i) out[i] = g_segment_refused[i].load(std::memory_order_relaxed);
   return out;
 }
 

@@ -35,8 +35,6 @@
 namespace shoal::daemon {
 namespace {
 
-spdlog::logger& logger() { return log::get(log::Component::agent); }
-
 // How often the join watch looks whether a seed has answered.
 constexpr std::chrono::milliseconds kJoinPoll{250};
 // Seed names looked up while the agent starts (the rest only in the background, so that a Slurm job of
@@ -198,7 +196,7 @@ Status Agent::reload_keys() {
   if (!keys) return fail(keys.error().message);
   if (auto ok = seal_->set_keys(std::move(*keys)); !ok) return ok;
   if (seal_->keyed())
-    logger().info("cluster key reloaded from {}: key ids {} (the first seals)", cfg_.key_file, seal_->key_ids());
+    log::agent().info("cluster key reloaded from {}: key ids {} (the first seals)", cfg_.key_file, seal_->key_ids());
   return Ok{};
 }
 
@@ -300,8 +298,8 @@ Status Agent::start() {
                 "sealed with it, and an open cluster (--insecure) has none");
   }
   if (seal_->keyed()) {
-    logger().info("cluster key from {}: key ids {} (the first seals); unsealed packets and connections are refused",
-                  cfg_.key_file, seal_->key_ids());
+    log::agent().info("cluster key from {}: key ids {} (the first seals); unsealed packets and connections are refused",
+                      cfg_.key_file, seal_->key_ids());
   }
 
   origin_ = std::chrono::steady_clock::now();
@@ -312,8 +310,8 @@ Status Agent::start() {
   if (!bound) return fail(bound.error().message);
   port_ = bound->port;
   if (bound->udp_receive_bytes < net::kGossipReceiveBufferBytes) {
-    logger().debug("gossip's UDP receive buffer is {} bytes (asked for {}; net.core.rmem_max caps it)",
-                   bound->udp_receive_bytes, net::kGossipReceiveBufferBytes);
+    log::agent().debug("gossip's UDP receive buffer is {} bytes (asked for {}; net.core.rmem_max caps it)",
+                       bound->udp_receive_bytes, net::kGossipReceiveBufferBytes);
   }
 
   Result<asio::ip::address> advertised = *bind_ip;
@@ -330,7 +328,7 @@ Status Agent::start() {
   auto start_seeds = seeds_at_start(cfg_.seeds, addr_, kSeedsLookedUpAtStart, [this](const net::HostPort& seed) {
     auto r = resolve_host(io_, seed.host);
     if (r) return std::optional<asio::ip::address>(*r);
-    logger().warn("seed {}: {}; looking it up again in the background", seed.to_string(), r.error().message);
+    log::agent().warn("seed {}: {}; looking it up again in the background", seed.to_string(), r.error().message);
     return std::optional<asio::ip::address>();
   });
   seed_addrs_ = std::move(start_seeds.addrs);
@@ -346,7 +344,7 @@ Status Agent::start() {
     }
     if (!served && !cfg_.control_path_optional) return fail(served.error().message);
     if (!served) {
-      logger().warn("no control socket: {} (`shoal status` will not find this member)", served.error().message);
+      log::agent().warn("no control socket: {} (`shoal status` will not find this member)", served.error().message);
       cfg_.control_path.clear();
     }
   }
@@ -403,15 +401,15 @@ Status Agent::start() {
   // Only now: an agent that a bad address, control socket or directory stops never warned about a cluster it
   // did not run.
   if (!seal_->keyed() && cfg_.warn_open_cluster) {
-    logger().warn(
+    log::agent().warn(
         "the cluster is open (--insecure, no cluster key): any host that reaches this port can join, read the "
         "member list and checkpoints, and send views (see `shoal keygen`)");
   }
-  logger().info(
+  log::agent().info(
       "{} (generation {}) on {}{}", cfg_.name, generation_, addr_,
-      !cfg_.membership.joining ? std::string(", starting a new cluster")
-                               : ", joining via " + (seed_addrs_.empty() ? std::string("seeds not resolved yet")
-                                                                         : join_list(seed_addrs_)));
+      !cfg_.membership.joining
+          ? std::string(", starting a new cluster")
+          : ", joining via " + (seed_addrs_.empty() ? std::string("seeds not resolved yet") : join_list(seed_addrs_)));
   listener_->start();
   runtime_->start(seed_addrs_);
   if (!names.empty()) {
@@ -449,17 +447,17 @@ void Agent::watch_join() {
     // join timeout still applies.
     const size_t live = runtime_->swim().live_count();
     if (in_committed_view()) {
-      if (!joined_) logger().info("joined the cluster: {} live members", live);
+      if (!joined_) log::agent().info("joined the cluster: {} live members", live);
       joined_ = true;
       return;
     }
     if (live > 1 && !joined_) {
       joined_ = true;
       heard_of_others_ = true;
-      logger().info("joined the cluster: {} live members", live);
+      log::agent().info("joined the cluster: {} live members", live);
     } else if (live <= 1 && joined_) {
       joined_ = false;
-      logger().warn("every member heard of left before a view formed; still trying {}", join_list(seed_addrs_));
+      log::agent().warn("every member heard of left before a view formed; still trying {}", join_list(seed_addrs_));
     }
     const auto now = std::chrono::steady_clock::now();
     if (live <= 1 && cfg_.join_timeout && now - origin_ >= *cfg_.join_timeout) {
@@ -470,13 +468,13 @@ void Agent::watch_join() {
                             cfg_.join_timeout->count() / 1000.0, join_list(seed_addrs_))
               : fmt::format("no seed answered within {:.1f} s (seeds: {})", cfg_.join_timeout->count() / 1000.0,
                             join_list(seed_addrs_));
-      logger().error("{}", what);
+      log::agent().error("{}", what);
       finish(fail(what));
       return;
     }
     if (live <= 1 && now >= next_join_warn_) {
       next_join_warn_ = now + cfg_.join_warn_interval;
-      if (!heard_of_others_) logger().warn("no seed has answered yet; still trying {}", join_list(seed_addrs_));
+      if (!heard_of_others_) log::agent().warn("no seed has answered yet; still trying {}", join_list(seed_addrs_));
     }
     watch_join();
   });
@@ -502,7 +500,7 @@ void Agent::begin_leave() {
   join_timer_.cancel();
   if (seed_resolver_) seed_resolver_->stop();
   if (!runtime_) return finish(Ok{});
-  logger().info("leaving the cluster");
+  log::agent().info("leaving the cluster");
   runtime_->leave();
   if (checkpoints_) checkpoints_->flush_persisted();
   linger(std::chrono::steady_clock::now());
@@ -527,12 +525,12 @@ void Agent::linger(std::chrono::steady_clock::time_point since) {
     // word a scheduler says before SIGKILL).
     if (checkpoints_ && checkpoints_->persisting()) {
       if (waited < cfg_.persist_exit_wait) return linger(since);
-      logger().warn("exiting after {:.0f} s with checkpoint versions still being persisted",
-                    std::chrono::duration<double>(waited).count());
+      log::agent().warn("exiting after {:.0f} s with checkpoint versions still being persisted",
+                        std::chrono::duration<double>(waited).count());
     }
     if (in_view) {
-      logger().warn("left while still in the committed view of epoch {}: the others commit without us on their own",
-                    view.epoch());
+      log::agent().warn("left while still in the committed view of epoch {}: the others commit without us on their own",
+                        view.epoch());
     }
     left_on_purpose_ = true;
     finish(Ok{});

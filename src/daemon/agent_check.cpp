@@ -14,8 +14,6 @@
 namespace shoal::daemon {
 namespace {
 
-spdlog::logger& logger() { return log::get(log::Component::agent); }
-
 // How long the control request may take: the compute deadline and two rounds of the longest link probes.
 constexpr std::chrono::milliseconds kCheckMaxWait{60'000};
 
@@ -77,7 +75,7 @@ void Agent::serve_check_requests() {
                 if (view.members().empty() || view.members().front().name != coordinator) return;
                 std::string names;
                 for (const auto& n : flagged) names += (names.empty() ? "" : ", ") + n;
-                if (!names.empty()) logger().warn("precheck by {}: flagged host(s): {}", coordinator, names);
+                if (!names.empty()) log::agent().warn("precheck by {}: flagged host(s): {}", coordinator, names);
                 release_views("the precheck by " + coordinator + " is over");
               }});
   control_handlers_.add_async(
@@ -123,15 +121,16 @@ void Agent::start_precheck() {
       if (!h.flagged) continue;
       std::string why;
       for (const auto& reason : h.reasons) why += (why.empty() ? "" : ", ") + reason;
-      logger().warn("precheck: host {} flagged ({}): {:.1f} GFLOP/s (median {:.1f}), best link {:.2f} Gb/s "
-                    "(median {:.2f})",
-                    h.name, why, h.gflops.value_or(0), r.median_gflops.value_or(0), h.gbps.value_or(0),
-                    r.median_gbps.value_or(0));
+      log::agent().warn(
+          "precheck: host {} flagged ({}): {:.1f} GFLOP/s (median {:.1f}), best link {:.2f} Gb/s "
+          "(median {:.2f})",
+          h.name, why, h.gflops.value_or(0), r.median_gflops.value_or(0), h.gbps.value_or(0),
+          r.median_gbps.value_or(0));
     }
     release_views("the precheck is over");
   });
   if (!started) {
-    logger().warn("precheck: {}", started.error().message);
+    log::agent().warn("precheck: {}", started.error().message);
     release_views("the precheck could not start");
   }
 }
@@ -144,12 +143,13 @@ void Agent::on_gated_view(const membership::View& v) {
     precheck_timer_.expires_after(cfg_.precheck_wait);
     precheck_timer_.async_wait([this](boost::system::error_code ec) {
       if (ec || !precheck_pending_) return;
-      logger().warn("precheck: no word of the check after {:.0f} s; going on without it",
-                    std::chrono::duration<double>(cfg_.precheck_wait).count());
+      log::agent().warn("precheck: no word of the check after {:.0f} s; going on without it",
+                        std::chrono::duration<double>(cfg_.precheck_wait).count());
       release_views("the precheck's wait is over");
     });
     if (v.members().front().name == cfg_.name) {
-      logger().info("precheck: checking the {} member(s) of epoch {} before handing the view on", v.size(), v.epoch());
+      log::agent().info("precheck: checking the {} member(s) of epoch {} before handing the view on", v.size(),
+                        v.epoch());
       // The others commit the same view a moment later; until they do they refuse requests from a member
       // they do not have in a view yet. A short settle, then the check.
       auto settle = std::make_shared<asio::steady_timer>(io_, kPrecheckSettle);
@@ -158,8 +158,8 @@ void Agent::on_gated_view(const membership::View& v) {
         start_precheck();
       });
     } else {
-      logger().info("precheck: waiting for {}'s check of epoch {} (at most {:.0f} s)", v.members().front().name,
-                    v.epoch(), std::chrono::duration<double>(cfg_.precheck_wait).count());
+      log::agent().info("precheck: waiting for {}'s check of epoch {} (at most {:.0f} s)", v.members().front().name,
+                        v.epoch(), std::chrono::duration<double>(cfg_.precheck_wait).count());
     }
   }
   if (precheck_pending_) {
@@ -173,7 +173,7 @@ void Agent::release_views(const std::string& why) {
   if (!precheck_pending_) return;
   precheck_pending_ = false;
   precheck_timer_.cancel();
-  logger().info("precheck: {}; handing the committed view on", why);
+  log::agent().info("precheck: {}; handing the committed view on", why);
   if (!held_view_) return;
   const membership::View v = std::move(*held_view_);
   held_view_.reset();

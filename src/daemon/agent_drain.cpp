@@ -15,21 +15,19 @@
 namespace shoal::daemon {
 namespace {
 
-spdlog::logger& logger() { return log::get(log::Component::agent); }
-
 // The longest a drain may be given.
 constexpr std::chrono::milliseconds kDrainWithinMax{3'600'000};
 // How often the wait for this host's replicas looks again.
 constexpr std::chrono::milliseconds kReplicaPoll{10};
 
-std::optional<uint64_t> parse_u64(const std::string& s) {
+std::optional<uint64_t> parse_count(const std::string& s) {
   uint64_t v = 0;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
   return v;
 }
 
-double seconds(std::chrono::milliseconds ms) { return static_cast<double>(ms.count()) / 1000.0; }
+double seconds_of_ms(std::chrono::milliseconds ms) { return static_cast<double>(ms.count()) / 1000.0; }
 
 }  // namespace
 
@@ -47,7 +45,7 @@ std::string Agent::drain_reply(std::span<const std::string> args) {
   std::chrono::milliseconds within = cfg_.drain_within;
   if (args.size() > 1) return control_handlers_.error_reply("usage: drain [WITHIN_MS]");
   if (args.size() == 1) {
-    const auto ms = parse_u64(args[0]);
+    const auto ms = parse_count(args[0]);
     if (!ms || *ms == 0 || std::chrono::milliseconds(*ms) > kDrainWithinMax) {
       return control_handlers_.error_reply("drain: WITHIN_MS '" + args[0] + "' is not a number of milliseconds from 1 to " +
                                            std::to_string(kDrainWithinMax.count()));
@@ -55,7 +53,8 @@ std::string Agent::drain_reply(std::span<const std::string> args) {
     within = std::chrono::milliseconds(*ms);
   }
   const Status st = drain(within, "shoal drain");
-  control::DrainReply reply{st.ok(), std::nullopt, seconds(within), membership_ ? membership_->keeper().view().epoch() : 0};
+  control::DrainReply reply{st.ok(), std::nullopt, seconds_of_ms(within),
+                            membership_ ? membership_->keeper().view().epoch() : 0};
   if (!st) reply.error = st.error().message;
   return control::write_reply(reply);
 }
@@ -79,7 +78,8 @@ Status Agent::drain(std::chrono::milliseconds within, const std::string& why) {
   }
   draining_ = true;
   drain_deadline_ = deadline;
-  logger().info("drain ({}): the trainers finish their step, save and leave within {:.1f} s", why, seconds(within));
+  log::agent().info("drain ({}): the trainers finish their step, save and leave within {:.1f} s", why,
+                    seconds_of_ms(within));
   session_feed_->on_drain();
   for (auto& observer : drain_observers_) observer(drain_deadline_);
   if (local_ranks().empty()) {
@@ -89,8 +89,8 @@ Status Agent::drain(std::chrono::milliseconds within, const std::string& why) {
   drain_timer_.expires_at(drain_deadline_);
   drain_timer_.async_wait([this](boost::system::error_code ec) {
     if (ec || drain_leaving_) return;
-    logger().warn("drain: {} of {} rank(s) of this host reported done by the deadline: leaving anyway",
-                  drained_slots_.size(), local_ranks().size());
+    log::agent().warn("drain: {} of {} rank(s) of this host reported done by the deadline: leaving anyway",
+                      drained_slots_.size(), local_ranks().size());
     // A launcher (hold_exit_while) stops its workers at the deadline itself and then stops the agent.
     if (!exit_busy_) leave_drained("the drain's deadline passed");
   });
@@ -98,8 +98,8 @@ Status Agent::drain(std::chrono::milliseconds within, const std::string& why) {
 }
 
 std::string Agent::drained_reply(std::span<const std::string> args) {
-  const auto slot = args.size() == 2 ? parse_u64(args[0]) : std::nullopt;
-  const auto step = args.size() == 2 ? parse_u64(args[1]) : std::nullopt;
+  const auto slot = args.size() == 2 ? parse_count(args[0]) : std::nullopt;
+  const auto step = args.size() == 2 ? parse_count(args[1]) : std::nullopt;
   if (!slot || !step || *slot >= UINT32_MAX) {
     return control_handlers_.error_reply("usage: drained SLOT STEP (non-negative integers)");
   }
@@ -115,7 +115,7 @@ void Agent::drained_slot(uint32_t slot, uint64_t step) {
 void Agent::take_drained(uint32_t slot, uint64_t step) {
   if (!draining_ || drain_leaving_) return;
   drained_slots_.insert(slot);
-  logger().info("drain: slot {} is done at checkpoint step {}", slot, step);
+  log::agent().info("drain: slot {} is done at checkpoint step {}", slot, step);
   const auto ranks = local_ranks();
   if (drained_slots_.size() >= ranks.size()) leave_drained("every rank of this host is done");
 }
@@ -160,8 +160,8 @@ void Agent::leave_drained(const std::string& why) {
     });
     return;
   }
-  if (replicas_pending()) logger().warn("drain: leaving with a newest checkpoint version not yet held by a peer");
-  logger().info("drain: {}: leaving the cluster", why);
+  if (replicas_pending()) log::agent().warn("drain: leaving with a newest checkpoint version not yet held by a peer");
+  log::agent().info("drain: {}: leaving the cluster", why);
   begin_leave();
 }
 

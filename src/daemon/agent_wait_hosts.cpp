@@ -9,8 +9,6 @@
 namespace shoal::daemon {
 namespace {
 
-spdlog::logger& logger() { return log::get(log::Component::agent); }
-
 // How often the watch looks at the view and the members alive.
 constexpr std::chrono::milliseconds kHostsPoll{250};
 
@@ -35,7 +33,7 @@ void Agent::watch_hosts() {
             "no committed view after --wait-hosts {:.1f} s: {} member(s) alive, --min-hosts {} needed ({}); giving up "
             "so that the job can be requeued",
             wait_s, alive, min_hosts, status.reason.empty() ? membership::to_string(status.phase) : status.reason);
-        logger().error("{}", why);
+        log::agent().error("{}", why);
         return finish(fail(why));
       }
     } else if (hosts_gate_ && held_for_hosts_ && now - origin_ >= *cfg_.wait_hosts) {
@@ -54,7 +52,7 @@ void Agent::watch_hosts() {
           "stalled for --wait-hosts {:.1f} s with {} member(s) alive, below --min-hosts {} ({}); giving up so that the "
           "job can be requeued",
           wait_s, alive, min_hosts, status.reason);
-      logger().error("{}", why);
+      log::agent().error("{}", why);
       return finish(fail(why));
     }
     watch_hosts();
@@ -67,13 +65,13 @@ bool Agent::hold_for_hosts(const membership::View& v) {
   if (v.size() >= cfg_.want_hosts || waited) {
     hosts_gate_ = false;
     held_for_hosts_.reset();
-    logger().info("epoch {} holds {} member(s), --want-hosts {}{}: handing it on", v.epoch(), v.size(),
-                  cfg_.want_hosts, waited ? " (--wait-hosts passed)" : "");
+    log::agent().info("epoch {} holds {} member(s), --want-hosts {}{}: handing it on", v.epoch(), v.size(),
+                      cfg_.want_hosts, waited ? " (--wait-hosts passed)" : "");
     return false;
   }
   if (!held_for_hosts_) {
-    logger().info("epoch {} holds {} of --want-hosts {}: waiting for more until --wait-hosts passes", v.epoch(),
-                  v.size(), cfg_.want_hosts);
+    log::agent().info("epoch {} holds {} of --want-hosts {}: waiting for more until --wait-hosts passes", v.epoch(),
+                      v.size(), cfg_.want_hosts);
   }
   held_for_hosts_ = v;
   return true;
@@ -82,7 +80,7 @@ bool Agent::hold_for_hosts(const membership::View& v) {
 void Agent::release_for_hosts(const std::string& why) {
   if (!hosts_gate_) return;
   hosts_gate_ = false;
-  logger().info("{}: going on with the view at hand", why);
+  log::agent().info("{}: going on with the view at hand", why);
   if (!held_for_hosts_) return;
   const membership::View v = std::move(*held_for_hosts_);
   held_for_hosts_.reset();

@@ -10,8 +10,6 @@
 namespace shoal::daemon {
 namespace {
 
-spdlog::logger& logger() { return log::get(log::Component::agent); }
-
 constexpr int kDatagramsPerTurn = 64;
 
 }  // namespace
@@ -26,7 +24,7 @@ GossipRuntime::GossipRuntime(asio::io_context& io, asio::ip::udp::socket socket,
       seal_(seal ? std::move(seal) : std::make_shared<net::ClusterSeal>(std::nullopt)) {
   const auto& self = swim_.self();
   own_addr_ = net::canonical_ip_port(self.addr);
-  if (auto ok = net::report_destinations(socket_); !ok) logger().warn("udp: {}", ok.error().message);
+  if (auto ok = net::report_destinations(socket_); !ok) log::agent().warn("udp: {}", ok.error().message);
   const wire::Envelope sender = wire::make_envelope(swim_.config().cluster_id, self.name, self.generation, self.addr);
   hello_ = net::OutgoingHello(net::encode_hello(sender, wire::Hello::PUSH_PULL), seal_);
   probe_hello_ = net::OutgoingHello(net::encode_hello(sender, wire::Hello::PROBE), seal_);
@@ -70,14 +68,14 @@ void GossipRuntime::receive_next() {
   socket_.async_wait(asio::ip::udp::socket::wait_read, [this](boost::system::error_code ec) {
     if (ec == asio::error::operation_aborted || stopped()) return;
     if (ec) {
-      logger().debug("udp wait: {}", ec.message());
+      log::agent().debug("udp wait: {}", ec.message());
     } else {
       // A bounded batch per turn, so timers and TCP keep their share of the loop under a flood.
       for (int i = 0; i < kDatagramsPerTurn && !stopped(); ++i) {
         auto got = net::receive_datagram(socket_, rx_buf_);
         if (!got) {
           // ICMP errors of earlier sends can surface here; the socket itself is fine.
-          logger().debug("udp receive: {}", got.error().message);
+          log::agent().debug("udp receive: {}", got.error().message);
           continue;
         }
         if (!*got) break;
@@ -117,8 +115,8 @@ void GossipRuntime::perform(gossip::Effects& fx) {
   for (auto& r : fx.streams) start_stream(r);
   for (const auto& e : fx.events) {
     const auto& m = e.member;
-    logger().info("member {} {} ({}, incarnation {}, generation {})", m.id.name, gossip::to_string(m.state), m.id.addr,
-                  m.incarnation, m.id.generation);
+    log::agent().info("member {} {} ({}, incarnation {}, generation {})", m.id.name, gossip::to_string(m.state),
+                      m.id.addr, m.incarnation, m.id.generation);
     for (const auto& observer : observers_) observer(e);
   }
   wake_at(fx.wake_at);
@@ -136,7 +134,7 @@ void GossipRuntime::send_packet(gossip::SendPacket& p) {
   socket_.async_send_to(asio::buffer(*bytes), asio::ip::udp::endpoint(to->ip, to->port),
                         [bytes, to = p.to](boost::system::error_code ec, size_t) {
                           if (ec && ec != asio::error::operation_aborted)
-                            logger().debug("udp send to {}: {}", to, ec.message());
+                            log::agent().debug("udp send to {}: {}", to, ec.message());
                         });
 }
 
@@ -179,7 +177,7 @@ void GossipRuntime::on_wake() {
 
 void GossipRuntime::warn_limited(const std::string& key, const std::string& message) {
   if (auto held = warn_.admit(key, Clock::now())) {
-    logger().warn("{}{}", message, *held ? fmt::format(" ({} more since the last report)", *held) : std::string());
+    log::agent().warn("{}{}", message, *held ? fmt::format(" ({} more since the last report)", *held) : std::string());
   }
 }
 

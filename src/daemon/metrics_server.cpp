@@ -20,8 +20,6 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
-spdlog::logger& logger() { return log::get(log::Component::agent); }
-
 }  // namespace
 
 struct MetricsServer::Session : std::enable_shared_from_this<Session> {
@@ -93,7 +91,7 @@ Status MetricsServer::open(const net::HostPort& bind) {
     return fail("--metrics " + bind.to_string() + ": cannot listen: " + why);
   }
   port_ = acceptor_.local_endpoint().port();
-  logger().info("metrics at http://{}:{}/metrics", bind.host, port_);
+  log::agent().info("metrics at http://{}:{}/metrics", bind.host, port_);
   accept_next();
   return Ok{};
 }

@@ -5,11 +5,6 @@
 #include "membership/view_codec.hpp"
 
 namespace shoal::membership {
-namespace {
-
-spdlog::logger& logger() { return log::get(log::Component::membership); }
-
-}  // namespace
 
 const char* to_string(KeeperPhase p) {
   switch (p) {
@@ -71,8 +66,8 @@ Status ViewKeeper::force(Time now, KeeperOutput& out) {
     return fail("only " + std::to_string(d.members.size()) + " members alive, below --min-hosts " +
                 std::to_string(cfg_.min_hosts));
   }
-  logger().warn("operator forces the next view without a majority of epoch {} ({} of {} members alive)",
-                view_.epoch(), d.live_of_view, view_.size());
+  log::membership().warn("operator forces the next view without a majority of epoch {} ({} of {} members alive)",
+                         view_.epoch(), d.live_of_view, view_.size());
   force_requested_ = true;
   backoff_until_ = now;
   evaluate(now, out);
@@ -212,7 +207,7 @@ void ViewKeeper::start_round(const Desired& d, bool all_members_mode, Time now, 
   if (d.evicted) evicted.push_back(*d.evicted);
   auto value = View::make(view_.epoch() + 1, d.members, lineage, std::move(evicted));
   if (!value) {
-    logger().error("cannot form the next view: {}", value.error().message);
+    log::membership().error("cannot form the next view: {}", value.error().message);
     backoff_until_ = now + cfg_.takeover_after;
     return;
   }
@@ -232,8 +227,8 @@ void ViewKeeper::start_round(const Desired& d, bool all_members_mode, Time now, 
   round_all_members_ = all_members_mode;
   force_requested_ = false;
   ++stats_.rounds_started;
-  logger().debug("round {} for epoch {}: ballot ({}, {}), {} members", round_->id(), round_->epoch(), ballot.round,
-                 ballot.proposer, round_->value().size());
+  log::membership().debug("round {} for epoch {}: ballot ({}, {}), {} members", round_->id(), round_->epoch(),
+                          ballot.round, ballot.proposer, round_->value().size());
   send_phase(now, out);
 }
 
@@ -299,11 +294,11 @@ void ViewKeeper::advance_round(Time now, KeeperOutput& out) {
 }
 
 void ViewKeeper::fail_round(Time now, const std::string& why) {
-  logger().debug("round {} for epoch {} failed: {}", round_->id(), round_->epoch(), why);
+  log::membership().debug("round {} for epoch {} failed: {}", round_->id(), round_->epoch(), why);
   ++stats_.rounds_failed;
   if (!round_->value().evicted().empty()) {
-    logger().info("the view that evicts {} was not committed ({}); no eviction for the next {} s", round_->value().evicted().front(),
-                  why, cfg_.eviction.after.count() / 1'000'000);
+    log::membership().info("the view that evicts {} was not committed ({}); no eviction for the next {} s",
+                           round_->value().evicted().front(), why, cfg_.eviction.after.count() / 1'000'000);
     eviction_.round_failed(now);
   }
   round_.reset();
@@ -334,15 +329,17 @@ void ViewKeeper::install(const View& v, Time now, KeeperOutput& out) {
     if (v.evicts(m.name)) {
       damper_.removed(m.name, m.generation, now, std::max(cfg_.eviction.hold_down, cfg_.hold_down));
       const uint64_t since = eviction_.first_named_step(m.name);
-      logger().warn("view epoch {} evicts {} as a straggler (the verdict named it from step {} of epoch {}); it stays "
-                    "out of views for the hold-down of {} s, then may rejoin",
-                    v.epoch(), m.name, since, view_.epoch(),
-                    std::max(cfg_.eviction.hold_down, cfg_.hold_down).count() / 1'000'000);
+      log::membership().warn(
+          "view epoch {} evicts {} as a straggler (the verdict named it from step {} of epoch {}); "
+          "it stays out of views for the hold-down of {} s, then may rejoin",
+          v.epoch(), m.name, since, view_.epoch(),
+          std::max(cfg_.eviction.hold_down, cfg_.hold_down).count() / 1'000'000);
       if (m.name == self_.name) {
         evicted_self_ = KeeperStatus::Evicted{v.epoch(), since, now + std::max(cfg_.eviction.hold_down, cfg_.hold_down)};
-        logger().warn("this member ({}) was evicted from the job's view as a straggler: it stays alive out of views "
-                      "and asks to rejoin after the hold-down",
-                      self_.name);
+        log::membership().warn(
+            "this member ({}) was evicted from the job's view as a straggler: "
+            "it stays alive out of views and asks to rejoin after the hold-down",
+            self_.name);
       }
     } else {
       damper_.removed(m.name, m.generation, now);
@@ -351,8 +348,8 @@ void ViewKeeper::install(const View& v, Time now, KeeperOutput& out) {
   if (!v.evicted().empty()) ++status_.evictions;
   eviction_.on_install(v, now);
   if (v.find(self_.name) != nullptr) evicted_self_.reset();
-  logger().info("view epoch {} committed: {} members, hash {:016x} (was epoch {}, {} members)", v.epoch(), v.size(),
-                v.hash(), view_.epoch(), view_.size());
+  log::membership().info("view epoch {} committed: {} members, hash {:016x} (was epoch {}, {} members)", v.epoch(),
+                         v.size(), v.hash(), view_.epoch(), view_.size());
   view_ = v;
   acceptor_.reset(v.epoch() + 1);
   highest_round_seen_ = 0;  // ballot rounds count per epoch (plausible_round)

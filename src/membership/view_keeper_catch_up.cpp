@@ -11,8 +11,6 @@
 namespace shoal::membership {
 namespace {
 
-spdlog::logger& logger() { return log::get(log::Component::membership); }
-
 constexpr Time kRefusalLogInterval{10'000'000};
 constexpr int kQuietCatchUpRetries = 5;
 
@@ -35,8 +33,8 @@ void ViewKeeper::refuse(ViewRefusal why, const std::string& detail, Time now) {
   auto& last = refusal_logged_at_[i];
   if (last && now - *last < kRefusalLogInterval) return;
   last = now;
-  logger().warn("{}: refused {} ({}); {} refused for this cause so far, logged at most every 10 s", self_.name, detail,
-                name(why), stats_.refused[i]);
+  log::membership().warn("{}: refused {} ({}); {} refused for this cause so far, logged at most every 10 s", self_.name,
+                         detail, name(why), stats_.refused[i]);
 }
 
 bool ViewKeeper::plausible_round(uint64_t round) const {
@@ -69,8 +67,10 @@ void ViewKeeper::consider(const View& v, ViewSource source, const std::string& s
   }
   if (view_.epoch() > 0 && orphaned()) {
     // admit() with orphaned = true says install: too few members of the view are alive ever to confirm.
-    logger().info("{}: too few members of epoch {} are alive to confirm epoch {} ({}): taking it as a joiner would",
-                  self_.name, view_.epoch(), v.epoch(), describe(v, source, sender));
+    log::membership().info(
+        "{}: too few members of epoch {} are alive to confirm epoch {} ({}): "
+        "taking it as a joiner would",
+        self_.name, view_.epoch(), v.epoch(), describe(v, source, sender));
     install(v, now, out);
     return;
   }
@@ -92,8 +92,8 @@ void ViewKeeper::vouched(const std::string& name, const std::string& addr, uint6
   if (!vouches().record(name, addr, generation, committed)) return;
   if (auto confirmed = vouches_->confirmed()) {
     ++stats_.catch_ups;
-    logger().info("{}: epoch {} confirmed by the members asked (from epoch {}): installing it", self_.name,
-                  confirmed->epoch(), view_.epoch());
+    log::membership().info("{}: epoch {} confirmed by the members asked (from epoch {}): installing it", self_.name,
+                           confirmed->epoch(), view_.epoch());
     install(*confirmed, now, out);
   }
 }
@@ -151,8 +151,8 @@ void ViewKeeper::start_catch_up(Time now, KeeperOutput& out) {
     out.requests.push_back({token, addr, bytes, catch_up_->deadline});
     ++catch_up_->outstanding;
   }
-  logger().debug("{}: catching up from epoch {} (epoch {} was offered): asking {} members", self_.name, view_.epoch(),
-                 behind_hint_, catch_up_->outstanding);
+  log::membership().debug("{}: catching up from epoch {} (epoch {} was offered): asking {} members", self_.name,
+                          view_.epoch(), behind_hint_, catch_up_->outstanding);
   if (catch_up_->outstanding == 0) {
     finish_catch_up(now, out);
     return;
@@ -183,7 +183,7 @@ void ViewKeeper::finish_catch_up(Time now, KeeperOutput& out) {
     refuse(ViewRefusal::unconfirmed, detail, now);
   } else {
     ++stats_.refused[static_cast<size_t>(ViewRefusal::unconfirmed)];
-    logger().debug("{}: not yet {} (round {})", self_.name, detail, catch_up_retries_ + 1);
+    log::membership().debug("{}: not yet {} (round {})", self_.name, detail, catch_up_retries_ + 1);
   }
   if (reporters == 0) {
     behind_hint_ = 0;  // nobody holds anything newer: the offer was forged, or is long gone

@@ -11,15 +11,13 @@ namespace {
 
 constexpr int kMaxCommitAttempts = 4;
 
-spdlog::logger& logger() { return log::get(log::Component::membership); }
-
 }  // namespace
 
 std::vector<std::byte> ViewKeeper::on_request(std::span<const std::byte> bytes, Time now, KeeperOutput& out) {
   auto req = decode_request(bytes);
   if (!req) {
     stats_.rejected.add(req.error().cause);
-    logger().warn("view request rejected ({}): {}", wire::name(req.error().cause), req.error().detail);
+    log::membership().warn("view request rejected ({}): {}", wire::name(req.error().cause), req.error().detail);
     return {};
   }
   const wire::ViewResponse resp = answer(*req, now, out);
@@ -53,8 +51,8 @@ wire::ViewResponse ViewKeeper::answer(const wire::ViewRequest& req, Time now, Ke
           consider(*v, ViewSource::commit, req.from_name(), req.from_generation(), accepted_here, now, out);
         } else {
           stats_.rejected.add(wire::RejectCause::malformed);
-          logger().warn("commit for epoch {} from {} carries a bad view: {}", t, req.from_name(),
-                        v ? std::string("epoch mismatch") : v.error().message);
+          log::membership().warn("commit for epoch {} from {} carries a bad view: {}", t, req.from_name(),
+                                 v ? std::string("epoch mismatch") : v.error().message);
         }
       } else if (accepted != nullptr && accepted->hash() == req.commit().hash()) {
         const View value = *accepted;
@@ -106,7 +104,7 @@ wire::ViewResponse ViewKeeper::answer(const wire::ViewRequest& req, Time now, Ke
     auto value = from_msg(req.accept().view());
     if (!value || value->epoch() != t) {
       stats_.rejected.add(wire::RejectCause::malformed);
-      logger().warn("accept for epoch {} from {} carries a bad view", t, req.from_name());
+      log::membership().warn("accept for epoch {} from {} carries a bad view", t, req.from_name());
       resp.set_verdict(wire::ViewResponse::NACK);
       return resp;
     }
@@ -151,11 +149,11 @@ bool ViewKeeper::agrees_to_evict(const std::vector<std::string>& names, const st
   if (names.size() <= 1 && eviction_.agrees(names)) return true;
   if (refusal_logged_epoch_ != view_.epoch()) {
     refusal_logged_epoch_ = view_.epoch();
-    logger().warn("refusing {}'s view that evicts {} as a straggler: {}", proposer, names.front(),
-                  !eviction_.enabled()  ? "eviction is off here (--evict-stragglers)"
-                  : names.size() > 1    ? "it evicts more than one member at once"
-                                        : "this member's own verdict never named it in epoch " +
-                                             std::to_string(view_.epoch()));
+    log::membership().warn("refusing {}'s view that evicts {} as a straggler: {}", proposer, names.front(),
+                           !eviction_.enabled() ? "eviction is off here (--evict-stragglers)"
+                           : names.size() > 1
+                               ? "it evicts more than one member at once"
+                               : "this member's own verdict never named it in epoch " + std::to_string(view_.epoch()));
   }
   return false;
 }
@@ -239,14 +237,20 @@ void ViewKeeper::on_response(uint64_t token, std::optional<std::span<const std::
       round_->record_failure(p.name);
     } else {
       Vote v = vote_from(*resp, round_->step() == RoundStep::prepare);
-      if (v.higher && !plausible_round(v.higher->round)) {
-        refuse(ViewRefusal::ballot,
-               "a nack from " + p.name + " naming round " + std::to_string(v.higher->round) + " (the highest seen is " +
-                   std::to_string(highest_round_seen_) + ")",
-               now);
-        v.higher.reset();
+      // One test of v.higher, its round read once: GCC 12 at -O3 (the wheel's build) otherwise warns that the
+      // optional's round "may be used uninitialized" after reset() (-Wmaybe-uninitialized, a false positive).
+      if (v.higher) {
+        const uint64_t higher_round = v.higher->round;
+        if (plausible_round(higher_round)) {
+          highest_round_seen_ = std::max(highest_round_seen_, higher_round);
+        } else {
+          refuse(ViewRefusal::ballot,
+                 "a nack from " + p.name + " naming round " + std::to_string(higher_round) + " (the highest seen is " +
+                     std::to_string(highest_round_seen_) + ")",
+                 now);
+          v.higher.reset();
+        }
       }
-      if (v.higher) highest_round_seen_ = std::max(highest_round_seen_, v.higher->round);
       // A member of our view that is behind cannot vote: bring it up to date for the next round.
       if (view_.epoch() > 0 && resp->committed_epoch() < view_.epoch() && view_.find(p.name) != nullptr) {
         send_commit(p.name, p.addr, view_, true, 0, now, out);

@@ -7,11 +7,6 @@
 #include "gossip/swim.hpp"
 
 namespace shoal::ops {
-namespace {
-
-spdlog::logger& logger() { return log::get(log::Component::agent); }
-
-}  // namespace
 
 AgentNotifications::AgentNotifications(daemon::Agent& agent, SystemdNotifier notifier)
     : agent_(agent), notifier_(std::move(notifier)), watchdog_(agent.io()) {}
@@ -27,7 +22,7 @@ void AgentNotifications::started() {
       fmt::format("{} listening on {}, waiting for a committed view", agent_.swim().self().name, agent_.addr());
   report(notifier_.status(last_status_));
   if (const auto interval = notifier_.watchdog_interval()) {
-    logger().info("systemd watchdog: pinging every {:.1f} s", static_cast<double>(interval->count()) / 1e6);
+    log::agent().info("systemd watchdog: pinging every {:.1f} s", static_cast<double>(interval->count()) / 1e6);
     ping();
   }
 }
@@ -72,7 +67,7 @@ void AgentNotifications::ping() {
 void AgentNotifications::report(Status sent) {
   if (sent || warned_) return;
   warned_ = true;  // once: a broken notify socket would otherwise log at every ping
-  logger().warn("systemd notification failed: {} (further failures are not logged)", sent.error().message);
+  log::agent().warn("systemd notification failed: {} (further failures are not logged)", sent.error().message);
 }
 
 }  // namespace shoal::ops

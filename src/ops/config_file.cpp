@@ -30,7 +30,7 @@ std::string unquote(const std::string& v) {
 }
 
 // The value as a line of the file must spell it for unquote(trim(...)) to give it back.
-std::string quote(const std::string& v) {
+std::string quoted(const std::string& v) {
   const bool plain = !v.empty() && trim(v) == v && v.front() != '#' && unquote(v) == v;
   if (plain) return v;
   return v.find('"') == std::string::npos ? '"' + v + '"' : '\'' + v + '\'';
@@ -125,7 +125,7 @@ std::string ConfigFileFormat::to_config(const CLI::App* app, bool /*default_also
     if (flag->count() == 0 || !flag->get_configurable() || flag->get_lnames().empty()) continue;
     if (write_description) out += "# " + flag->get_description() + "\n";
     // The flag's last value is the one it holds (later values replace earlier ones).
-    out += flag->get_lnames().front() + " = " + quote(flag->results().back()) + "\n";
+    out += flag->get_lnames().front() + " = " + quoted(flag->results().back()) + "\n";
   }
   return out;
 }

@@ -8,13 +8,13 @@ namespace {
 
 constexpr size_t kMaxValueBytes = 253;
 
-const std::string* lookup(const Environment& env, const std::string& key) {
+const std::string* env_value(const Environment& env, const std::string& key) {
   const auto it = env.find(key);
   return it == env.end() || it->second.empty() ? nullptr : &it->second;
 }
 
 Result<std::string> read(const Environment& env, const std::string& key) {
-  const std::string* value = lookup(env, key);
+  const std::string* value = env_value(env, key);
   if (value == nullptr) return std::string();
   for (const char c : *value) {
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return fail(key + " holds a control character");
@@ -50,7 +50,7 @@ Result<std::optional<uint32_t>> read_gpus(const Environment& env) {
 
 Result<KubernetesDefaults> kubernetes_defaults(const Environment& env) {
   KubernetesDefaults d;
-  if (lookup(env, "KUBERNETES_SERVICE_HOST") == nullptr) return d;
+  if (env_value(env, "KUBERNETES_SERVICE_HOST") == nullptr) return d;
   d.under_kubernetes = true;
   struct Field {
     const char* key;

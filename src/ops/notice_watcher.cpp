@@ -19,8 +19,6 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
-spdlog::logger& logger() { return log::get(log::Component::agent); }
-
 }  // namespace
 
 struct NoticeWatcher::Exchange : std::enable_shared_from_this<Exchange> {
@@ -86,8 +84,8 @@ NoticeWatcher::NoticeWatcher(asio::io_context& io, NoticeWatcherConfig cfg, std:
 NoticeWatcher::~NoticeWatcher() { stop(); }
 
 void NoticeWatcher::start() {
-  logger().info("drain: watching the {} preemption notice at http://{}:{}", cloud_name(cfg_.cloud), cfg_.endpoint.host,
-                cfg_.endpoint.port);
+  log::agent().info("drain: watching the {} preemption notice at http://{}:{}", cloud_name(cfg_.cloud),
+                    cfg_.endpoint.host, cfg_.endpoint.port);
   poll();
 }
 
@@ -120,7 +118,7 @@ void NoticeWatcher::poll() {
 void NoticeWatcher::answered(bool token_request, unsigned status, std::string body, std::string error) {
   const auto warn = [this](const std::string& what) {
     if (const auto held = warn_.admit(what, std::chrono::steady_clock::now())) {
-      logger().warn("drain: the {} notice: {} ({} such warning(s) held back)", cloud_name(cfg_.cloud), what, *held);
+      log::agent().warn("drain: the {} notice: {} ({} such warning(s) held back)", cloud_name(cfg_.cloud), what, *held);
     }
   };
   if (!error.empty()) {
@@ -138,7 +136,7 @@ void NoticeWatcher::answered(bool token_request, unsigned status, std::string bo
   if (cfg_.cloud == Cloud::aws && status == 401) aws_token_.clear();  // expired: a new one at the next poll
   const NoticeVerdict v = read_notice(cfg_.cloud, status, body);
   if (v.drain) {
-    logger().warn("drain: {}", v.why);
+    log::agent().warn("drain: {}", v.why);
     stopped_ = true;
     on_notice_(v.why);
     return;

@@ -16,8 +16,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-spdlog::logger& logger() { return log::get(log::Component::ckpt); }
-
 RestoreLayout layout_of(const ckpt::VersionInfo& info, const std::string& source, std::span<const std::byte> first) {
   RestoreLayout layout;
   layout.step = info.id.step;
@@ -91,15 +89,15 @@ std::optional<RestoredCheckpoint> load_segment(const LoadRequest& request, std::
   // is caught by the very copy it would have torn).
   auto info = ckpt::decode_version(bytes, ckpt::DataCheck::skip);
   if (!info || !matches(*info, request)) {
-    logger().warn("ckpt: local copy {} of rank {} step {} refused: {}", segment, request.rank, request.step,
-                  info ? std::string("it changed meanwhile") : info.error().detail);
+    log::ckpt().warn("ckpt: local copy {} of rank {} step {} refused: {}", segment, request.rank, request.step,
+                     info ? std::string("it changed meanwhile") : info.error().detail);
     return std::nullopt;
   }
   if (request.place) {
     auto placed = place_and_copy(*info, bytes, *request.place, "local", started);
     if (placed) return std::move(*placed);
-    logger().warn("ckpt: local copy {} of rank {} step {} refused: {}", segment, request.rank, request.step,
-                  placed.error().message);
+    log::ckpt().warn("ckpt: local copy {} of rank {} step {} refused: {}", segment, request.rank, request.step,
+                     placed.error().message);
     return std::nullopt;
   }
   auto r = described(*info, "local", started);
@@ -108,8 +106,8 @@ std::optional<RestoredCheckpoint> load_segment(const LoadRequest& request, std::
   for (const auto& b : info->buffers) {
     if (!ckpt::copy_and_verify(std::span<std::byte>(r.data).subspan(b.offset, b.size), bytes.subspan(b.offset, b.size),
                                b.checksum)) {
-      logger().warn("ckpt: local copy {} of rank {} step {} refused: buffer '{}' does not match its checksum", segment,
-                    request.rank, request.step, b.name);
+      log::ckpt().warn("ckpt: local copy {} of rank {} step {} refused: buffer '{}' does not match its checksum",
+                       segment, request.rank, request.step, b.name);
       return std::nullopt;
     }
   }
@@ -193,8 +191,8 @@ std::optional<RestoredCheckpoint> load_from_peer(const LoadRequest& request, con
     };
     auto got = ckpt_service::fetch_version_scattered(peer, request.job, request.rank, request.step, place, limits);
     if (!got) {
-      logger().warn("ckpt: fetching rank {} step {} from {} failed: {}", request.rank, request.step, holder,
-                    got.error().message);
+      log::ckpt().warn("ckpt: fetching rank {} step {} from {} failed: {}", request.rank, request.step, holder,
+                       got.error().message);
       return std::nullopt;
     }
     return described(*got, holder, started);
@@ -209,8 +207,8 @@ std::optional<RestoredCheckpoint> load_from_peer(const LoadRequest& request, con
       },
       limits);
   if (!got) {
-    logger().warn("ckpt: fetching rank {} step {} from {} failed: {}", request.rank, request.step, holder,
-                  got.error().message);
+    log::ckpt().warn("ckpt: fetching rank {} step {} from {} failed: {}", request.rank, request.step, holder,
+                     got.error().message);
     return std::nullopt;
   }
   auto r = described(*got, holder, started);

@@ -37,8 +37,6 @@ bool RestoredCheckpoint::has(std::string_view name) const {
 namespace shoal::session {
 namespace {
 
-spdlog::logger& logger() { return log::get(log::Component::ckpt); }
-
 class SaveInProgress : public CheckpointSave {
  public:
   SaveInProgress(std::shared_ptr<ckpt::RankStore> store, std::vector<ckpt::WritableBuffer> buffers, uint64_t step,
@@ -172,8 +170,8 @@ bool SessionCheckpoints::wait_safe(uint64_t step, std::chrono::milliseconds time
     }
     if (all) return true;
     if (std::chrono::steady_clock::now() >= deadline) {
-      logger().warn("ckpt: step {} was not safe within {} ms{}", step, timeout.count(),
-                    last_problem.empty() ? std::string() : " (" + last_problem + ")");
+      log::ckpt().warn("ckpt: step {} was not safe within {} ms{}", step, timeout.count(),
+                       last_problem.empty() ? std::string() : " (" + last_problem + ")");
       return false;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -214,11 +212,12 @@ std::vector<ckpt::HolderReport> SessionCheckpoints::collect_reports(Communicator
     foreign_reports_.fetch_add(dropped.size(), std::memory_order_relaxed);
     std::lock_guard lock(mu_);
     if (auto held = warn_.admit("foreign", log::WarnLimiter::Clock::now())) {
-      logger().warn("ckpt: ignored the checkpoint report of rank {}{}: it names another holder or address than the "
-                    "view gives that rank (written by another key holder?); {} ignored so far{}",
-                    dropped.front(), dropped.size() > 1 ? " and " + std::to_string(dropped.size() - 1) + " more" : "",
-                    foreign_reports_.load(std::memory_order_relaxed),
-                    *held ? " (" + std::to_string(*held) + " warnings held back)" : std::string());
+      log::ckpt().warn(
+          "ckpt: ignored the checkpoint report of rank {}{}: it names another holder or address than the "
+          "view gives that rank (written by another key holder?); {} ignored so far{}",
+          dropped.front(), dropped.size() > 1 ? " and " + std::to_string(dropped.size() - 1) + " more" : "",
+          foreign_reports_.load(std::memory_order_relaxed),
+          *held ? " (" + std::to_string(*held) + " warnings held back)" : std::string());
     }
   }
   return reports;
@@ -258,7 +257,7 @@ std::optional<RestoredCheckpoint> SessionCheckpoints::restore(Communicator& comm
       wanted = w->sources[rank];
     }
     if (!choice) {
-      logger().info("ckpt: no checkpoint step is complete for a restore");
+      log::ckpt().info("ckpt: no checkpoint step is complete for a restore");
       return std::nullopt;
     }
     if (!wanted || *wanted >= choice->world) {
@@ -307,11 +306,11 @@ std::optional<RestoredCheckpoint> SessionCheckpoints::restore(Communicator& comm
     }
     const bool all = std::all_of(oks.begin(), oks.end(), [](const comm::Bytes& b) { return b == comm::Bytes{'1'}; });
     if (all) {
-      logger().info("ckpt: restored rank {} step {} from {} ({} in {:.3f} s)", source, choice->step, loaded->source,
-                    place ? "in place" : std::to_string(loaded->data.size()) + " bytes", loaded->seconds);
+      log::ckpt().info("ckpt: restored rank {} step {} from {} ({} in {:.3f} s)", source, choice->step, loaded->source,
+                       place ? "in place" : std::to_string(loaded->data.size()) + " bytes", loaded->seconds);
       return loaded;
     }
-    logger().warn("ckpt: step {} could not be loaded by every rank; trying an older one", choice->step);
+    log::ckpt().warn("ckpt: step {} could not be loaded by every rank; trying an older one", choice->step);
     if (choice->step == 0) return std::nullopt;
     at_most = choice->step - 1;
   }

@@ -10,11 +10,6 @@
 #include "session/state_seal.hpp"
 
 namespace shoal::session {
-namespace {
-
-spdlog::logger& logger() { return log::get(log::Component::comm); }
-
-}  // namespace
 
 uint64_t SessionCore::latest_epoch() const {
   std::lock_guard lock(mu_);
@@ -35,7 +30,7 @@ void SessionCore::view_committed(const membership::View& view) {
     if (comm_ && comm_->epoch() < view.epoch() && !comm_->aborted()) {
       // A member that failed was aborted for already (member_failed); what is left is a view that adds
       // members or drops departed ones, whose peers can finish the collective in flight.
-      logger().info("epoch {} committed: aborting the communicator of epoch {}", view.epoch(), comm_->epoch());
+      log::comm().info("epoch {} committed: aborting the communicator of epoch {}", view.epoch(), comm_->epoch());
       comm_->abort_after("superseded by the view of epoch " + std::to_string(view.epoch()), kFinishGrace);
     }
     callbacks = callbacks_;
@@ -54,7 +49,7 @@ void SessionCore::member_failed(const std::string& name, uint64_t generation, co
   mark_broken(latest_->epoch());
   unconfirmed_.emplace(name, generation);
   if (comm_ && !comm_->aborted()) {
-    logger().info("member {} is {}: aborting the communicator of epoch {}", name, state, comm_->epoch());
+    log::comm().info("member {} is {}: aborting the communicator of epoch {}", name, state, comm_->epoch());
     // A member that left gracefully finished its last collective before it left: the peers may too.
     if (std::string_view(state) == "left") {
       comm_->abort_after("member " + name + " is " + state, kFinishGrace);
@@ -80,8 +75,8 @@ void SessionCore::failures_taken_back(uint64_t epoch) {
 }
 
 void SessionCore::end_grace(const char* why) {
-  logger().info("{}: nobody of epoch {} is lost, so no view will remove anyone; rebuilding it now", why,
-                broken_epoch_);
+  log::comm().info("{}: nobody of epoch {} is lost, so no view will remove anyone; rebuilding it now", why,
+                   broken_epoch_);
   broken_since_ = Clock::now() - kUnconfirmedFailureGrace - std::chrono::milliseconds(1);
   changed_.notify_all();
 }
@@ -90,7 +85,7 @@ void SessionCore::epoch_broken(uint64_t epoch, const std::string& why) {
   std::lock_guard lock(mu_);
   mark_broken(epoch);
   if (comm_ && !comm_->aborted() && comm_->epoch() <= epoch) {
-    logger().info("{}: aborting the communicator of epoch {}", why, comm_->epoch());
+    log::comm().info("{}: aborting the communicator of epoch {}", why, comm_->epoch());
     comm_->abort(why);
   }
   changed_.notify_all();
@@ -232,8 +227,10 @@ bool SessionCore::state_seal_valid(Communicator& comm, int sender, std::span<con
   const auto keys = health_keys();
   const bool valid = session::state_seal_valid(data, seal, keys.get(), place);
   if (!valid) {
-    logger().warn("a state handed over by rank {} of epoch {} does not carry a valid seal{}: refused before "
-                  "parsing", sender, comm.epoch(), keys ? "" : " (this cluster has no key, and the state came sealed)");
+    log::comm().warn(
+        "a state handed over by rank {} of epoch {} does not carry a valid seal{}: refused before "
+        "parsing",
+        sender, comm.epoch(), keys ? "" : " (this cluster has no key, and the state came sealed)");
   }
   return valid;
 }
@@ -371,7 +368,7 @@ std::shared_ptr<Communicator> SessionCore::communicator() {
         agree_on_retry(*view, *retry_after, deadline);
       } catch (const ViewChanged& e) {
         // A newer view, or a member's failure: the loop decides again what to build.
-        logger().info("the same-view rebuild of epoch {} is off: {}", view->epoch(), e.what());
+        log::comm().info("the same-view rebuild of epoch {} is off: {}", view->epoch(), e.what());
         continue;
       }
       attempt = *retry_after + 1;
@@ -384,8 +381,8 @@ std::shared_ptr<Communicator> SessionCore::communicator() {
       // member alive that is one more failed attempt; the barrier's own deadline bounds the retries.
       std::lock_guard lock(mu_);
       if (on_build_failed(rebuild_state(), view->epoch(), true, Clock::now(), deadline) == BuildFailure::rethrow) throw;
-      logger().info("communicator for epoch {} (attempt {}) timed out while building: {}", view->epoch(), attempt,
-                    e.what());
+      log::comm().info("communicator for epoch {} (attempt {}) timed out while building: {}", view->epoch(), attempt,
+                       e.what());
       failed_attempt_ = FailedAttempt{view->epoch(), attempt};
       continue;
     } catch (const ViewChanged& e) {
@@ -393,11 +390,11 @@ std::shared_ptr<Communicator> SessionCore::communicator() {
       if (on_build_failed(rebuild_state(), view->epoch(), false, Clock::now(), deadline) ==
           BuildFailure::record_attempt) {
         // A peer's build failed, or its communicator of this attempt already did: not a view change.
-        logger().info("communicator for epoch {} (attempt {}) failed while building: {}", view->epoch(), attempt,
-                      e.what());
+        log::comm().info("communicator for epoch {} (attempt {}) failed while building: {}", view->epoch(), attempt,
+                         e.what());
         failed_attempt_ = FailedAttempt{view->epoch(), attempt};
       } else {
-        logger().info("communicator for epoch {} abandoned while building: {}", view->epoch(), e.what());
+        log::comm().info("communicator for epoch {} abandoned while building: {}", view->epoch(), e.what());
       }
       continue;
     }
@@ -421,7 +418,7 @@ void SessionCore::agree_on_retry(const membership::View& view, uint32_t failed, 
   if (!me) throw ViewChanged(view.epoch(), id_.name + " holds no rank in epoch " + std::to_string(view.epoch()));
   // Said as what is known: a collective failed and no member is (yet) known to have failed. A peer that
   // died makes its connections fail before gossip's verdict; the verdict then ends this wait.
-  logger().info(
+  log::comm().info(
       "the communicator of epoch {} (attempt {}) failed and no member of the view is known to have failed: "
       "rebuilding it for the same view once all {} ranks are through with it, unless a failure verdict or a "
       "newer view comes first",
@@ -478,8 +475,8 @@ std::shared_ptr<Communicator> SessionCore::build(const membership::View& view, s
     if (peer < 0 || static_cast<size_t>(peer) >= members.size()) return;
     const auto& [name, generation] = members[static_cast<size_t>(peer)];
     if (name == id_.name) return;  // another slot of this host
-    logger().info("a collective of epoch {} lost its connection to rank {} ({}): asking the agent to probe it",
-                  epoch, peer, name);
+    log::comm().info("a collective of epoch {} lost its connection to rank {} ({}): asking the agent to probe it",
+                     epoch, peer, name);
     peer_connection_broke(name, generation);
   };
   std::shared_ptr<Communicator> comm;
@@ -492,7 +489,7 @@ std::shared_ptr<Communicator> SessionCore::build(const membership::View& view, s
       who += (who.empty() ? "" : ", ") + std::to_string(r.global_rank) + "=" + r.member;
     throw Timeout(std::string(e.what()) + " (ranks of epoch " + std::to_string(epoch) + ": " + who + ")");
   }
-  logger().info(
+  log::comm().info(
       "communicator of epoch {}{} ready: rank {} of {} ({} ms)", epoch,
       attempt == 0 ? std::string() : " (attempt " + std::to_string(attempt) + ")", spec.rank, spec.world_size,
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count());

@@ -6,11 +6,6 @@
 #include "shoal/errors.hpp"
 
 namespace shoal::session {
-namespace {
-
-spdlog::logger& logger() { return log::get(log::Component::ckpt); }
-
-}  // namespace
 
 std::optional<RestorePoint> SessionCheckpoints::agree(Communicator& comm, uint32_t attempt,
                                                       comm::RendezvousStore& store,
@@ -24,8 +19,8 @@ std::optional<RestorePoint> SessionCheckpoints::agree(Communicator& comm, uint32
   std::lock_guard lock(mu_);
   if (!choice) {
     agreed_.reset();
-    logger().info("ckpt: no checkpoint step{} is complete for a ranged restore",
-                  at_most_step == UINT64_MAX ? std::string() : " at or below " + std::to_string(at_most_step));
+    log::ckpt().info("ckpt: no checkpoint step{} is complete for a ranged restore",
+                     at_most_step == UINT64_MAX ? std::string() : " at or below " + std::to_string(at_most_step));
     return std::nullopt;
   }
   agreed_ = Agreed{choice->step, std::move(reports), std::move(choice->holders)};
@@ -45,8 +40,8 @@ std::pair<ckpt::VersionInfo, std::string> SessionCheckpoints::read_version_range
       const uint64_t n = ranged_refused_.fetch_add(1, std::memory_order_relaxed) + 1;
       std::lock_guard lock(mu_);
       if (auto held = warn_.admit("ranged", log::WarnLimiter::Clock::now())) {
-        logger().warn("ckpt: refused {}'s copy of {}: {} ({} refused so far{})", source, what, r.message, n,
-                      *held ? ", " + std::to_string(*held) + " warnings held back" : std::string());
+        log::ckpt().warn("ckpt: refused {}'s copy of {}: {} ({} refused so far{})", source, what, r.message, n,
+                         *held ? ", " + std::to_string(*held) + " warnings held back" : std::string());
       }
       refusals.push_back(source + ": " + r.message);
     } else if (!r.message.empty()) {

@@ -11,7 +11,7 @@
 namespace shoal::wire {
 namespace {
 
-constexpr unsigned char kMagic[4] = {'S', 'H', 'L', 'K'};
+constexpr unsigned char kSealedMagic[4] = {'S', 'H', 'L', 'K'};
 // Offsets into the header.
 constexpr size_t kVersionAt = 4;
 constexpr size_t kKeyIdAt = 5;
@@ -110,7 +110,7 @@ uint32_t destination_hint(std::string_view destination) {
 }
 
 bool looks_sealed(std::span<const std::byte> bytes) {
-  return bytes.size() >= sizeof kMagic && std::memcmp(bytes.data(), kMagic, sizeof kMagic) == 0;
+  return bytes.size() >= sizeof kSealedMagic && std::memcmp(bytes.data(), kSealedMagic, sizeof kSealedMagic) == 0;
 }
 
 Result<std::vector<std::byte>, OpenError> open_sealed(const KeyRing& keys, std::span<const std::byte> sealed,
@@ -119,7 +119,7 @@ Result<std::vector<std::byte>, OpenError> open_sealed(const KeyRing& keys, std::
   const auto* p = reinterpret_cast<const unsigned char*>(sealed.data());
   if (!looks_sealed(sealed)) {
     // The first bytes of the magic and nothing more: a sealed packet cut short, not a stranger's.
-    if (sealed.size() < sizeof kMagic && (sealed.empty() || std::memcmp(p, kMagic, sealed.size()) == 0)) {
+    if (sealed.size() < sizeof kSealedMagic && (sealed.empty() || std::memcmp(p, kSealedMagic, sealed.size()) == 0)) {
       return refuse(OpenCause::truncated, std::to_string(sealed.size()) + " bytes, shorter than the magic");
     }
     return refuse(OpenCause::not_sealed, "no SHLK magic: the sender has no cluster key, or this is not shoal");
@@ -218,7 +218,7 @@ std::vector<std::byte> PacketSealer::seal(std::span<const std::byte> plaintext, 
   const ClusterKey& key = keys_.sending();
   std::vector<std::byte> out(kSealOverheadBytes + plaintext.size());
   auto* p = reinterpret_cast<unsigned char*>(out.data());
-  std::memcpy(p, kMagic, sizeof kMagic);
+  std::memcpy(p, kSealedMagic, sizeof kSealedMagic);
   p[kVersionAt] = kSealFormatVersion;
   write_le(p + kKeyIdAt, key.id, 4);
   std::memcpy(p + kNonceAt, sender_.data(), sender_.size());

@@ -14,8 +14,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-spdlog::logger& logger() { return log::get(log::Component::agent); }
-
 // Connecting to the peer of a link probe (and its handshake) must be done by then.
 constexpr std::chrono::milliseconds kConnectTimeout{3000};
 
@@ -122,8 +120,8 @@ std::function<void()> CheckMember::on_request(const net::StreamPeer& peer, std::
   const auto refuse = [&](const std::string& why) -> std::function<void()> {
     ++refused_;
     if (const auto held = warn_.admit("check", Clock::now())) {
-      logger().warn("check: refused a request from {} ({}): {} ({} more refusals held back)", peer.hello.name,
-                    peer.remote, why, *held);
+      log::agent().warn("check: refused a request from {} ({}): {} ({} more refusals held back)", peer.hello.name,
+                        peer.remote, why, *held);
     }
     reply(encode(answer(wire::CheckResponse::REFUSED, why)));
     return {};
@@ -208,10 +206,12 @@ void CheckMember::on_link(const net::StreamPeer& peer, std::span<const std::byte
   if (!ok || !in_view(peer) || stopping_ || receiving_.load() >= kMaxReceiving) {
     ++refused_;
     if (const auto held = warn_.admit("check-link", Clock::now())) {
-      logger().warn("check: refused a link probe from {} ({}): {} ({} more refusals held back)", peer.hello.name,
-                    peer.remote,
-                    !ok ? "malformed" : !in_view(peer) ? "not a member of the committed view" : "busy or stopping",
-                    *held);
+      log::agent().warn("check: refused a link probe from {} ({}): {} ({} more refusals held back)", peer.hello.name,
+                        peer.remote,
+                        !ok              ? "malformed"
+                        : !in_view(peer) ? "not a member of the committed view"
+                                         : "busy or stopping",
+                        *held);
     }
     return;  // closing the connection is the answer
   }
@@ -221,7 +221,7 @@ void CheckMember::on_link(const net::StreamPeer& peer, std::span<const std::byte
   spawn([this, held, limits = limits_of(request), from = peer.hello.name] {
     held->set_cancel(&stopping_);
     if (auto served = serve_link_probe(*held, limits); !served) {
-      logger().debug("check: the link probe from {} failed: {}", from, served.error().message);
+      log::agent().debug("check: the link probe from {} failed: {}", from, served.error().message);
     }
     --receiving_;
   });

@@ -11,12 +11,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-spdlog::logger& logger() { return log::get(log::Component::agent); }
-
 // Answers are small: a few numbers and a message.
 constexpr size_t kMaxResponseBytes = 4096;
 
-std::vector<std::byte> encode(const google::protobuf::MessageLite& m) {
+std::vector<std::byte> encode_message(const google::protobuf::MessageLite& m) {
   std::vector<std::byte> out(m.ByteSizeLong());
   m.SerializeToArray(out.data(), static_cast<int>(out.size()));
   return out;
@@ -89,15 +87,17 @@ void CheckRun::start() {
     row.addr = m.addr;
     host_rows_.push_back(std::move(row));
   }
-  logger().info("check: epoch {}, {} member(s): compute probes, then two rounds of link probes ({} bytes, {} ms at most)",
-                view_.epoch(), members.size(), options_.bytes, options_.max_time.count());
+  log::agent().info(
+      "check: epoch {}, {} member(s): compute probes, then two rounds of link probes "
+      "({} bytes, {} ms at most)",
+      view_.epoch(), members.size(), options_.bytes, options_.max_time.count());
   compute_phase();
 }
 
 void CheckRun::ask(const std::string& to, const wire::CheckRequest& request, std::chrono::milliseconds within,
                    std::function<void(std::optional<wire::CheckResponse>, bool answered, const std::string& why)> then) {
   ++waiting_;
-  client_.request(to, hello_(), encode(request), Clock::now() + within, kMaxResponseBytes,
+  client_.request(to, hello_(), encode_message(request), Clock::now() + within, kMaxResponseBytes,
                   [self = shared_from_this(), then = std::move(then)](std::optional<std::vector<std::byte>> response,
                                                                       const net::StreamFailure& failure) {
                     --self->waiting_;
@@ -227,9 +227,9 @@ void CheckRun::finish() {
     reply.links.push_back(std::move(row));
   }
   reply.elapsed_ms = ms_since(started_);
-  if (dropped_ > 0) logger().warn("check: {} figure(s) from members were out of range and dropped", dropped_);
-  logger().info("check: done in {:.0f} ms; flagged hosts: {}; slow links: {}", reply.elapsed_ms,
-                joined(reply.flagged), joined(reply.slow_links));
+  if (dropped_ > 0) log::agent().warn("check: {} figure(s) from members were out of range and dropped", dropped_);
+  log::agent().info("check: done in {:.0f} ms; flagged hosts: {}; slow links: {}", reply.elapsed_ms,
+                    joined(reply.flagged), joined(reply.slow_links));
   // The members that wait for this check (--precheck) go on; nobody waits for their answers.
   wire::CheckRequest over;
   over.set_kind(wire::CheckRequest::DONE);
