@@ -16,21 +16,26 @@ log_dir=$1
 jobs=$(nproc)
 echo 19 >/proc/self/autogroup 2>/dev/null || true  # no autogroup (kernel option off): plain nice below still applies
 
-# The CPU seconds (user + system) this script's finished children have used so far, from bash's `times`.
-children_cpu() {
-  times | awk 'NR == 2 {
-    split($1, u, /[ms]/); split($2, s, /[ms]/); printf "%d\n", u[1] * 60 + u[2] + s[1] * 60 + s[2] }'
-}
+# The CPU seconds (user + system) this script's finished children have used so far, from bash's `times`,
+# into cpu_now. Through files, not a pipe or $(...): either forks a subshell, whose own children used nothing.
 cpu_log=$log_dir/background-cpu.txt
+times_out=$log_dir/background-times.txt
+children_cpu() {
+  times >"$times_out"
+  awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/); printf "%d\n", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' \
+    "$times_out" >"$times_out.sum"
+  read -r cpu_now <"$times_out.sum"
+}
 : >"$cpu_log"
-part_cpu=$(children_cpu)
+children_cpu
+part_cpu=$cpu_now
 part_start=$(date +%s)
 part_done() {  # one line per part in LOG_DIR/background-cpu.txt: its wall time and its own CPU time
-  local cpu now
-  cpu=$(children_cpu)
+  local now
+  children_cpu
   now=$(date +%s)
-  printf '%-10s %5d s wall  %5d s cpu\n' "$1" $((now - part_start)) $((cpu - part_cpu)) >>"$cpu_log"
-  part_cpu=$cpu
+  printf '%-10s %5d s wall  %5d s cpu\n' "$1" $((now - part_start)) $((cpu_now - part_cpu)) >>"$cpu_log"
+  part_cpu=$cpu_now
   part_start=$now
 }
 

@@ -153,7 +153,7 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
 }  // namespace
 
 ControlServer::ControlServer(asio::io_context& io, const ControlHandlers& handlers)
-    : io_(io), handlers_(handlers), acceptor_(io) {}
+    : handlers_(handlers), acceptor_(io) {}
 
 ControlServer::~ControlServer() { close(); }
 

@@ -58,7 +58,6 @@ class ControlServer {
   bool admit(boost::asio::local::stream_protocol::socket& socket, const Caller& caller,
              std::shared_ptr<void>& slot);
 
-  asio::io_context& io_;
   const ControlHandlers& handlers_;
   asio::local::stream_protocol::acceptor acceptor_;
   std::string path_;

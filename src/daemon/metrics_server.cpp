@@ -2,8 +2,11 @@
 #include "daemon/metrics_server.hpp"
 
 // GCC 12 with -fsanitize flags sees boost::optional inside Beast's header parser as maybe
-// uninitialized (a false positive in Boost's code, not ours); -Werror would make it fatal.
+// uninitialized (a false positive in Boost's code, not ours); -Werror would make it fatal. Clang has no
+// such warning (and would warn about the pragma).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/beast/core.hpp>

@@ -136,7 +136,6 @@ void SeedResolver::start() {
 void SeedResolver::stop() {
   if (state_->stopped) return;
   state_->stopped = true;
-  boost::system::error_code ignored;
   state_->resolver.cancel();
   for (auto& n : state_->names) {
     if (n.timer) n.timer->cancel();

@@ -3,7 +3,9 @@
 #include "ops/notice_watcher.hpp"
 
 // GCC 12 sees boost::optional inside Beast's parser as maybe uninitialized (as in daemon/metrics_server.cpp).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
