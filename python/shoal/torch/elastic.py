@@ -50,7 +50,8 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 import shoal
 from . import state_sync
 from .checkpointer import Checkpointer
-from .elastic_steps import ElasticSteps, ResetInfo, is_view_change  # noqa: F401 (is_view_change: public here)
+from .elastic_steps import _BuildAgain, ElasticSteps, ResetInfo
+from .elastic_steps import is_view_change  # noqa: F401 (is_view_change: public here)
 from .sampler import ElasticSampler
 
 log = logging.getLogger("shoal.torch")
@@ -139,7 +140,19 @@ class Elastic(ElasticSteps):
         comm = self._enter_view()
         self._sync_state(comm)
         self._trained_in = list(self.ranks.members)
-        self.model = DDP(self.module, **self.ddp_kwargs)
+        # DDP's constructor runs collectives from C++ (the parameters' shapes, then rank 0's module state). On
+        # torch 1.x a failed one returns from wait() as if it had succeeded (process_group._Work), its outputs
+        # never written: a view change there surfaces as DDP's own error about what it read ("value cannot be
+        # converted to type int without overflow"), or as no error at all. The aborted communicator tells.
+        try:
+            model = DDP(self.module, **self.ddp_kwargs)
+        except Exception as e:  # noqa: BLE001 (sorted below)
+            if is_view_change(e, comm):
+                raise _BuildAgain(e) from e
+            raise
+        if comm.aborted:
+            raise _BuildAgain("the view changed while DistributedDataParallel was being built")
+        self.model = model
 
     def _sync_state(self, comm: "shoal.Communicator") -> None:
         """Every rank ends with the same state, as shoal.SettleRule decides (the rule shoal::ElasticLoop
