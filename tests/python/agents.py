@@ -2,6 +2,7 @@
 are read on threads of their own and kept with the time each arrived."""
 import json
 import os
+import random
 import re
 import signal
 import socket
@@ -15,14 +16,30 @@ SHOAL = os.path.join(BUILD, "shoal")
 WORKER_LINE = re.compile(r"^\[rank (\d+)\] (\{.*\})$")
 
 
+def _unassigned_spans():
+    """The port ranges the kernel never hands out on its own (below and above ip_local_port_range)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = (int(x) for x in f.read().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999
+    spans = [(a, b) for a, b in ((10000, low), (high + 1, 65536)) if b - a >= 1000]
+    return spans or [(10000, 65536)]
+
+
 def free_ports(n):
-    """n consecutive ports that are free for TCP and UDP now (the agent binds both)."""
+    """n consecutive ports that are free for TCP and UDP now (the agent binds both). Outside the kernel's
+    ephemeral range: a port it assigned (bind to 0) goes back to the pool that every outgoing connection draws
+    from, and the agents' and Gloo's own connections took one before the test started the agent meant for it
+    ("port ... is already in use", python_elastic, once). Chosen at random, so that tests running side by side
+    rarely try the same ones."""
+    rng = random.Random(os.getpid() ^ time.monotonic_ns())
+    spans = _unassigned_spans()
     for _ in range(200):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        if base + n >= 65535:
+        low, high = rng.choice(spans)
+        if high - low <= n:
             continue
+        base = rng.randrange(low, high - n)
         ok = True
         for p in range(base, base + n):
             for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
