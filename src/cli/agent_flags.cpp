@@ -87,6 +87,11 @@ void add_member_flags(CLI::App& app, AgentFlags& f) {
            "a member removed from a view must stay alive this long before it is readmitted, so a bad link costs one "
            "rebuild, not one every few seconds (default: 10)",
            f.hold_down_s, ZeroSeconds::refused, kYear_s);
+  duration(app, "hold-down-max",
+           "a host that keeps failing (dead, or restarted by systemd or Slurm as a new process) is held down longer "
+           "each time: the hold-down doubles per failure in a row (a failure within an hour of the last), up to "
+           "this; a restart after a single failure is admitted at once (default: 600)",
+           f.hold_down_max_s, ZeroSeconds::refused, kYear_s);
   text(app, "quorum-policy", "majority|any",
        "majority (default): a view change needs a majority of the last view, so a minority partition stalls. any: "
        "every connected set of at least --min-hosts members may continue. RISK of `any`: both sides of a partition "
@@ -428,6 +433,9 @@ Result<daemon::AgentConfig> agent_config(const AgentFlags& f, const ops::SlurmDe
     cfg.want_hosts = static_cast<uint32_t>(*f.want_hosts);
   }
   if (f.hold_down_s) cfg.membership.hold_down = std::chrono::duration_cast<gossip::Time>(milliseconds(*f.hold_down_s));
+  if (f.hold_down_max_s) {
+    cfg.membership.hold_down_max = std::chrono::duration_cast<gossip::Time>(milliseconds(*f.hold_down_max_s));
+  }
   if (!f.evict_stragglers && (f.evict_after_s || f.evict_window_s || f.evict_hold_down_s)) {
     return fail("--evict-after, --evict-window and --evict-hold-down need --evict-stragglers");
   }

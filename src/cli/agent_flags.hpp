@@ -25,7 +25,7 @@ namespace shoal::cli {
 struct AgentFlags {
   // The member and its cluster.
   std::optional<std::string> name, bind, seeds, cluster, advertise, quorum_policy;
-  std::optional<double> join_timeout_s, hold_down_s, wait_hosts_s;
+  std::optional<double> join_timeout_s, hold_down_s, hold_down_max_s, wait_hosts_s;
   std::optional<int64_t> slots, min_hosts, max_hosts, want_hosts;
   // Node health: eviction of stragglers.
   bool evict_stragglers = false;

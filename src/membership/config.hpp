@@ -38,6 +38,11 @@ struct Config {
   // this instead: the process is known to be gone, and a silent host keeps settle_quiet.
   Time settle_refused{5'000};
   Time hold_down{10'000'000};        // a removed member must stay alive this long before it is readmitted
+  // A host that keeps failing (dead, or restarted as a newer process) is held down longer each time: the
+  // hold-down doubles per failure in a row, up to hold_down_max; failures further apart than
+  // failures_forgotten start the count again. A restart after a first failure is admitted at once.
+  Time hold_down_max{600'000'000};
+  Time failures_forgotten{3'600'000'000};
   Time phase_timeout{1'000'000};     // a prepare or accept phase that has not reached its quorum gives up
   Time retry_backoff{100'000};       // base of the randomised pause after a failed round
   Time takeover_after{2'000'000};    // a member that is not the designated proposer proposes after this long

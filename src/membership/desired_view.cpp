@@ -104,8 +104,9 @@ Desired desired_view(const View& committed, const std::vector<gossip::Member>& g
     if (m.state != gossip::State::alive) continue;
     const ViewMember* in_view = committed.find(m.id.name);
     if (in_view != nullptr && in_view->generation == m.id.generation) continue;
-    if (!damper.eligible(m.id.name, m.id.generation, now, cfg.hold_down)) {
-      const Time at = damper.eligible_at(m.id.name, m.id.generation, cfg.hold_down);
+    const bool replacing = in_view != nullptr;  // an older process of this host is in the view
+    if (!damper.eligible(m.id.name, m.id.generation, now, cfg.hold_down, replacing)) {
+      const Time at = damper.eligible_at(m.id.name, m.id.generation, cfg.hold_down, replacing);
       if (at != Time::max() && (!d.next_eligible || at < *d.next_eligible)) d.next_eligible = at;
       continue;
     }

@@ -17,7 +17,11 @@ const char* to_string(KeeperPhase p) {
 }
 
 ViewKeeper::ViewKeeper(Config cfg, gossip::Identity self, uint64_t seed)
-    : cfg_(std::move(cfg)), self_(std::move(self)), rng_(seed), eviction_(cfg_.eviction) {
+    : cfg_(std::move(cfg)),
+      self_(std::move(self)),
+      rng_(seed),
+      damper_(Escalation{cfg_.hold_down_max, cfg_.failures_forgotten}),
+      eviction_(cfg_.eviction) {
   acceptor_.reset(1);
   status_.reason = "forming: no view yet";
 }
@@ -342,7 +346,20 @@ void ViewKeeper::install(const View& v, Time now, KeeperOutput& out) {
             self_.name);
       }
     } else {
-      damper_.removed(m.name, m.generation, now);
+      // A graceful leave (gossip holds this process as left) is not a failure; dead, or replaced by a newer
+      // process, is: a host that keeps failing is held down longer each time (flap_damper.hpp).
+      const gossip::Member* g = gossip_member(m.name);
+      const bool left = g != nullptr && g->id.generation == m.generation && g->state == gossip::State::left;
+      damper_.removed(m.name, m.generation, now, std::nullopt, !left);
+      const uint32_t failures = left ? 0 : damper_.failures(m.name);
+      if (failures >= 2) {
+        log::membership().warn(
+            "view epoch {} removes {}: its failure {} in a row (none more than {} s apart), so it is held down "
+            "{} s (a restart {} s) before it is readmitted",
+            v.epoch(), m.name, failures, cfg_.failures_forgotten.count() / 1'000'000,
+            hold_down_for(failures, false, cfg_.hold_down, cfg_.hold_down_max).count() / 1'000'000,
+            hold_down_for(failures, true, cfg_.hold_down, cfg_.hold_down_max).count() / 1'000'000);
+      }
     }
   }
   if (!v.evicted().empty()) ++status_.evictions;

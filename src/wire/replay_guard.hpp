@@ -23,7 +23,11 @@ enum class ReplayVerdict : uint8_t {
 };
 
 inline constexpr int64_t kDefaultReplayWindowMs = 60'000;
-inline constexpr size_t kDefaultReplaySenders = 4096;
+// Sized for the largest job shoal is built for: 25,000 hosts, each sealing as one sender per channel, and
+// a new sender id for every restart within window_ms, with room to spare (the old bound, 4,096, forced
+// evictions in any job past about 4,000 hosts). Only authenticated senders take a slot (about 150 B each, so at most
+// ~10 MB per guard when full, and only key holders can fill it).
+inline constexpr size_t kDefaultReplaySenders = 65'536;
 // How far behind the newest counter of a sender a packet may arrive and still be accepted once.
 inline constexpr uint64_t kReplayWindowCounters = 64;
 

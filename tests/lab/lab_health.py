@@ -1,6 +1,7 @@
 """Node health in the netns lab: example trainers with their agents embedded (lab_processes.EmbeddedTrainer, a
 keyed cluster, `--evict-stragglers`), each step burning `--step-cpu-ms` of its thread's CPU time, one trainer
-per host namespace.
+per host namespace, pinned to CPU (host index mod the machine's CPUs: Lab's pin_cpus), so the hosts that share
+a core share it evenly and none is slow by the kernel's balancing alone.
 
 train_cpu_quota: after the job trains steadily, ONE trainer's process is put into a cgroup with a CPU quota
   (cgroup v1 `cpu.cfs_quota_us`, or `cpu.max` under cgroup v2) that stretches its steps. Every other host's
@@ -382,7 +383,7 @@ def train_equal_no_verdict(lab, r):
     no_verdict(lab, r, 0)
 
 
-_LAB = {"k": HOSTS, "key": True, "trainers": True, "embedded": TRAINER_FLAGS, "min_hosts": HOSTS - 1}
+_LAB = {"k": HOSTS, "key": True, "trainers": True, "embedded": TRAINER_FLAGS, "min_hosts": HOSTS - 1, "pin_cpus": True}
 HEALTH_SCENARIOS = {  # name: (function, Lab arguments)
     "train_cpu_quota": (train_cpu_quota, _LAB),
     "train_loss_no_verdict": (train_loss_no_verdict, _LAB),

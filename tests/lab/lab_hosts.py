@@ -44,7 +44,7 @@ class Lab:
     shared-memory segments included."""
 
     def __init__(self, binary, k=6, members=None, min_hosts=None, hold_down_s=2, key=False, extra=(),
-                 log_level=None, trainer_binary=None, embedded=None):
+                 log_level=None, trainer_binary=None, embedded=None, pin_cpus=False):
         global _labs_started
         _labs_started += 1
         self.binary = binary
@@ -58,6 +58,12 @@ class Lab:
         # embedded: the members are example trainers with their agent embedded (EmbeddedTrainer), started
         # with these trainer flags on top of the lab's own (name, addresses, cluster, job, key, min-hosts).
         self.embedded = None if embedded is None else list(embedded)
+        # pin_cpus: embedded trainer i runs on CPU i mod the CPUs this process may use (every thread: set
+        # before exec, inherited), so each host's share of the machine is fixed, as on hosts of their own.
+        # Unpinned, three busy trainers on two cores are balanced by the kernel in turns, and over a 10-step
+        # window one of them got 21% less CPU than the others: a fair straggler rule rightly named it
+        # (netns_lab_health, CI of stop 51). Pinned, the hosts sharing a core share it evenly.
+        self.pin_cpus = sorted(os.sched_getaffinity(0)) if pin_cpus else None
         self.agents = []
         self.trainers = []
         self.net = None
@@ -161,7 +167,8 @@ class Lab:
                 "--job", self.job, "--host", name, "--control-socket", os.path.join(self.tmp, f"{name}.sock"),
                 "--min-hosts", str(self.min_hosts), *self.embedded]
         argv += ["--key-file", key_file] if key_file else ["--insecure"]
-        agent = EmbeddedTrainer(self, i, name, argv)
+        cpu = self.pin_cpus[i % len(self.pin_cpus)] if self.pin_cpus else None
+        agent = EmbeddedTrainer(self, i, name, argv, cpu=cpu)
         self.agents.append(agent)
         return agent
 

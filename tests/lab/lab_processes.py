@@ -226,17 +226,20 @@ class EmbeddedTrainer(Agent):
     its log, the embedded agent's, to log_path). Node health needs this form: the straggler verdict reaches,
     and eviction acts through, only an agent embedded in the trainer that times the steps."""
 
-    def __init__(self, lab, index, name, argv):
+    def __init__(self, lab, index, name, argv, cpu=None):
         super().__init__(lab, index, name, argv)
         self.out_path = os.path.join(lab.tmp, f"{name}.trainer.jsonl")
+        self.cpu = cpu  # the one CPU its threads run on (Lab's pin_cpus), or None: anywhere
 
     def start(self):
         with open(self.out_path, "a") as out, open(self.log_path, "a") as log:
             log.write(f"=== lab: start {self.name} (embedded trainer) at {time.strftime('%H:%M:%S')} ===\n")
             log.flush()
             env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM", "SHOAL_"))}
+            cpu = self.cpu
+            pin = None if cpu is None else (lambda: os.sched_setaffinity(0, {cpu}))
             self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=out, stderr=log, env=env,
-                                         start_new_session=True)
+                                         start_new_session=True, preexec_fn=pin)
         self.starts += 1
         self.paused = False
         self.expected_exit = False

@@ -19,23 +19,6 @@ namespace {
 
 constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
 
-std::vector<size_t> range(size_t n) {
-  std::vector<size_t> out;
-  for (size_t i = 0; i < n; ++i) out.push_back(i);
-  return out;
-}
-
-void check_one_view_per_epoch(KeeperCluster& c) {
-  std::map<uint64_t, uint64_t> hash_of_epoch;
-  for (size_t i = 0; i < c.size(); ++i) {
-    for (const View& v : c.committed(i)) {
-      const auto [it, fresh] = hash_of_epoch.emplace(v.epoch(), v.hash());
-      INFO("member " << i << " epoch " << v.epoch());
-      CHECK(it->second == v.hash());
-    }
-  }
-}
-
 ViewMember fake(const std::string& name, uint64_t join_epoch) {
   return ViewMember{name, "evil", "10.66.0." + std::to_string(name.size() + name.back() % 50) + ":7946", 8, join_epoch,
                     1};

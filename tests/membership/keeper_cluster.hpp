@@ -3,9 +3,12 @@
 // (The full simulator in tests/sim models the network in detail; this keeps unit tests readable.)
 #pragma once
 
+#include <doctest/doctest.h>
+
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -150,5 +153,29 @@ class KeeperCluster {
   std::set<std::pair<size_t, size_t>> cut_;
   Time now_{0};
 };
+
+// 0, 1, ..., n - 1: the members of a cluster of n, for everyone_sees.
+inline std::vector<size_t> range(size_t n) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < n; ++i) out.push_back(i);
+  return out;
+}
+
+// Safety: for every epoch, every member that committed a view for it committed the same one; and every
+// view of the cluster carries the lineage its first view was given.
+inline void check_one_view_per_epoch(KeeperCluster& c) {
+  std::map<uint64_t, uint64_t> hash_of_epoch;
+  std::optional<uint64_t> lineage;
+  for (size_t i = 0; i < c.size(); ++i) {
+    for (const View& v : c.committed(i)) {
+      const auto [it, fresh] = hash_of_epoch.emplace(v.epoch(), v.hash());
+      INFO("member " << i << " epoch " << v.epoch());
+      CHECK(it->second == v.hash());
+      CHECK(v.lineage() != 0);
+      if (!lineage) lineage = v.lineage();
+      CHECK(v.lineage() == *lineage);
+    }
+  }
+}
 
 }  // namespace shoal::membership::testing

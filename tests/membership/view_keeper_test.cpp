@@ -14,32 +14,9 @@ using std::chrono::milliseconds;
 
 namespace {
 
-// Safety: for every epoch, every member that committed a view for it committed the same one; and every
-// view of the cluster carries the lineage its first view was given.
-void check_one_view_per_epoch(KeeperCluster& c) {
-  std::map<uint64_t, uint64_t> hash_of_epoch;
-  std::optional<uint64_t> lineage;
-  for (size_t i = 0; i < c.size(); ++i) {
-    for (const View& v : c.committed(i)) {
-      const auto [it, fresh] = hash_of_epoch.emplace(v.epoch(), v.hash());
-      INFO("member " << i << " epoch " << v.epoch());
-      CHECK(it->second == v.hash());
-      CHECK(v.lineage() != 0);
-      if (!lineage) lineage = v.lineage();
-      CHECK(v.lineage() == *lineage);
-    }
-  }
-}
-
 std::vector<std::string> names(const View& v) {
   std::vector<std::string> out;
   for (const auto& m : v.members()) out.push_back(m.name);
-  return out;
-}
-
-std::vector<size_t> range(size_t n) {
-  std::vector<size_t> out;
-  for (size_t i = 0; i < n; ++i) out.push_back(i);
   return out;
 }
 

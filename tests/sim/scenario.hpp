@@ -22,6 +22,7 @@ struct ScenarioInputs {
   double delay_ms = 0.1;             // one-way delay of every link
   double jitter_ms = 0.15;           // plus uniform [0, jitter]
   size_t repeat = 5;                 // crashes (crash) or updates (spread) per run
+  size_t rack = 32;                  // view-rack: members crashed at the same instant
   double stall_share = 0.1;          // stall: share of members paused
   double stall_pause_s = 1.5;        // stall: length of each pause
   double stall_every_s = 10;         // stall: period of the pauses
@@ -91,6 +92,7 @@ ScenarioOutcome run_join(const ScenarioInputs& in);
 ScenarioOutcome run_speed(const ScenarioInputs& in);  // scenario_speed.cpp
 // Committed views (scenario_views.cpp).
 ScenarioOutcome run_view_crash(const ScenarioInputs& in);
+ScenarioOutcome run_view_rack(const ScenarioInputs& in);
 ScenarioOutcome run_view_leave(const ScenarioInputs& in);
 ScenarioOutcome run_view_safety(const ScenarioInputs& in);
 ScenarioOutcome run_bootstrap(const ScenarioInputs& in);

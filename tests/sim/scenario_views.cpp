@@ -1,6 +1,7 @@
 // Committed-view scenarios: view-crash and view-leave (time from a crash or a graceful leave until
-// every survivor holds a new view without the member), view-safety (seeded property runs under churn)
-// and bootstrap (N members starting within a second: time to one agreed view holding all).
+// every survivor holds a new view without the member), view-rack (a rack's members crash at one instant:
+// how many views until every survivor holds one without any of them, and when), view-safety (seeded property runs under
+// churn) and bootstrap (N members starting within a second: time to one agreed view holding all).
 #include <algorithm>
 #include <cstdio>
 #include <set>
@@ -114,7 +115,90 @@ ScenarioOutcome run_removals(const ScenarioInputs& in, bool graceful) {
   return out;
 }
 
+// Times a rack's crash: how many distinct epochs the survivors commit until every one of them holds a
+// view with none of the rack's processes, and when the last one does.
+struct RackClock : ViewObserver {
+  Cluster* cluster = nullptr;
+  std::vector<std::pair<std::string, uint64_t>> rack;  // name, generation
+  std::set<uint32_t> pending;                          // survivors still holding a view with one of them
+  std::set<uint64_t> epochs;                           // committed by survivors since the crash
+  std::optional<Time> all_at;
+  bool armed = false;
+
+  void on_commit(uint32_t member, uint64_t, const membership::View& v, Time now) override {
+    if (!armed || all_at) return;
+    epochs.insert(v.epoch());
+    if (!pending.count(member)) return;
+    for (const auto& [name, gen] : rack) {
+      const membership::ViewMember* vm = v.find(name);
+      if (vm != nullptr && vm->generation == gen) return;
+    }
+    pending.erase(member);
+    if (pending.empty()) all_at = now;
+  }
+};
+
 }  // namespace
+
+ScenarioOutcome run_view_rack(const ScenarioInputs& in) {
+  ScenarioOutcome out;
+  if (in.rack * 2 >= in.n) {
+    out.error = "--rack " + std::to_string(in.rack) + " must be below half of --n " + std::to_string(in.n) +
+                ": the survivors must hold a majority of the view";
+    return out;
+  }
+  std::vector<double> all_ms, views;
+  uint64_t missed = 0;
+  for (size_t r = 0; r < in.runs && !out.error; ++r) {
+    ViewKeepers keepers(view_config(in));
+    keepers.track_accepts(true);
+    keepers.coalesce(seconds(in.coalesce_ms / 1000.0));
+    ViewSafetyChecker checker(keepers.config().policy);
+    RackClock clock;
+    keepers.add_observer(&checker);
+    keepers.add_observer(&clock);
+    ClusterOptions opts = cluster_options(in, r);
+    opts.layers = keepers.factory();
+    Cluster c(opts);
+    clock.cluster = &c;
+    SimRng rng(derive_seed(in.seed + r, 0x7261636b));
+    c.start_all(Time(0));
+    auto converged = [&] { return ViewSafetyChecker::converged(c) && checker.latest().epoch() > 0; };
+    if (!c.run_until(seconds(120), kPoll, converged)) {
+      out.error = c.ok() ? "the first view did not form within 120 virtual seconds" : *c.violation();
+      break;
+    }
+    c.run_until(c.now() + seconds(2));
+    // A rack: in.rack members of consecutive indices from a random start (hosts of a rack sit together).
+    const uint32_t first = static_cast<uint32_t>(rng.below(c.size()));
+    std::set<uint32_t> rack;
+    for (size_t k = 0; k < in.rack; ++k) rack.insert(static_cast<uint32_t>((first + k) % c.size()));
+    for (uint32_t m : rack) clock.rack.emplace_back(member_name(m), c.generation(m));
+    for (uint32_t s = 0; s < c.size(); ++s) {
+      if (!rack.count(s) && up(c, s)) clock.pending.insert(s);
+    }
+    clock.armed = true;
+    const Time t0 = c.now();
+    for (uint32_t m : rack) c.crash(m);
+    c.run_until(t0 + seconds(120), kPoll, [&] { return clock.all_at.has_value(); });
+    if (clock.all_at) {
+      all_ms.push_back(to_ms(*clock.all_at - t0));
+      views.push_back(static_cast<double>(clock.epochs.size()));
+    } else {
+      ++missed;
+    }
+    if (!c.run_until(c.now() + seconds(60), kPoll, converged) && c.ok()) checker.check_converged(c);
+    if (checker.divergences() + checker.minority_commits() + checker.unconverged() > 0 && !out.error) {
+      out.error = "view safety: " + checker.findings().front();
+    }
+    finish_run(c, out);
+  }
+  out.figures.count("rack", in.rack);
+  out.figures.count("missed", missed);
+  add_ms(out.figures, "views_committed", percentile(views, 100));  // the most of any run
+  add_ms(out.figures, "view_all_ms", percentile(all_ms, 100));
+  return out;
+}
 
 ScenarioOutcome run_view_crash(const ScenarioInputs& in) { return run_removals(in, false); }
 ScenarioOutcome run_view_leave(const ScenarioInputs& in) { return run_removals(in, true); }

@@ -13,7 +13,7 @@ namespace {
 struct RawFlags {
   bool fresh_quorum = false;
   std::string scenario;
-  std::optional<int64_t> n, members, seed, runs, repeat, tracked, seeds;
+  std::optional<int64_t> n, members, seed, runs, repeat, tracked, seeds, rack;
   std::optional<std::string> quorum_policy, coalesce_ms, loss, virtual_s, delay_ms, jitter_ms, stall_share, stall_pause_s, stall_every_s, update,
       revival, kill_every_s;
 };
@@ -56,7 +56,8 @@ std::unique_ptr<CLI::App> make_app(RawFlags& f) {
       "\nfigures: crash: detect_first_p50_ms detect_first_p99_ms dead_all_p50_ms dead_all_p99_ms; loss and stall:\n"
       "false_removals (stall also removals_of_paused); spread: spread_999_ms; load: bytes_in_per_s_mean\n"
       "bytes_out_per_s_mean (datagram and stream payload bytes); join: join_all_ms; view-crash and view-leave:\n"
-      "view_all_p50_ms view_all_p99_ms; view-safety: divergences minority_commits unconverged (any nonzero\n"
+      "view_all_p50_ms view_all_p99_ms; view-rack: views_committed view_all_ms; view-safety: divergences "
+      "minority_commits unconverged (any nonzero\n"
       "exits 1; with --quorum-policy any: 2-member splits, diverged_runs); bootstrap: bootstrap_ms\n"
       "max_distinct_views; speed: run_wall_s us_per_datagram (and setup_wall_s for the warm start).\n\n"
       "Unless GLIBC_TUNABLES is set, shoal-sim runs itself again with glibc's tunables for transparent huge\n"
@@ -87,6 +88,8 @@ std::unique_ptr<CLI::App> make_app(RawFlags& f) {
   add_text(*app, "delay-ms", "MS", "one-way delay of every link (default 0.1)", f.delay_ms);
   add_text(*app, "jitter-ms", "MS", "plus uniform jitter in [0, MS] (default 0.15)", f.jitter_ms);
   add_int(*app, "repeat", "crashes (crash) or updates (spread) per run (default 5)", f.repeat, 1, 100000);
+  add_int(*app, "rack", "view-rack: members that crash at the same instant (default 32; below half of --n)", f.rack, 1,
+          65536);
   add_text(*app, "stall-share", "FRACTION", "stall: share of members paused (default 0.1)", f.stall_share);
   add_text(*app, "stall-pause-s", "S", "stall: length of each pause (default 1.5)", f.stall_pause_s);
   add_text(*app, "stall-every-s", "S", "stall: period of the pauses (default 10)", f.stall_every_s);
@@ -158,6 +161,7 @@ Result<SimCommand> parse_sim_args(std::span<const std::string> args) {
   if (f.seed) in.seed = static_cast<uint64_t>(*f.seed);
   if (f.runs) in.runs = static_cast<size_t>(*f.runs);
   if (f.repeat) in.repeat = static_cast<size_t>(*f.repeat);
+  if (f.rack) in.rack = static_cast<size_t>(*f.rack);
   if (f.tracked) in.max_tracked = static_cast<size_t>(*f.tracked);
   if (f.update) {
     if (*f.update != "leave" && *f.update != "join") return fail("--update: '" + *f.update + "' is not leave or join");

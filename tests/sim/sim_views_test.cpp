@@ -1,12 +1,13 @@
 // The committed-view keeper in the simulator: safety under seeded churn, one new view per crash or
-// leave, the quorum policies' trade in a 2-member job, and a minority partition that cannot commit.
-// Each test states its seed, scenario and property; gossip's invariants are checked after every event
-// and ViewSafetyChecker judges every commit.
+// leave, one view for a rack that fails at once, the quorum policies' trade in a 2-member job, and a minority partition
+// that cannot commit. Each test states its seed, scenario and property; gossip's invariants are checked after every
+// event and ViewSafetyChecker judges every commit.
 #include <doctest/doctest.h>
 
 #include <set>
 
 #include "base/log.hpp"
+#include "scenario.hpp"
 #include "sim_test_support.hpp"
 #include "view_churn.hpp"
 #include "view_layer.hpp"
@@ -122,6 +123,24 @@ TEST_CASE("a crash yields one new view, with one hash, at every survivor (seed 4
   CHECK(hashes.size() == 1);
   CHECK(vc.checker.commits() - commits == 7);  // one commit per survivor, nothing more
   CHECK(vc.checker.divergences() + vc.checker.minority_commits() == 0);
+}
+
+TEST_CASE(
+    "a rack that crashes at one instant is one view at every survivor (view-rack, 64 members, 16 at once, seeds 1-3)") {
+  quiet_logs();
+  ScenarioInputs in;
+  in.n = 64;
+  in.rack = 16;
+  in.runs = 3;
+  const ScenarioOutcome out = run_view_rack(in);
+  INFO(out.error.value_or("no error"));
+  REQUIRE_FALSE(out.error);
+  const std::string figures = out.figures.str();
+  INFO(figures);
+  CHECK(figures.find("\"missed\":0") != std::string::npos);
+  CHECK(figures.find("\"views_committed\":1,") != std::string::npos);
+  in.rack = 32;  // not below half of the 64: the survivors would hold no majority
+  CHECK(run_view_rack(in).error.has_value());
 }
 
 TEST_CASE("a graceful leave yields one new view without the leaver at every survivor (seed 43, 8 members, m5)") {
