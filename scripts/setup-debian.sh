@@ -7,7 +7,7 @@ packages=(
   g++ git meson ninja-build pkg-config cmake
   libboost-dev libprotobuf-dev protobuf-compiler libspdlog-dev libfmt-dev doctest-dev
   libgloo-dev systemd libsodium-dev nlohmann-json3-dev libcli11-dev libopenblas-dev
-  iproute2 nftables procps
+  iproute2 nftables procps dnsmasq-base
   python3-torch python3-pytest python3-pybind11 pybind11-dev python3-venv
   slurm-wlm munge clang libclang-rt-14-dev
 )

@@ -422,7 +422,10 @@ Status Agent::start() {
           }
           runtime_->add_seeds(addrs);
         },
-        [this] { return !in_committed_view(); }, SeedResolver::Timing{});
+        [this] {  // looking for members: no committed view yet, or one below --min-hosts (after losses)
+          return !in_committed_view() || membership_->keeper().view().size() < cfg_.membership.min_hosts;
+        },
+        SeedResolver::Timing{});
     seed_resolver_->start();
   }
   membership_->gossip_changed();

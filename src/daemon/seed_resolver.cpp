@@ -18,6 +18,7 @@ struct SeedResolver::State : std::enable_shared_from_this<SeedResolver::State> {
     std::chrono::milliseconds backoff{0};
     bool ever_resolved = false;
     int failures = 0;
+    std::chrono::steady_clock::time_point looked_up{};  // the last lookup made
     std::unique_ptr<asio::steady_timer> timer;
   };
 
@@ -39,6 +40,7 @@ struct SeedResolver::State : std::enable_shared_from_this<SeedResolver::State> {
     if (stopped) return;
     auto self = shared_from_this();
     ++lookups;
+    names[i].looked_up = std::chrono::steady_clock::now();
     const net::HostPort& seed = names[i].seed;
     resolver.async_resolve(seed.host, std::to_string(seed.port),
                            [self, i](boost::system::error_code ec, asio::ip::tcp::resolver::results_type results) {
@@ -76,7 +78,7 @@ struct SeedResolver::State : std::enable_shared_from_this<SeedResolver::State> {
       n.failures = 0;
       n.backoff = std::chrono::milliseconds(0);
       n.ever_resolved = true;
-      if (i < kMaxRefreshed) arm(i, timing.refresh);  // looked up again while the agent still joins
+      if (i < kMaxRefreshed) arm(i, timing.refresh);  // looked up again: often while joining, rarely after
     }
     if (!fresh.empty()) found(std::move(fresh));
   }
@@ -88,8 +90,11 @@ struct SeedResolver::State : std::enable_shared_from_this<SeedResolver::State> {
     n.timer->expires_after(after);
     n.timer->async_wait([self, i](boost::system::error_code ec) {
       if (ec || self->stopped) return;
-      // A name that resolved once is refreshed only while the agent has no committed view.
-      if (self->names[i].ever_resolved && self->names[i].failures == 0 && !self->joining()) {
+      // A name that resolved once is refreshed every `refresh` while the agent looks for members, and once
+      // `settled_refresh` has passed since its last lookup otherwise.
+      const auto& n = self->names[i];
+      if (n.ever_resolved && n.failures == 0 && !self->joining() &&
+          std::chrono::steady_clock::now() - n.looked_up < self->timing.settled_refresh) {
         self->arm(i, self->timing.refresh);
         return;
       }
@@ -122,7 +127,7 @@ StartSeeds seeds_at_start(const std::vector<net::HostPort>& seeds, const std::st
 SeedResolver::SeedResolver(asio::io_context& io, std::vector<net::HostPort> names, std::string own_addr, Found found,
                            Joining joining, Timing timing)
     : state_(std::make_shared<State>(io, std::move(own_addr), std::move(found), std::move(joining), timing)) {
-  for (auto& seed : names) state_->names.push_back(State::Name{std::move(seed), {}, false, 0, nullptr});
+  for (auto& seed : names) state_->names.push_back(State::Name{std::move(seed), {}, false, 0, {}, nullptr});
 }
 
 SeedResolver::~SeedResolver() { stop(); }

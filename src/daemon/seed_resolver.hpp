@@ -1,8 +1,9 @@
 // Seed names resolved after the agent's start, never blocking it: every A/AAAA record of a name,
 // asynchronously, retried with backoff while it resolves to nothing (a pod starts before its DNS record
-// exists; a Slurm node name a resolver is slow to know), and looked up again every so often while the
-// agent has no committed view (a seed that moved). The agent's own address is skipped without dropping
-// the name. An unresolvable name is a logged retry, never fatal.
+// exists; a Slurm node name a resolver is slow to know), and looked up again every `refresh` while the
+// agent looks for members (no committed view, or one below --min-hosts) and every `settled_refresh` after
+// (a seed that moved to a new address, found before the agent needs it). The agent's own address is
+// skipped without dropping the name. An unresolvable name is a logged retry, never fatal.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -22,13 +23,15 @@ class SeedResolver {
  public:
   // Addresses ("ip:port") not reported before, for gossip's seed list.
   using Found = std::function<void(std::vector<std::string> addrs)>;
-  // Whether the agent still looks for its cluster (no committed view): only then are names refreshed.
+  // Whether the agent still looks for members (no committed view, or a view below --min-hosts): names are
+  // refreshed every `refresh` then, every `settled_refresh` otherwise.
   using Joining = std::function<bool()>;
 
   struct Timing {
     std::chrono::milliseconds first_retry{1000};
     std::chrono::milliseconds max_retry{30000};
-    std::chrono::milliseconds refresh{60000};
+    std::chrono::milliseconds refresh{5000};  // a pod's seed that moved, or records that were wrong, found in seconds
+    std::chrono::milliseconds settled_refresh{600000};
   };
   // Names refreshed at most (a Slurm job hands every agent all N-1 node names): the first ones in the list.
   static constexpr size_t kMaxRefreshed = 16;

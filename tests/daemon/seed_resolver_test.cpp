@@ -1,6 +1,6 @@
 // Seed names resolved in the background: every record of a name reported once, the agent's own address
 // skipped without dropping the name, a name that does not resolve retried with backoff (never fatal),
-// and names refreshed only while the agent is joining.
+// and names refreshed often while the agent is joining, rarely after.
 #include "daemon/seed_resolver.hpp"
 
 #include <doctest/doctest.h>
@@ -20,6 +20,7 @@ SeedResolver::Timing fast() {
   t.first_retry = 20ms;
   t.max_retry = 80ms;
   t.refresh = 50ms;
+  t.settled_refresh = 10min;  // the first case: none while it runs
   return t;
 }
 }  // namespace
@@ -59,4 +60,29 @@ TEST_CASE("a seed name's records are reported once, its own address skipped, a b
   io.restart();
   io.run_for(200ms);
   CHECK(r.lookups() == stopped);
+}
+
+TEST_CASE("once the agent is settled, a name that resolved is looked up again every settled_refresh") {
+  boost::asio::io_context io;
+  std::vector<std::string> found;
+  bool joining = true;
+  SeedResolver::Timing t = fast();
+  t.settled_refresh = 300ms;
+  SeedResolver r(
+      io, {HostPort{"localhost", 7000}}, "127.0.0.1:7001",
+      [&](std::vector<std::string> addrs) { found.insert(found.end(), addrs.begin(), addrs.end()); },
+      [&] { return joining; }, t);
+  r.start();
+  io.run_for(120ms);  // resolved at start, refreshed every 50 ms while joining
+  CHECK(r.lookups() >= 2);
+  joining = false;
+  io.restart();
+  io.run_for(60ms);
+  const size_t settled = r.lookups();
+  io.restart();
+  io.run_for(1000ms);  // about three settled refreshes, not twenty
+  const size_t later = r.lookups() - settled;
+  CHECK(later >= 2);
+  CHECK(later <= 5);
+  r.stop();
 }

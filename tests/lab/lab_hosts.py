@@ -136,9 +136,11 @@ class Lab:
     def addr(self, i):
         return f"{self.net.addr(i)}:{PORT}"
 
-    def add_agent(self, i, name=None, key_file="cluster", seeds=None):
+    def add_agent(self, i, name=None, key_file="cluster", seeds=None, seed_names=None):
         """Prepares (does not start) an agent on host i. key_file: "cluster" for the lab's key (or none
-        when the lab runs open), None for no key, or a path."""
+        when the lab runs open), None for no key, or a path. seed_names: "name:port" seeds instead of
+        the hosts' addresses; the agent then runs under `ip netns exec`, which puts the namespace's own
+        /etc/netns/NS/resolv.conf in place (lab_dns.py: a DNS server in the lab)."""
         name = name or f"h{i}"
         if key_file == "cluster":
             key_file = self.key_file
@@ -146,8 +148,10 @@ class Lab:
             seeds = [j for j in range(self.n_members) if j != i]
         if self.embedded is not None and i < self.n_members:
             return self._add_embedded(i, name, key_file, seeds)
-        argv = [*ns_exec(self.net.host_ns[i]), self.binary, "--log-level", self.log_level, "agent", "--no-slurm",
-                "--name", name, "--bind", self.addr(i), "--seeds", ",".join(self.addr(j) for j in seeds),
+        prefix = ["ip", "netns", "exec", self.net.host_ns[i]] if seed_names else ns_exec(self.net.host_ns[i])
+        seed_text = ",".join(seed_names) if seed_names else ",".join(self.addr(j) for j in seeds)
+        argv = [*prefix, self.binary, "--log-level", self.log_level, "agent", "--no-slurm",
+                "--name", name, "--bind", self.addr(i), "--seeds", seed_text,
                 "--cluster", self.prefix, "--job", self.job, "--host", name,
                 "--control", os.path.join(self.tmp, f"{name}.sock"),
                 "--min-hosts", str(self.min_hosts), "--hold-down", str(self.hold_down_s), *self.extra]

@@ -37,6 +37,7 @@ from lab_shared_checks import (CheckFailed, check, common_view, epochs_stay, los
 from lab_net import LabError, in_netns, missing_prerequisite, ns_exec  # noqa: E402
 import lab_replay  # noqa: E402
 from lab_check import CHECK_SCENARIOS  # noqa: E402
+from lab_dns import DNS_SCENARIOS  # noqa: E402
 from lab_flood import FLOOD_SCENARIOS  # noqa: E402
 from lab_health import HEALTH_SCENARIOS  # noqa: E402
 from lab_training import TRAINING_SCENARIOS  # noqa: E402
@@ -446,9 +447,10 @@ SCENARIOS = {  # name: (function, Lab arguments)
     **FLOOD_SCENARIOS,  # lab_flood.py: a host killed while an outsider floods a survivor with connections
     **TRAINING_SCENARIOS,  # lab_training.py: example trainers beside the agents
     **HEALTH_SCENARIOS,  # lab_health.py: trainers with embedded agents; a CPU quota, loss, no false verdict
+    **DNS_SCENARIOS,  # lab_dns.py: seeds given as a DNS name whose records appear late, vanish and move
 }
-# Run only when named (netns_lab_health names them): the default list is netns_lab's, already ~5.5 minutes.
-NOT_BY_DEFAULT = set(HEALTH_SCENARIOS)
+# Run only when named (netns_lab_health and netns_lab_dns name them): the default list is netns_lab's, already ~5.5 minutes.
+NOT_BY_DEFAULT = set(HEALTH_SCENARIOS) | set(DNS_SCENARIOS)
 
 
 def run_scenario(shoal, trainer, name):
