@@ -50,8 +50,10 @@ void add_member_flags(CLI::App& app, AgentFlags& f) {
       ->check(checked_by([](const std::string& v) { return net::parse_host_port(v, net::PortZero::allowed); }));
   text(app, "seeds", "HOST:PORT,...",
        "members to join through, comma-separated; three at a time, retried with backoff until one answers. A "
-       "name is looked up in the background, all its addresses, again while it does not resolve (never fatal) and "
-       "while the agent has no committed view. Without seeds the agent starts a new cluster",
+       "name is looked up in the background, all its addresses, again while it does not resolve (never fatal), "
+       "every 5 s while the agent has no committed view or one below --min-hosts, and every 10 minutes after. "
+       "dns+srv:NAME takes the members from NAME's DNS SRV records (their targets and ports), as a Kubernetes "
+       "headless Service publishes them. Without seeds the agent starts a new cluster",
        f.seeds)
       ->check(checked_by([](const std::string& v) { return net::parse_host_port_list(v); }));
   text(app, "cluster", "ID", "cluster id; packets and connections of other ids are refused (default: default)",

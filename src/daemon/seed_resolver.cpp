@@ -1,12 +1,15 @@
 // Asynchronous seed resolution with backoff (see seed_resolver.hpp).
 #include "daemon/seed_resolver.hpp"
 
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <algorithm>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <set>
 
 #include "base/log.hpp"
+#include "daemon/srv_lookup.hpp"
 
 namespace shoal::daemon {
 
@@ -35,6 +38,8 @@ struct SeedResolver::State : std::enable_shared_from_this<SeedResolver::State> {
   std::set<std::string> reported;
   size_t lookups = 0;
   bool stopped = false;
+  // SRV lookups block (glibc's resolver): they run here, one at a time, off the event loop. Joined by stop().
+  std::unique_ptr<asio::thread_pool> blocking;
 
   void resolve(size_t i) {
     if (stopped) return;
@@ -42,33 +47,50 @@ struct SeedResolver::State : std::enable_shared_from_this<SeedResolver::State> {
     ++lookups;
     names[i].looked_up = std::chrono::steady_clock::now();
     const net::HostPort& seed = names[i].seed;
+    if (seed.srv) {
+      if (!blocking) blocking = std::make_unique<asio::thread_pool>(1);
+      asio::post(*blocking, [self, i, name = seed.host] {
+        auto got = lookup_srv(name, kMaxRecordsPerName);
+        asio::post(self->io, [self, i, got = std::move(got)] {
+          if (got) {
+            self->took(i, std::nullopt, *got);
+          } else {
+            self->took(i, got.error().message, {});
+          }
+        });
+      });
+      return;
+    }
     resolver.async_resolve(seed.host, std::to_string(seed.port),
                            [self, i](boost::system::error_code ec, asio::ip::tcp::resolver::results_type results) {
-                             self->resolved(i, ec, results);
+                             std::vector<std::string> addrs;
+                             if (!ec) {
+                               for (const auto& r : results) {
+                                 if (addrs.size() >= kMaxRecordsPerName) break;
+                                 addrs.push_back(net::ip_port_text(r.endpoint().address(), self->names[i].seed.port));
+                               }
+                             }
+                             self->took(i, ec ? std::optional<std::string>(ec.message()) : std::nullopt, addrs);
                            });
   }
 
-  void resolved(size_t i, boost::system::error_code ec, const asio::ip::tcp::resolver::results_type& results) {
+  // A lookup's outcome: the addresses a name resolved to ("ip:port", bounded), or why it did not.
+  void took(size_t i, const std::optional<std::string>& error, const std::vector<std::string>& addrs) {
     if (stopped) return;
     Name& n = names[i];
     std::vector<std::string> fresh;
-    size_t records = 0;
-    if (!ec) {
-      for (const auto& r : results) {
-        if (++records > kMaxRecordsPerName) break;
-        std::string addr = net::ip_port_text(r.endpoint().address(), n.seed.port);
-        if (addr == own_addr) continue;  // ourselves: the name stays, this address does not
-        if (reported.insert(addr).second) fresh.push_back(std::move(addr));
-      }
+    for (const auto& addr : addrs) {
+      if (addr == own_addr) continue;  // ourselves: the name stays, this address does not
+      if (reported.insert(addr).second) fresh.push_back(addr);
     }
-    if (ec || records == 0) {
+    if (error || addrs.empty()) {
       ++n.failures;
       n.backoff = n.backoff.count() == 0 ? timing.first_retry : std::min(timing.max_retry, n.backoff * 2);
       // Logged at the first failure and then about once a minute, not at every retry.
       if (n.failures == 1 || n.failures % 8 == 0) {
         log::get(log::Component::agent)
             .warn("seed {} does not resolve ({}); retrying in {:.1f} s", n.seed.to_string(),
-                  ec ? ec.message() : std::string("no address"), n.backoff.count() / 1000.0);
+                  error.value_or("no address"), n.backoff.count() / 1000.0);
       }
       arm(i, n.backoff);
     } else {
@@ -109,6 +131,11 @@ StartSeeds seeds_at_start(const std::vector<net::HostPort>& seeds, const std::st
   for (const auto& seed : seeds) {
     boost::system::error_code ec;
     std::optional<asio::ip::address> ip = asio::ip::make_address(seed.host, ec);
+    if (seed.srv) {  // SRV names are looked up in the background only (they block)
+      out.maybe_peer = true;
+      out.names.push_back(seed);
+      continue;
+    }
     if (ec) {
       ip = out.names.size() < lookups ? lookup(seed) : std::nullopt;
       if (!ip) out.maybe_peer = true;
@@ -145,6 +172,9 @@ void SeedResolver::stop() {
   for (auto& n : state_->names) {
     if (n.timer) n.timer->cancel();
   }
+  // A lookup in progress ends within the resolver's timeout (srv_lookup.cpp: 2 s per server); its answer
+  // finds the state stopped.
+  if (state_->blocking) state_->blocking->join();
 }
 
 }  // namespace shoal::daemon

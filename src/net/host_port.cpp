@@ -7,6 +7,7 @@
 namespace shoal::net {
 
 std::string HostPort::to_string() const {
+  if (srv) return str_cat(kSrvPrefix, host);
   const bool v6 = host.find(':') != std::string::npos;
   return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
@@ -45,6 +46,21 @@ Result<HostPort> parse_host_port(std::string_view text, PortZero zero) {
   return out;
 }
 
+Result<HostPort> parse_srv_name(std::string_view text) {
+  const std::string quoted = str_cat("'", text, "'");
+  if (!text.starts_with(kSrvPrefix)) return fail(quoted + ": expected dns+srv:NAME");
+  const std::string_view name = text.substr(kSrvPrefix.size());
+  // A DNS name: at most 253 bytes of letters, digits, '-', '_' (SRV labels: _service._proto) and dots.
+  if (name.empty() || name.size() > 253) return fail(quoted + ": the SRV name must have 1 to 253 characters");
+  for (char c : name) {
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_';
+    if (!ok)
+      return fail(quoted + ": the SRV name contains '" + std::string(1, c) + "' (the port comes from the records)");
+  }
+  return HostPort{std::string(name), 0, true};
+}
+
 Result<std::vector<HostPort>> parse_host_port_list(std::string_view text) {
   const std::string whole(text);
   // "a:1 b:2" would otherwise be read as one HOST:PORT with a strange host (and an IPv6 hint).
@@ -56,7 +72,7 @@ Result<std::vector<HostPort>> parse_host_port_list(std::string_view text) {
     const auto comma = text.find(',');
     const std::string_view item = text.substr(0, comma);
     if (item.empty()) return fail("empty entry in the list '" + whole + "'");
-    auto hp = parse_host_port(item);
+    auto hp = item.starts_with(kSrvPrefix) ? parse_srv_name(item) : parse_host_port(item);
     if (!hp) return fail(hp.error().message);
     out.push_back(std::move(*hp));
     if (comma == std::string_view::npos) break;

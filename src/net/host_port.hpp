@@ -18,8 +18,10 @@ namespace shoal::net {
 struct HostPort {
   std::string host;  // without brackets, also for IPv6
   uint16_t port = 0;
+  // A seed given as dns+srv:NAME: `host` is the SRV name, the port comes from each record (port is 0).
+  bool srv = false;
 
-  // "host:port", with brackets around an IPv6 host.
+  // "host:port", with brackets around an IPv6 host; "dns+srv:NAME" for an SRV name.
   std::string to_string() const;
   bool operator==(const HostPort&) const = default;
 };
@@ -29,8 +31,13 @@ enum class PortZero { allowed, refused };
 // Parses one HOST:PORT. Port 0 means "let the OS choose" and only makes sense for --bind.
 Result<HostPort> parse_host_port(std::string_view text, PortZero zero = PortZero::refused);
 
-// Parses "a:1,b:2"; empty items (a trailing comma) and spaces (a list written "a:1 b:2") are refused so that
-// typos are loud.
+// The prefix of a seed that names DNS SRV records (dns+srv:_shoal._tcp.job.ns.svc.cluster.local).
+inline constexpr std::string_view kSrvPrefix = "dns+srv:";
+// Parses dns+srv:NAME into HostPort{NAME, 0, srv = true}; NAME is a DNS name of at most 253 characters.
+Result<HostPort> parse_srv_name(std::string_view text);
+
+// Parses "a:1,b:2" (an item may be dns+srv:NAME); empty items (a trailing comma) and spaces (a list written
+// "a:1 b:2") are refused so that typos are loud.
 Result<std::vector<HostPort>> parse_host_port_list(std::string_view text);
 
 struct IpPort {

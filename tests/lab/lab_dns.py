@@ -6,7 +6,9 @@ that server (/etc/netns/NS/resolv.conf, which `ip netns exec` puts in place).
 dns_seeds: two agents form a cluster on numeric seeds; two more start with only the name while it has no record
   (they stay up, log the failed lookups and hold no view), join once the record appears, keep their view when
   it vanishes again; a fifth starts while the record points at an address where nobody listens, and joins
-  once the record moves to a live member (found by the resolver's refresh while it joins, not by a restart).
+  once the record moves to a live member (found by the resolver's refresh while it joins, not by a restart); a
+  sixth is given only dns+srv:_shoal._tcp.seeds.lab.test, whose SRV record names members.lab.test and the
+  port, and joins through its A records.
 """
 
 import os
@@ -20,6 +22,8 @@ from lab_net import Cleanup, LabError
 from lab_shared_checks import CheckFailed, check, member_names, progress
 
 NAME = "seeds.lab.test"
+SRV_NAME = "_shoal._tcp.seeds.lab.test"
+SRV_TARGET = "members.lab.test"
 DEAD_ADDR = "10.211.0.99"  # on the lab's subnet, nobody there
 
 
@@ -36,6 +40,7 @@ class Dns:
         ns = lab.net.host_ns[index]
         argv = ["nsenter", f"--net=/run/netns/{ns}", self.binary, "--keep-in-foreground", "--conf-file=/dev/null",
                 "--no-resolv", "--no-hosts", f"--addn-hosts={self.hosts}", "--local=/lab.test/", "--local-ttl=0",
+                f"--srv-host={SRV_NAME},{SRV_TARGET},{PORT}",
                 "--bind-interfaces", f"--listen-address={self.addr}", "--port=53", "--user=root",
                 f"--pid-file={os.path.join(lab.tmp, 'dnsmasq.pid')}", "--log-facility=-"]
         self.log = open(os.path.join(lab.tmp, "dnsmasq.log"), "w")
@@ -137,7 +142,17 @@ def dns_seeds(lab, r):
     everyone = everyone + [newcomer]
     wait_members(lab, everyone, [a.name for a in everyone], 40, "a view of five once the record moved")
     r["join_after_move_ms"] = round((time.monotonic() - t_moved) * 1000)
+
+    progress("dns_seeds: an agent given only an SRV name")
+    dns.set({NAME: [lab.net.addr(1)], SRV_TARGET: [lab.net.addr(0), lab.net.addr(2)]})
+    by_srv = lab.add_agent(5, seed_names=[f"dns+srv:{SRV_NAME}"], seeds=[])
+    point_resolver(lab, 5, dns.addr)
+    t_srv = time.monotonic()
+    by_srv.start()
+    everyone = everyone + [by_srv]
+    wait_members(lab, everyone, [a.name for a in everyone], 40, "a view of six with the agent seeded by SRV")
+    r["join_by_srv_ms"] = round((time.monotonic() - t_srv) * 1000)
     lab.n_members = len(everyone)  # the lab's own checks count the late agents as members
 
 
-DNS_SCENARIOS = {"dns_seeds": (dns_seeds, {"k": 6, "members": 2})}
+DNS_SCENARIOS = {"dns_seeds": (dns_seeds, {"k": 7, "members": 2})}

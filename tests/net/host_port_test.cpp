@@ -41,6 +41,18 @@ TEST_CASE("seed lists split on commas and refuse empty entries") {
   CHECK_FALSE(parse_host_port_list("a:1,b").ok());
 }
 
+TEST_CASE("a seed may name DNS SRV records: dns+srv:NAME, the port from the records") {
+  auto list = parse_host_port_list("dns+srv:_shoal._tcp.job.default.svc.cluster.local,a:1");
+  REQUIRE(list.ok());
+  CHECK(*list == std::vector<HostPort>{{"_shoal._tcp.job.default.svc.cluster.local", 0, true}, {"a", 1}});
+  CHECK((*list)[0].to_string() == "dns+srv:_shoal._tcp.job.default.svc.cluster.local");
+  for (const char* bad : {"dns+srv:", "dns+srv:name:7946", "dns+srv:a b", "dns+srv:x/y"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(parse_host_port_list(bad).ok());
+  }
+  CHECK_FALSE(parse_host_port_list("dns+srv:" + std::string(254, 'a')).ok());
+}
+
 TEST_CASE("a seed list written with spaces is told that the list is comma-separated") {
   for (const char* spaced : {"a:1 b:2", "a:1, b:2", "[::1]:1 [::2]:2"}) {
     auto r = parse_host_port_list(spaced);
