@@ -1,10 +1,13 @@
-// CheckpointService's part of --ckpt-dir: bringing persisted versions back into memory at start, and what
-// `ckpt-ls` says of the directory.
+// CheckpointService's part of --ckpt-dir: bringing persisted versions back into memory at start (its own) and
+// at the first view (the newest step every rank persisted, under any member's name), and what `ckpt-ls` says
+// of the directory.
 #include <map>
 
 #include "base/log.hpp"
 #include "ckpt_service/service.hpp"
+#include "ckpt_shm/persist_peers.hpp"
 #include "ckpt_shm/persist_trust.hpp"
+#include "ckpt_shm/persisted_resume.hpp"
 
 namespace shoal::ckpt_service {
 namespace {
@@ -13,53 +16,102 @@ using Clock = std::chrono::steady_clock;
 
 }  // namespace
 
-void CheckpointService::load_persisted(const ckpt::PersistDir& dir) {
-  // Rank -> the newest step this host holds in memory, its own slots or replicas.
-  std::map<uint32_t, uint64_t> in_memory;
+std::map<uint32_t, uint64_t> CheckpointService::newest_in_memory() const {
+  std::map<uint32_t, uint64_t> out;
   for (const auto& h : held()) {
     if (!h.version || h.version->id.job != cfg_.job) continue;
-    auto& step = in_memory[h.version->id.rank];
+    auto& step = out[h.version->id.rank];
     step = std::max(step, h.version->id.step);
   }
+  return out;
+}
+
+bool CheckpointService::load_from_disk(const ckpt::PersistedVersion& p, const DiskRead& read) {
+  const uint32_t rank = p.rank;
+  const auto started = Clock::now();
+  std::lock_guard lock(store_mu_);
+  if (auto room = make_room(rank, p.bytes); !room) {
+    log::ckpt().warn("ckpt: rank {} step {} stays on disk only ({}): {}", rank, p.step, p.path, room.error().message);
+    return false;
+  }
+  auto incoming = replicas_->begin(rank, p.step, p.bytes);
+  if (!incoming) {
+    log::ckpt().warn("ckpt: rank {} step {} stays on disk only ({}): {}", rank, p.step, p.path,
+                     incoming.error().message);
+    return false;
+  }
+  auto loaded = read([&](uint64_t bytes) -> Result<std::span<std::byte>> {
+    if (bytes > incoming->bytes().size()) return fail("the file grew since it was listed");
+    return incoming->bytes().first(static_cast<size_t>(bytes));
+  });
+  if (!loaded) {
+    replicas_->abandon(std::move(*incoming));
+    log::ckpt().warn("ckpt: rank {} step {} could not be loaded from disk: {}", rank, p.step, loaded.error().message);
+    return false;
+  }
+  if (auto kept = replicas_->complete(std::move(*incoming)); !kept) {
+    log::ckpt().warn("ckpt: rank {} step {} loaded from disk was not kept: {}", rank, p.step, kept.error().message);
+    return false;
+  }
+  {
+    std::lock_guard origins_lock(mu_);
+    origins_[{rank, p.step}] = "(disk: " + p.path + ")";
+  }
+  const double s = std::chrono::duration<double>(Clock::now() - started).count();
+  log::ckpt().info("ckpt: loaded rank {} step {} from {} into memory ({} bytes in {:.3f} s), for restores", rank,
+                   p.step, p.path, p.bytes, s);
+  return true;
+}
+
+void CheckpointService::load_persisted(const ckpt::PersistDir& dir) {
+  // Rank -> the newest step this host holds in memory, its own slots or replicas.
+  const auto in_memory = newest_in_memory();
   // Every step the directory keeps (keep_per_rank of each rank), oldest first, not only the newest: a newest
   // version that cannot be used (a file refused or found corrupt here, its content refused by the trainer)
   // leaves the one before it restorable. list() is by rank, then step ascending.
   for (const auto& p : dir.list()) {
-    const uint32_t rank = p.rank;
-    if (auto m = in_memory.find(rank); m != in_memory.end() && m->second >= p.step) continue;
-    const auto started = Clock::now();
-    std::lock_guard lock(store_mu_);
-    if (auto room = make_room(rank, p.bytes); !room) {
-      log::ckpt().warn("ckpt: rank {} step {} stays on disk only ({}): {}", rank, p.step, p.path, room.error().message);
-      continue;
-    }
-    auto incoming = replicas_->begin(rank, p.step, p.bytes);
-    if (!incoming) {
-      log::ckpt().warn("ckpt: rank {} step {} stays on disk only ({}): {}", rank, p.step, p.path,
-                       incoming.error().message);
-      continue;
-    }
-    auto loaded = dir.load_into(rank, p.step, [&](uint64_t bytes) -> Result<std::span<std::byte>> {
-      if (bytes > incoming->bytes().size()) return fail("the file grew since it was listed");
-      return incoming->bytes().first(static_cast<size_t>(bytes));
-    });
-    if (!loaded) {
-      replicas_->abandon(std::move(*incoming));
-      log::ckpt().warn("ckpt: rank {} step {} could not be loaded from disk: {}", rank, p.step, loaded.error().message);
-      continue;
-    }
-    if (auto kept = replicas_->complete(std::move(*incoming)); !kept) {
-      log::ckpt().warn("ckpt: rank {} step {} loaded from disk was not kept: {}", rank, p.step, kept.error().message);
-      continue;
-    }
-    {
-      std::lock_guard origins_lock(mu_);
-      origins_[{rank, p.step}] = "(disk: " + p.path + ")";
-    }
-    const double s = std::chrono::duration<double>(Clock::now() - started).count();
-    log::ckpt().info("ckpt: loaded rank {} step {} from {} into memory ({} bytes in {:.3f} s), for restores", rank,
-                     p.step, p.path, p.bytes, s);
+    if (auto m = in_memory.find(p.rank); m != in_memory.end() && m->second >= p.step) continue;
+    (void)load_from_disk(
+        p, [&](const ckpt::PersistDir::Placement& place) { return dir.load_into(p.rank, p.step, place); });
   }
+}
+
+void CheckpointService::resume_persisted(const membership::View& view) {
+  const uint64_t max_bytes = persister_->dir().config().max_version_bytes;
+  const auto found = ckpt::find_persisted(cfg_.persist_dir, cfg_.job, max_bytes);
+  const auto choice = ckpt::choose_resume(found);
+  if (!choice) {
+    if (!found.empty()) {
+      log::ckpt().info("ckpt: {} holds {} version(s) of job {}, but no step that every rank of its world persisted",
+                       cfg_.persist_dir, found.size(), cfg_.job);
+    }
+    return;
+  }
+  std::vector<std::string> members;
+  for (const auto& m : view.members()) members.push_back(ckpt::member_dir_name(m.name));
+  const auto mine = ckpt::resume_ranks_for(*choice, members, ckpt::member_dir_name(self_));
+  const auto in_memory = newest_in_memory();
+  size_t loaded = 0;
+  for (const uint32_t rank : mine) {
+    if (auto m = in_memory.find(rank); m != in_memory.end() && m->second >= choice->step) continue;
+    // The copies of the rank's file, best first: one that fails its full check leaves the next.
+    for (const auto& copy : choice->ranks[rank]) {
+      const bool ok =
+          load_from_disk(copy.version, [&](const ckpt::PersistDir::Placement& place) -> Result<ckpt::VersionInfo> {
+            auto read = ckpt::load_persisted_file(copy.version, cfg_.job, max_bytes, place);
+            if (!read) return fail(read.error().message);
+            return std::move(*read);
+          });
+      if (ok) {
+        ++loaded;
+        break;
+      }
+    }
+  }
+  log::ckpt().info(
+      "ckpt: job {} resumes at step {} of a world of {} persisted in {}: this host loads {} of its rank(s) ({} "
+      "loaded; the others are held already or go to other members of epoch {})",
+      cfg_.job, choice->step, choice->world, cfg_.persist_dir, mine.size(), loaded, view.epoch());
 }
 
 control::PersistSection CheckpointService::persist_section() const {

@@ -1,0 +1,55 @@
+// persisted_resume: the choice of the persisted step to resume from, and its split among the hosts.
+#include "ckpt_shm/persisted_resume.hpp"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+#include <utility>
+
+namespace shoal::ckpt {
+
+std::optional<ResumeChoice> choose_resume(std::span<const PersistedCandidate> found) {
+  // (step, world) -> rank -> copies. Only versions that name their world and a rank inside it.
+  std::map<std::pair<uint64_t, uint32_t>, std::map<uint32_t, std::vector<PersistedCandidate>>> sets;
+  for (const auto& c : found) {
+    const auto& v = c.version;
+    if (v.world == 0 || v.rank >= v.world) continue;
+    sets[{v.step, v.world}][v.rank].push_back(c);
+  }
+  // Newest step first; at one step, the larger world first.
+  for (auto it = sets.rbegin(); it != sets.rend(); ++it) {
+    const auto [step, world] = it->first;
+    auto& by_rank = it->second;
+    if (by_rank.size() != world) continue;  // keys are ranks < world: whole exactly when every rank is there
+    ResumeChoice choice{step, world, {}};
+    choice.ranks.reserve(world);
+    for (auto& [rank, copies] : by_rank) {
+      std::sort(copies.begin(), copies.end(), [](const PersistedCandidate& a, const PersistedCandidate& b) {
+        return std::tuple(b.version.sequence, a.member, a.version.path) <
+               std::tuple(a.version.sequence, b.member, b.version.path);
+      });
+      choice.ranks.push_back(std::move(copies));
+    }
+    return choice;
+  }
+  return std::nullopt;
+}
+
+std::vector<uint32_t> resume_ranks_for(const ResumeChoice& choice, std::vector<std::string> members,
+                                       const std::string& self) {
+  std::sort(members.begin(), members.end());
+  members.erase(std::unique(members.begin(), members.end()), members.end());
+  std::vector<uint32_t> out;
+  if (!std::binary_search(members.begin(), members.end(), self)) return out;
+  for (uint32_t r = 0; r < choice.ranks.size(); ++r) {
+    const auto& copies = choice.ranks[r];
+    const auto writer = std::find_if(copies.begin(), copies.end(), [&](const PersistedCandidate& c) {
+      return std::binary_search(members.begin(), members.end(), c.member);
+    });
+    const std::string& loader = writer != copies.end() ? writer->member : members[r % members.size()];
+    if (loader == self) out.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace shoal::ckpt
