@@ -87,8 +87,8 @@ void CheckpointService::resume_persisted(const membership::View& view) {
     }
     return;
   }
-  std::vector<std::string> members;
-  for (const auto& m : view.members()) members.push_back(ckpt::member_dir_name(m.name));
+  std::vector<ckpt::ResumeMember> members;
+  for (const auto& m : view.members()) members.push_back({ckpt::member_dir_name(m.name), m.join_epoch});
   const auto mine = ckpt::resume_ranks_for(*choice, members, ckpt::member_dir_name(self_));
   const auto in_memory = newest_in_memory();
   size_t loaded = 0;

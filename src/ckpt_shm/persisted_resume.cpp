@@ -35,18 +35,25 @@ std::optional<ResumeChoice> choose_resume(std::span<const PersistedCandidate> fo
   return std::nullopt;
 }
 
-std::vector<uint32_t> resume_ranks_for(const ResumeChoice& choice, std::vector<std::string> members,
+std::vector<uint32_t> resume_ranks_for(const ResumeChoice& choice, std::vector<ResumeMember> members,
                                        const std::string& self) {
-  std::sort(members.begin(), members.end());
-  members.erase(std::unique(members.begin(), members.end()), members.end());
   std::vector<uint32_t> out;
-  if (!std::binary_search(members.begin(), members.end(), self)) return out;
+  const auto me = std::find_if(members.begin(), members.end(), [&](const ResumeMember& m) { return m.dir == self; });
+  if (me == members.end()) return out;
+  const uint64_t joined = me->join_epoch;
+  if (std::any_of(members.begin(), members.end(), [&](const ResumeMember& m) { return m.join_epoch < joined; })) {
+    return out;
+  }
+  std::vector<std::string> names;
+  for (const auto& m : members) names.push_back(m.dir);
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
   for (uint32_t r = 0; r < choice.ranks.size(); ++r) {
     const auto& copies = choice.ranks[r];
     const auto writer = std::find_if(copies.begin(), copies.end(), [&](const PersistedCandidate& c) {
-      return std::binary_search(members.begin(), members.end(), c.member);
+      return std::binary_search(names.begin(), names.end(), c.member);
     });
-    const std::string& loader = writer != copies.end() ? writer->member : members[r % members.size()];
+    const std::string& loader = writer != copies.end() ? writer->member : names[r % names.size()];
     if (loader == self) out.push_back(r);
   }
   return out;

@@ -35,12 +35,19 @@ struct ResumeChoice {
 // state is dropped. nullopt when no step is whole.
 std::optional<ResumeChoice> choose_resume(std::span<const PersistedCandidate> found);
 
-// The saved ranks of `choice` that `self` loads, of the view's `members` (as directory names: see
-// member_dir_name in persist_peers.hpp). A rank with a copy under a member's directory goes to the first such
-// member in its copies' order (a host back under its own name loads its own files, as it did at start); any
-// other rank r goes to members[r % n] of the members sorted by name, so that together they hold every rank
-// once, whatever their number. Empty when `self` is not among `members`.
-std::vector<uint32_t> resume_ranks_for(const ResumeChoice& choice, std::vector<std::string> members,
+// A member of the view, as resume_ranks_for sees it.
+struct ResumeMember {
+  std::string dir;          // its directory's name (member_dir_name in persist_peers.hpp of its member name)
+  uint64_t join_epoch = 0;  // the epoch of the first view that included it
+};
+
+// The saved ranks of `choice` that the member whose directory is `self` loads, of the view's `members`. A
+// rank with a copy under a member's directory goes to the first such member in its copies' order (a host
+// back under its own name loads its own files, as it did at start); any other rank r goes to members[r % n]
+// of the members sorted by directory name, so that together they hold every rank once, whatever their
+// number. Empty when `self` is not among `members`, or joined after another member did: the cluster ran
+// before it came, and its members hold newer steps, or loaded this one at their own first view.
+std::vector<uint32_t> resume_ranks_for(const ResumeChoice& choice, std::vector<ResumeMember> members,
                                        const std::string& self);
 
 }  // namespace shoal::ckpt

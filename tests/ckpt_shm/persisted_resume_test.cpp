@@ -113,6 +113,13 @@ ResumeChoice written_by(const std::vector<std::string>& writers) {
   return *c;
 }
 
+// Members that all joined in the first view (epoch 1).
+std::vector<ResumeMember> first_view(const std::vector<std::string>& names) {
+  std::vector<ResumeMember> out;
+  for (const auto& n : names) out.push_back({n, 1});
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("new hosts split the saved ranks by sorted name; a writer back under its name loads its own") {
@@ -141,18 +148,30 @@ TEST_CASE("new hosts split the saved ranks by sorted name; a writer back under i
   };
   for (const auto& row : table) {
     CAPTURE(row.self);
-    CHECK(resume_ranks_for(written_by(row.writers), row.members, row.self) == row.ranks);
+    CHECK(resume_ranks_for(written_by(row.writers), first_view(row.members), row.self) == row.ranks);
   }
   // Together the members hold every rank exactly once.
   const std::vector<std::string> members{"h4", "h1", "h3", "h2"};
   const auto choice = written_by({"h9", "h1", "h8", "h7", "h3", "h6", "h5", "h5", "h2", "h0"});
   std::vector<uint32_t> all;
   for (const auto& m : members) {
-    const auto mine = resume_ranks_for(choice, members, m);
+    const auto mine = resume_ranks_for(choice, first_view(members), m);
     all.insert(all.end(), mine.begin(), mine.end());
   }
   std::sort(all.begin(), all.end());
   std::vector<uint32_t> expected(10);
   for (uint32_t r = 0; r < 10; ++r) expected[r] = r;
   CHECK(all == expected);
+}
+
+TEST_CASE("a member that joins a cluster that ran before it loads nothing from disk") {
+  const auto choice = written_by({"old1", "old2", "old3"});
+  // a and b formed the cluster in epoch 1 and split the ranks between them; c came in epoch 4.
+  const std::vector<ResumeMember> members{{"a", 1}, {"b", 1}, {"c", 4}};
+  CHECK(resume_ranks_for(choice, members, "c").empty());
+  // What a and b load depends on the members of their own first view, not on c: here they see c already.
+  CHECK(resume_ranks_for(choice, members, "a") == std::vector<uint32_t>{0, 2});
+  CHECK(resume_ranks_for(choice, members, "b") == std::vector<uint32_t>{1});
+  // Its own files it loaded at start; nothing more at its first view.
+  CHECK(resume_ranks_for(written_by({"c", "old2"}), members, "c").empty());
 }
