@@ -109,9 +109,9 @@ void CheckpointService::resume_persisted(const membership::View& view) {
     }
   }
   log::ckpt().info(
-      "ckpt: job {} resumes at step {} of a world of {} persisted in {}: this host loads {} of its rank(s) ({} "
-      "loaded; the others are held already or go to other members of epoch {})",
-      cfg_.job, choice->step, choice->world, cfg_.persist_dir, mine.size(), loaded, view.epoch());
+      "ckpt: the newest step of job {} that every rank persisted in {} is {} (a world of {}): {} of its ranks fall "
+      "to this host in epoch {}, {} loaded now",
+      cfg_.job, cfg_.persist_dir, choice->step, choice->world, mine.size(), view.epoch(), loaded);
 }
 
 control::PersistSection CheckpointService::persist_section() const {
