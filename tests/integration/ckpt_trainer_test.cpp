@@ -293,3 +293,61 @@ TEST_CASE("every host lost: new hosts of other names in another cluster resume f
   CHECK(std::max(newest("u0", 0), newest("u0", 1)) > expected);
   CHECK(std::max(newest("u1", 0), newest("u1", 1)) > expected);
 }
+
+TEST_CASE("a lone new host resumes a world of two; with every file of a rank gone it starts from nothing at once") {
+  JobSegments segments;
+  shoal::test::TempDir disk;
+  shoal::test::TempDir aside;
+  TrainerCluster c;
+  const auto args = [&](const std::string& host, const std::string& cluster, const char* hosts) {
+    return std::vector<std::string>{"--ckpt-every", "10", "--min-hosts", hosts,       "--job",     segments.job,
+                                    "--host",       host, "--ckpt-dir",  disk.path(), "--cluster", cluster};
+  };
+  const auto newest = [&](const std::string& member, uint32_t rank) {
+    uint64_t out = 0;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(disk.path() + "/" + member + "/" + segments.job, ec)) {
+      const std::string f = e.path().filename().string();
+      const std::string prefix = "r" + std::to_string(rank) + ".s";
+      if (f.starts_with(prefix) && f.ends_with(".shoalckpt")) {
+        out = std::max<uint64_t>(out, std::stoull(f.substr(prefix.size())));
+      }
+    }
+    return out;
+  };
+  std::string seed = c.start("t0", "", 300, args("t0", "first-run", "2")).addr;
+  c.start("t1", seed, 300, args("t1", "first-run", "2"));
+  REQUIRE_MESSAGE(c.until([&] { return newest("t0", 0) >= 19 && newest("t1", 1) >= 19; }, 60s),
+                  "no step 19 of both ranks reached the disk; t0's log:\n"
+                      << c.log("t0"));
+  for (const char* h : {"t0", "t1"}) c[h].process->send_signal(SIGKILL);
+  for (const char* h : {"t0", "t1"}) c[h].process->wait_exit(10s);
+  { JobSegments reboot{segments.job}; }
+  const uint64_t expected = std::min(newest("t0", 0), newest("t1", 1));
+
+  // Rank 1's files are all gone: no step is whole, and the new host trains from its initial state.
+  std::filesystem::rename(disk.path() + "/t1", aside.path() + "/t1");
+  c.start("v0", "", 30, args("v0", "second-run", "1"));
+  c.finish(60s);
+  {
+    INFO("v0's log:\n" << c.log("v0"));
+    REQUIRE_FALSE(c["v0"].steps.empty());
+    CHECK(first_restore(c["v0"], 0) == nullptr);
+    CHECK(c["v0"].steps.front().step == 0);
+    CHECK(c["v0"].exit_code == std::optional<int>(0));
+  }
+  { JobSegments reboot{segments.job}; }
+  // Back again (and v0's own world-of-one run removed): one host loads both ranks and resumes step `expected`.
+  std::filesystem::remove_all(disk.path() + "/v0");
+  std::filesystem::rename(aside.path() + "/t1", disk.path() + "/t1");
+  c.start("w0", "", 300, args("w0", "third-run", "1"));
+  c.finish(90s);
+  INFO("w0's log:\n" << c.log("w0"));
+  const StepRecord* r = first_restore(c["w0"], 0);
+  REQUIRE_MESSAGE(r, "w0 never restored: it started from nothing");
+  CHECK(r->state_ok);
+  CHECK(*r->restored_step == expected);
+  CHECK(r->world == 1);
+  CHECK(c["w0"].exit_code == std::optional<int>(0));
+  CHECK(c["w0"].steps.back().step == 299u);
+}
