@@ -79,8 +79,10 @@ void CheckpointService::load_persisted(const ckpt::PersistDir& dir) {
 void CheckpointService::resume_persisted(const membership::View& view) {
   const uint64_t max_bytes = persister_->dir().config().max_version_bytes;
   const auto found = ckpt::find_persisted(cfg_.persist_dir, cfg_.job, max_bytes);
-  const auto choice = ckpt::choose_resume(found);
-  if (!choice) {
+  // The step to resume from, and as many older whole ones as each directory keeps: a restore that fails on
+  // the newest (a file corrupt at load, a state the trainer refuses) falls back to the one before it.
+  const auto whole = ckpt::whole_persisted_steps(found, std::max<uint32_t>(cfg_.persist_keep, 1));
+  if (whole.empty()) {
     if (!found.empty()) {
       log::ckpt().info("ckpt: {} holds {} version(s) of job {}, but no step that every rank of its world persisted",
                        cfg_.persist_dir, found.size(), cfg_.job);
@@ -89,29 +91,36 @@ void CheckpointService::resume_persisted(const membership::View& view) {
   }
   std::vector<ckpt::ResumeMember> members;
   for (const auto& m : view.members()) members.push_back({ckpt::member_dir_name(m.name), m.join_epoch});
-  const auto mine = ckpt::resume_ranks_for(*choice, members, ckpt::member_dir_name(self_));
+  const std::string self = ckpt::member_dir_name(self_);
   const auto in_memory = newest_in_memory();
+  const auto& newest = whole.front();
+  size_t falls_here = 0;
   size_t loaded = 0;
-  for (const uint32_t rank : mine) {
-    if (auto m = in_memory.find(rank); m != in_memory.end() && m->second >= choice->step) continue;
-    // The copies of the rank's file, best first: one that fails its full check leaves the next.
-    for (const auto& copy : choice->ranks[rank]) {
-      const bool ok =
-          load_from_disk(copy.version, [&](const ckpt::PersistDir::Placement& place) -> Result<ckpt::VersionInfo> {
-            auto read = ckpt::load_persisted_file(copy.version, cfg_.job, max_bytes, place);
-            if (!read) return fail(read.error().message);
-            return std::move(*read);
-          });
-      if (ok) {
-        ++loaded;
-        break;
+  // Oldest first, as at start: when the budget runs short, the replicas dropped first are the oldest.
+  for (auto choice = whole.rbegin(); choice != whole.rend(); ++choice) {
+    for (const uint32_t rank : ckpt::resume_ranks_for(*choice, members, self)) {
+      if (choice->step == newest.step) ++falls_here;
+      // Held already (its own files, loaded at start): at the resume's step or newer.
+      if (auto m = in_memory.find(rank); m != in_memory.end() && m->second >= newest.step) continue;
+      // The copies of the rank's file, best first: one that fails its full check leaves the next.
+      for (const auto& copy : choice->ranks[rank]) {
+        const bool ok =
+            load_from_disk(copy.version, [&](const ckpt::PersistDir::Placement& place) -> Result<ckpt::VersionInfo> {
+              auto read = ckpt::load_persisted_file(copy.version, cfg_.job, max_bytes, place);
+              if (!read) return fail(read.error().message);
+              return std::move(*read);
+            });
+        if (ok) {
+          ++loaded;
+          break;
+        }
       }
     }
   }
   log::ckpt().info(
-      "ckpt: the newest step of job {} that every rank persisted in {} is {} (a world of {}): {} of its ranks fall "
-      "to this host in epoch {}, {} loaded now",
-      cfg_.job, cfg_.persist_dir, choice->step, choice->world, mine.size(), view.epoch(), loaded);
+      "ckpt: the newest step of job {} that every rank persisted in {} is {} (a world of {}; {} whole step(s) "
+      "kept): {} of its ranks fall to this host in epoch {}, {} version(s) loaded now",
+      cfg_.job, cfg_.persist_dir, newest.step, newest.world, whole.size(), falls_here, view.epoch(), loaded);
 }
 
 control::PersistSection CheckpointService::persist_section() const {

@@ -8,7 +8,7 @@
 
 namespace shoal::ckpt {
 
-std::optional<ResumeChoice> choose_resume(std::span<const PersistedCandidate> found) {
+std::vector<ResumeChoice> whole_persisted_steps(std::span<const PersistedCandidate> found, size_t max_steps) {
   // (step, world) -> rank -> copies. Only versions that name their world and a rank inside it.
   std::map<std::pair<uint64_t, uint32_t>, std::map<uint32_t, std::vector<PersistedCandidate>>> sets;
   for (const auto& c : found) {
@@ -16,11 +16,13 @@ std::optional<ResumeChoice> choose_resume(std::span<const PersistedCandidate> fo
     if (v.world == 0 || v.rank >= v.world) continue;
     sets[{v.step, v.world}][v.rank].push_back(c);
   }
+  std::vector<ResumeChoice> out;
   // Newest step first; at one step, the larger world first.
-  for (auto it = sets.rbegin(); it != sets.rend(); ++it) {
+  for (auto it = sets.rbegin(); it != sets.rend() && out.size() < max_steps; ++it) {
     const auto [step, world] = it->first;
     auto& by_rank = it->second;
     if (by_rank.size() != world) continue;  // keys are ranks < world: whole exactly when every rank is there
+    if (!out.empty() && out.back().step == step) continue;  // a smaller whole world at a step chosen already
     ResumeChoice choice{step, world, {}};
     choice.ranks.reserve(world);
     for (auto& [rank, copies] : by_rank) {
@@ -30,9 +32,15 @@ std::optional<ResumeChoice> choose_resume(std::span<const PersistedCandidate> fo
       });
       choice.ranks.push_back(std::move(copies));
     }
-    return choice;
+    out.push_back(std::move(choice));
   }
-  return std::nullopt;
+  return out;
+}
+
+std::optional<ResumeChoice> choose_resume(std::span<const PersistedCandidate> found) {
+  auto whole = whole_persisted_steps(found, 1);
+  if (whole.empty()) return std::nullopt;
+  return std::move(whole.front());
 }
 
 std::vector<uint32_t> resume_ranks_for(const ResumeChoice& choice, std::vector<ResumeMember> members,

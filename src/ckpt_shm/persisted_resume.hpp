@@ -34,6 +34,9 @@ struct ResumeChoice {
 // outside its world never counts. Of two whole worlds at one step, the larger wins, so that no saved rank's
 // state is dropped. nullopt when no step is whole.
 std::optional<ResumeChoice> choose_resume(std::span<const PersistedCandidate> found);
+// The whole steps choose_resume would choose among, newest first, at most `max_steps` of them (one world per
+// step, as above): the step to resume from and the ones a restore falls back to when it fails.
+std::vector<ResumeChoice> whole_persisted_steps(std::span<const PersistedCandidate> found, size_t max_steps);
 
 // A member of the view, as resume_ranks_for sees it.
 struct ResumeMember {

@@ -176,3 +176,22 @@ TEST_CASE("a member that joins a cluster that ran before it loads nothing from d
   // Its own files it loaded at start; nothing more at its first view.
   CHECK(resume_ranks_for(written_by({"c", "old2"}), members, "c").empty());
 }
+
+TEST_CASE("the whole steps, newest first and bounded, are what a restore can fall back to") {
+  // Steps 10, 20 and 30 whole in a world of 2 (rank 1's 30 written twice); 40 lacks rank 1; 20 also whole in a
+  // world of 1, which gives way to the larger world.
+  const std::vector<PersistedCandidate> found{file("a", 0, 10, 2), file("b", 1, 10, 2), file("a", 0, 20, 2),
+                                              file("b", 1, 20, 2), file("s", 0, 20, 1), file("a", 0, 30, 2),
+                                              file("b", 1, 30, 2), file("c", 1, 30, 2), file("a", 0, 40, 2)};
+  const auto steps_of = [](const std::vector<ResumeChoice>& choices) {
+    std::vector<std::pair<uint64_t, uint32_t>> out;
+    for (const auto& c : choices) out.emplace_back(c.step, c.world);
+    return out;
+  };
+  using Steps = std::vector<std::pair<uint64_t, uint32_t>>;
+  CHECK(steps_of(whole_persisted_steps(found, 10)) == Steps{{30, 2}, {20, 2}, {10, 2}});
+  CHECK(steps_of(whole_persisted_steps(found, 2)) == Steps{{30, 2}, {20, 2}});
+  CHECK(whole_persisted_steps(found, 0).empty());
+  CHECK(whole_persisted_steps(found, 1).front().ranks[1].size() == 2);
+  CHECK(choose_resume(found)->step == 30);
+}
