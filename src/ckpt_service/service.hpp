@@ -180,7 +180,8 @@ class CheckpointService {
   void load_persisted(const ckpt::PersistDir& dir);
   // At the first view, with persist_dir: the newest step for which every rank of its world has a file under
   // some member's directory of persist_dir (any member name: hosts that replace lost ones under other names
-  // resume too; ckpt_shm/persisted_resume.hpp) is loaded, each rank by one member of `view`, unless held.
+  // resume too; ckpt_shm/persisted_resume.hpp) is loaded, each rank by one member of `view`, unless held, and
+  // the older whole steps, as many as persist_keep, for a restore to fall back to.
   void resume_persisted(const membership::View& view);
   // Rank -> the newest step of cfg_.job this host holds in memory, its own slots or replicas.
   std::map<uint32_t, uint64_t> newest_in_memory() const;
