@@ -280,7 +280,7 @@ TEST_CASE("every host lost: new hosts of other names in another cluster resume f
   seed = c.start("u0", "", steps, args("u0", "second-run", "2")).addr;
   c.start("u1", seed, steps, args("u1", "second-run", "2"));
   c.finish(150s);
-  for (const char* n : {"u0", "u1"}) {
+  for (const std::string n : {"u0", "u1"}) {
     INFO(n << "'s log:\n" << c.log(n));
     const StepRecord* r = first_restore(c[n], 0);
     REQUIRE_MESSAGE(r, n << " never restored: it started from nothing");
