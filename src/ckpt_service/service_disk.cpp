@@ -77,6 +77,10 @@ void CheckpointService::load_persisted(const ckpt::PersistDir& dir) {
 }
 
 void CheckpointService::resume_persisted(const membership::View& view) {
+  std::vector<ckpt::ResumeMember> members;
+  for (const auto& m : view.members()) members.push_back({ckpt::member_dir_name(m.name), m.join_epoch});
+  const std::string self = ckpt::member_dir_name(self_);
+  if (!ckpt::among_first_members(members, self)) return;  // the cluster ran before this host joined it
   const uint64_t max_bytes = persister_->dir().config().max_version_bytes;
   const auto found = ckpt::find_persisted(cfg_.persist_dir, cfg_.job, max_bytes);
   // The step to resume from, and as many older whole ones as each directory keeps: a restore that fails on
@@ -89,9 +93,6 @@ void CheckpointService::resume_persisted(const membership::View& view) {
     }
     return;
   }
-  std::vector<ckpt::ResumeMember> members;
-  for (const auto& m : view.members()) members.push_back({ckpt::member_dir_name(m.name), m.join_epoch});
-  const std::string self = ckpt::member_dir_name(self_);
   const auto in_memory = newest_in_memory();
   const auto& newest = whole.front();
   size_t falls_here = 0;

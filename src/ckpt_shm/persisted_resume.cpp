@@ -46,12 +46,7 @@ std::optional<ResumeChoice> choose_resume(std::span<const PersistedCandidate> fo
 std::vector<uint32_t> resume_ranks_for(const ResumeChoice& choice, std::vector<ResumeMember> members,
                                        const std::string& self) {
   std::vector<uint32_t> out;
-  const auto me = std::find_if(members.begin(), members.end(), [&](const ResumeMember& m) { return m.dir == self; });
-  if (me == members.end()) return out;
-  const uint64_t joined = me->join_epoch;
-  if (std::any_of(members.begin(), members.end(), [&](const ResumeMember& m) { return m.join_epoch < joined; })) {
-    return out;
-  }
+  if (!among_first_members(members, self)) return out;
   std::vector<std::string> names;
   for (const auto& m : members) names.push_back(m.dir);
   std::sort(names.begin(), names.end());
@@ -65,6 +60,13 @@ std::vector<uint32_t> resume_ranks_for(const ResumeChoice& choice, std::vector<R
     if (loader == self) out.push_back(r);
   }
   return out;
+}
+
+bool among_first_members(const std::vector<ResumeMember>& members, const std::string& self) {
+  const auto me = std::find_if(members.begin(), members.end(), [&](const ResumeMember& m) { return m.dir == self; });
+  if (me == members.end()) return false;
+  const uint64_t joined = me->join_epoch;
+  return std::none_of(members.begin(), members.end(), [&](const ResumeMember& m) { return m.join_epoch < joined; });
 }
 
 }  // namespace shoal::ckpt

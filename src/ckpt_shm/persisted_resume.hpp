@@ -52,5 +52,9 @@ struct ResumeMember {
 // before it came, and its members hold newer steps, or loaded this one at their own first view.
 std::vector<uint32_t> resume_ranks_for(const ResumeChoice& choice, std::vector<ResumeMember> members,
                                        const std::string& self);
+// Whether `self` is among `members` and none of them joined before it: whether it is one of those that load
+// a resume at all (resume_ranks_for is empty otherwise), so that a host joining a running cluster need not
+// read the directory.
+bool among_first_members(const std::vector<ResumeMember>& members, const std::string& self);
 
 }  // namespace shoal::ckpt

@@ -173,6 +173,10 @@ TEST_CASE("a member that joins a cluster that ran before it loads nothing from d
   // c came in epoch 4: its first view has members that joined before it.
   const std::vector<ResumeMember> members{{"a", 1}, {"b", 1}, {"c", 4}};
   CHECK(resume_ranks_for(choice, members, "c").empty());
+  CHECK_FALSE(among_first_members(members, "c"));
+  CHECK(among_first_members(members, "a"));
+  CHECK(among_first_members(first, "b"));
+  CHECK_FALSE(among_first_members(first, "stranger"));
   // Its own files it loaded at start; nothing more at its first view.
   CHECK(resume_ranks_for(written_by({"c", "old2"}), members, "c").empty());
 }
