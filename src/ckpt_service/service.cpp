@@ -5,13 +5,13 @@
 #include <time.h>
 
 #include <algorithm>
-#include <cctype>
 
 #include "base/log.hpp"
 #include "ckpt_service/background_priority.hpp"
 #include "ckpt_service/held_versions.hpp"
 #include "ckpt_shm/chunk_lists.hpp"
 #include "ckpt_shm/host_budget.hpp"
+#include "ckpt_shm/persist_peers.hpp"
 #include "ckpt_shm/persist_trust.hpp"
 #include "ckpt_shm/shm_segment.hpp"
 #include "control/replies/ckpt_ls.hpp"
@@ -39,16 +39,6 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 double gbps(uint64_t bytes, double s) { return s > 0 ? static_cast<double>(bytes) / s / 1e9 : 0.0; }
 
-// A member name as one directory level: hosts that share a network filesystem for --ckpt-dir each
-// write their own files and manifest.
-std::string path_component(const std::string& name) {
-  std::string out = name;
-  for (char& c : out) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
-  }
-  return out == "." || out == ".." ? "_" + out : out;
-}
-
 }  // namespace
 
 CheckpointService::CheckpointService(CheckpointConfig config, std::string self_name,
@@ -72,8 +62,10 @@ Status CheckpointService::start(net::StreamListener& listener) {
     if (auto guarded = ckpt::guard_directory(cfg_.persist_dir, true); !guarded) {
       return fail("checkpoint directory: " + guarded.error().message);
     }
-    auto opened = ckpt::PersistDir::open(ckpt::PersistConfig{
-        .dir = cfg_.persist_dir + "/" + path_component(self_), .job = cfg_.job, .keep_per_rank = cfg_.persist_keep});
+    auto opened =
+        ckpt::PersistDir::open(ckpt::PersistConfig{.dir = cfg_.persist_dir + "/" + ckpt::member_dir_name(self_),
+                                                   .job = cfg_.job,
+                                                   .keep_per_rank = cfg_.persist_keep});
     if (!opened) return fail("checkpoint directory: " + opened.error().message);
     log::ckpt().info("ckpt: persisting local versions to {} ({} held there from earlier runs)", opened->job_dir(),
                      opened->list().size());
@@ -216,6 +208,10 @@ void CheckpointService::on_view(const membership::View& view) {
     if (persister_) load_persisted(persister_->dir());
   }
   settle_inherited(view);
+  if (persister_ && !resume_checked_ && !store().empty()) {
+    resume_checked_ = true;
+    resume_persisted(view);
+  }
   // The newest sealed local version of each rank, also those committed before this agent started.
   const auto local = newest_local_steps(held(), cfg_.job);
   std::lock_guard lock(mu_);

@@ -178,6 +178,17 @@ class CheckpointService {
   // as new of in memory is loaded (verified) into a replica segment, so that after every host lost its
   // memory a restore finds it like any other holder's (service_disk.cpp).
   void load_persisted(const ckpt::PersistDir& dir);
+  // At the first view, with persist_dir: the newest step for which every rank of its world has a file under
+  // some member's directory of persist_dir (any member name: hosts that replace lost ones under other names
+  // resume too; ckpt_shm/persisted_resume.hpp) is loaded, each rank by one member of `view`, unless held, and
+  // the older whole steps, as many as persist_keep, for a restore to fall back to.
+  void resume_persisted(const membership::View& view);
+  // Rank -> the newest step of cfg_.job this host holds in memory, its own slots or replicas.
+  std::map<uint32_t, uint64_t> newest_in_memory() const;
+  // Loads `p` into a replica segment through `read` (which fills the memory it is given and validates it);
+  // false, logged, when it does not fit, fails or is not kept.
+  using DiskRead = std::function<Result<ckpt::VersionInfo>(const ckpt::PersistDir::Placement&)>;
+  bool load_from_disk(const ckpt::PersistedVersion& p, const DiskRead& read);
   // `ckpt-ls`'s part on the persist directory (with persist_dir).
   control::PersistSection persist_section() const;
   TransferLimits limits(const std::atomic<bool>* cancel) const;
@@ -220,6 +231,7 @@ class CheckpointService {
   std::thread replicator_;
   std::atomic<uint64_t> slot_owner_{0};  // pack(): the slots' expected owner
   std::unique_ptr<CheckpointPersister> persister_;  // with persist_dir
+  bool resume_checked_ = false;                     // resume_persisted ran (at the first view); under on_view's caller
 };
 
 }  // namespace shoal::ckpt_service

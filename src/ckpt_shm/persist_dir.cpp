@@ -21,6 +21,7 @@
 #include "ckpt_shm/checksum.hpp"
 #include "ckpt_shm/persist_files.hpp"
 #include "ckpt_shm/persist_io.hpp"
+#include "ckpt_shm/persist_peers.hpp"
 #include "ckpt_shm/persist_trust.hpp"
 #include "ckpt_shm/persist_write.hpp"
 #include "ckpt_shm/shm_capacity.hpp"
@@ -237,28 +238,10 @@ Result<VersionInfo> PersistDir::load_into(uint32_t rank, uint64_t step, const Pl
     state_->entries.erase({rank, step});
     return fail(message);
   };
-  auto opened = open_persisted(entry->path, config_.max_version_bytes);
-  if (!opened && opened.error().refusal) return drop(opened.error().message);
-  if (!opened) return fail(opened.error().message);
-  Fd fd(opened->fd);
-  const auto size = static_cast<uint64_t>(opened->st.st_size);
-  auto dst = place(size);
-  if (!dst) return fail(dst.error().message);
-  if (dst->size() < size) return fail("no room to load " + entry->path);
-  const auto bytes = dst->first(static_cast<size_t>(size));
-  if (int err = read_all(fd.get(), bytes, 0); err != 0) return fail(io_error("read", entry->path, err));
-  auto info = decode_version(bytes, DataCheck::verify);
-  if (!info) {
-    return drop(refuse_persisted(PersistRefusal::invalid, entry->path,
-                                 "(" + what + ") is corrupted on disk: " + layout_text(info.error()))
-                    .message);
-  }
-  if (info->id.job != config_.job || info->id.rank != rank || info->id.step != step || info->total_bytes != size) {
-    return drop(refuse_persisted(PersistRefusal::invalid, entry->path, "no longer holds " + what + " of job " +
-                                                                           config_.job)
-                    .message);
-  }
-  return std::move(*info);
+  auto loaded = load_persisted_file(*entry, config_.job, config_.max_version_bytes, place);
+  if (!loaded && loaded.error().refusal) return drop(loaded.error().message);
+  if (!loaded) return fail(loaded.error().message);
+  return std::move(*loaded);
 }
 
 PersistCounters PersistDir::counters() const {

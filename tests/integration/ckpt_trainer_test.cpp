@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include "trainer_cluster.hpp"
 
@@ -189,4 +191,163 @@ TEST_CASE("every host killed and its memory lost: restarted with --ckpt-dir, the
     CHECK(c[n].exit_code == std::optional<int>(0));
     CHECK(c[n].steps.back().step == static_cast<uint64_t>(steps - 1));
   }
+}
+
+TEST_CASE("every host lost: new hosts of other names in another cluster resume from the newest complete step") {
+  // The first run's three hosts persist under DIR/t<i>/JOB/ and are all killed with their memory. Two hosts of
+  // other names (spot replacements; another cluster id, as a resubmitted Slurm job gets) with the same --job
+  // resume from what the lost ones persisted: the newest step every saved rank has a file of, whoever wrote
+  // it. A newest step that lost a rank's file, and a forged, mis-named or truncated "step 1000000" of every
+  // rank, are not chosen.
+  JobSegments segments;
+  shoal::test::TempDir disk;
+  TrainerCluster c;
+  const int steps = 300;
+  const auto args = [&](const std::string& host, const std::string& cluster, const char* hosts) {
+    return std::vector<std::string>{"--ckpt-every", "10", "--min-hosts", hosts,       "--job",     segments.job,
+                                    "--host",       host, "--ckpt-dir",  disk.path(), "--cluster", cluster};
+  };
+  const auto job_dir = [&](const std::string& member) { return disk.path() + "/" + member + "/" + segments.job; };
+  // The steps of `rank` persisted under `member`'s directory.
+  const auto steps_of = [&](const std::string& member, uint32_t rank) {
+    std::vector<uint64_t> out;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(job_dir(member), ec)) {
+      const std::string f = e.path().filename().string();
+      const std::string prefix = "r" + std::to_string(rank) + ".s";
+      if (f.starts_with(prefix) && f.ends_with(".shoalckpt")) out.push_back(std::stoull(f.substr(prefix.size())));
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  const auto newest = [&](const std::string& member, uint32_t rank) {
+    const auto s = steps_of(member, rank);
+    return s.empty() ? uint64_t{0} : s.back();
+  };
+  const std::vector<std::string> old_hosts{"t0", "t1", "t2"};
+  std::string seed = c.start("t0", "", steps, args("t0", "first-run", "3")).addr;
+  c.start("t1", seed, steps, args("t1", "first-run", "3"));
+  c.start("t2", seed, steps, args("t2", "first-run", "3"));
+  // Two persisted steps of every rank (the default --ckpt-dir-keep 2): the newest and the one before it.
+  REQUIRE_MESSAGE(c.until(
+                      [&] {
+                        for (uint32_t r = 0; r < 3; ++r) {
+                          if (steps_of(old_hosts[r], r).size() < 2) return false;
+                        }
+                        return true;
+                      },
+                      90s),
+                  "not every rank persisted two steps; t0's log:\n"
+                      << c.log("t0"));
+  for (const auto& h : old_hosts) c[h].process->send_signal(SIGKILL);
+  for (const auto& h : old_hosts) c[h].process->wait_exit(10s);
+  {
+    JobSegments reboot{segments.job};  // every host's /dev/shm is empty: the hosts are gone
+  }
+  // Rank 2's newest file is lost: its step is incomplete now (unless rank 2's older step is newer than
+  // another rank's newest, the whole step is the newest that every rank still has).
+  std::filesystem::remove(job_dir("t2") + "/r2.s" + std::to_string(newest("t2", 2)) + ".shoalckpt");
+  uint64_t expected = 0;
+  for (const uint64_t s : steps_of("t0", 0)) {
+    const auto has = [&](const std::string& m, uint32_t r) {
+      const auto v = steps_of(m, r);
+      return std::find(v.begin(), v.end(), s) != v.end();
+    };
+    if (has("t1", 1) && has("t2", 2)) expected = std::max(expected, s);
+  }
+  REQUIRE_MESSAGE(expected > 0, "no step that every rank persisted is left");
+  // A forger's "step 1000000" of every rank: garbage, a real file under another step's name, a truncated one.
+  std::filesystem::create_directories(job_dir("forger"));
+  std::filesystem::permissions(disk.path() + "/forger", std::filesystem::perms::owner_all);
+  std::filesystem::permissions(job_dir("forger"), std::filesystem::perms::owner_all);
+  const auto forged = [&](uint32_t rank) {
+    return job_dir("forger") + "/r" + std::to_string(rank) + ".s1000000.shoalckpt";
+  };
+  const auto real = [&](uint32_t rank) {
+    return job_dir(old_hosts[rank]) + "/r" + std::to_string(rank) + ".s" + std::to_string(expected) + ".shoalckpt";
+  };
+  {
+    std::ofstream garbage(forged(0), std::ios::binary);
+    garbage << std::string(8192, 'x');
+  }
+  std::filesystem::copy_file(real(1), forged(1));
+  std::filesystem::copy_file(real(2), forged(2));
+  std::filesystem::resize_file(forged(2), 300);
+  for (uint32_t r = 0; r < 3; ++r) {
+    std::filesystem::permissions(forged(r), std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  }
+
+  seed = c.start("u0", "", steps, args("u0", "second-run", "2")).addr;
+  c.start("u1", seed, steps, args("u1", "second-run", "2"));
+  c.finish(150s);
+  for (const std::string n : {"u0", "u1"}) {
+    INFO(n << "'s log:\n" << c.log(n));
+    const StepRecord* r = first_restore(c[n], 0);
+    REQUIRE_MESSAGE(r, n << " never restored: it started from nothing");
+    CHECK(r->state_ok);
+    CHECK(*r->restored_step == expected);
+    CHECK(c[n].exit_code == std::optional<int>(0));
+    CHECK(c[n].steps.back().step == static_cast<uint64_t>(steps - 1));
+  }
+  // The new hosts persist under their own names.
+  CHECK(std::max(newest("u0", 0), newest("u0", 1)) > expected);
+  CHECK(std::max(newest("u1", 0), newest("u1", 1)) > expected);
+}
+
+TEST_CASE("a lone new host resumes a world of two; with every file of a rank gone it starts from nothing at once") {
+  JobSegments segments;
+  shoal::test::TempDir disk;
+  shoal::test::TempDir aside;
+  TrainerCluster c;
+  const auto args = [&](const std::string& host, const std::string& cluster, const char* hosts) {
+    return std::vector<std::string>{"--ckpt-every", "10", "--min-hosts", hosts,       "--job",     segments.job,
+                                    "--host",       host, "--ckpt-dir",  disk.path(), "--cluster", cluster};
+  };
+  const auto newest = [&](const std::string& member, uint32_t rank) {
+    uint64_t out = 0;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(disk.path() + "/" + member + "/" + segments.job, ec)) {
+      const std::string f = e.path().filename().string();
+      const std::string prefix = "r" + std::to_string(rank) + ".s";
+      if (f.starts_with(prefix) && f.ends_with(".shoalckpt")) {
+        out = std::max<uint64_t>(out, std::stoull(f.substr(prefix.size())));
+      }
+    }
+    return out;
+  };
+  std::string seed = c.start("t0", "", 300, args("t0", "first-run", "2")).addr;
+  c.start("t1", seed, 300, args("t1", "first-run", "2"));
+  REQUIRE_MESSAGE(c.until([&] { return newest("t0", 0) >= 19 && newest("t1", 1) >= 19; }, 60s),
+                  "no step 19 of both ranks reached the disk; t0's log:\n"
+                      << c.log("t0"));
+  for (const char* h : {"t0", "t1"}) c[h].process->send_signal(SIGKILL);
+  for (const char* h : {"t0", "t1"}) c[h].process->wait_exit(10s);
+  { JobSegments reboot{segments.job}; }
+  const uint64_t expected = std::min(newest("t0", 0), newest("t1", 1));
+
+  // Rank 1's files are all gone: no step is whole, and the new host trains from its initial state.
+  std::filesystem::rename(disk.path() + "/t1", aside.path() + "/t1");
+  c.start("v0", "", 30, args("v0", "second-run", "1"));
+  c.finish(60s);
+  {
+    INFO("v0's log:\n" << c.log("v0"));
+    REQUIRE_FALSE(c["v0"].steps.empty());
+    CHECK(first_restore(c["v0"], 0) == nullptr);
+    CHECK(c["v0"].steps.front().step == 0);
+    CHECK(c["v0"].exit_code == std::optional<int>(0));
+  }
+  { JobSegments reboot{segments.job}; }
+  // Back again (and v0's own world-of-one run removed): one host loads both ranks and resumes step `expected`.
+  std::filesystem::remove_all(disk.path() + "/v0");
+  std::filesystem::rename(aside.path() + "/t1", disk.path() + "/t1");
+  c.start("w0", "", 300, args("w0", "third-run", "1"));
+  c.finish(90s);
+  INFO("w0's log:\n" << c.log("w0"));
+  const StepRecord* r = first_restore(c["w0"], 0);
+  REQUIRE_MESSAGE(r, "w0 never restored: it started from nothing");
+  CHECK(r->state_ok);
+  CHECK(*r->restored_step == expected);
+  CHECK(r->world == 1);
+  CHECK(c["w0"].exit_code == std::optional<int>(0));
+  CHECK(c["w0"].steps.back().step == 299u);
 }
