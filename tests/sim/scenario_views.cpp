@@ -4,6 +4,7 @@
 // churn) and bootstrap (N members starting within a second: time to one agreed view holding all).
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <set>
 
 #include "addresses.hpp"
@@ -56,6 +57,27 @@ membership::Config view_config(const ScenarioInputs& in) {
   return cfg;
 }
 
+// One run of a view scenario: keepers (their accepts tracked for the minority-commit check), the safety
+// checker and the scenario's own `clock` observing every commit, and the cluster they run in.
+struct ViewRun {
+  ViewKeepers keepers;
+  ViewSafetyChecker checker;
+  std::unique_ptr<Cluster> cluster;
+
+  ViewRun(const ScenarioInputs& in, size_t run, ViewObserver& clock)
+      : keepers(view_config(in)), checker(keepers.config().policy) {
+    keepers.track_accepts(true);
+    keepers.coalesce(seconds(in.coalesce_ms / 1000.0));
+    keepers.add_observer(&checker);
+    keepers.add_observer(&clock);
+    ClusterOptions opts = cluster_options(in, run);
+    opts.layers = keepers.factory();
+    cluster = std::make_unique<Cluster>(opts);
+  }
+  // Every live member holds the same committed view of all live members.
+  bool converged() { return ViewSafetyChecker::converged(*cluster) && checker.latest().epoch() > 0; }
+};
+
 // Removes one random member at a time (`remove` crashes it or makes it leave) and records, for each,
 // the time until every survivor holds a view without it.
 ScenarioOutcome run_removals(const ScenarioInputs& in, bool graceful) {
@@ -64,20 +86,14 @@ ScenarioOutcome run_removals(const ScenarioInputs& in, bool graceful) {
   uint64_t removals = 0, missed = 0;
   const size_t per_run = std::min(in.repeat, in.n > 2 ? (in.n - 1) / 2 : size_t{0});
   for (size_t r = 0; r < in.runs && !out.error; ++r) {
-    ViewKeepers keepers(view_config(in));
-    keepers.track_accepts(true);  // for the minority-commit check
-    keepers.coalesce(seconds(in.coalesce_ms / 1000.0));
-    ViewSafetyChecker checker(keepers.config().policy);
     RemovalClock clock;
-    keepers.add_observer(&checker);
-    keepers.add_observer(&clock);
-    ClusterOptions opts = cluster_options(in, r);
-    opts.layers = keepers.factory();
-    Cluster c(opts);
+    ViewRun run(in, r, clock);
+    Cluster& c = *run.cluster;
+    ViewSafetyChecker& checker = run.checker;
     clock.cluster = &c;
     SimRng rng(derive_seed(in.seed + r, graceful ? 0x6c65617665 : 0x6372617368));
     c.start_all(Time(0));
-    auto converged = [&] { return ViewSafetyChecker::converged(c) && checker.latest().epoch() > 0; };
+    auto converged = [&] { return run.converged(); };
     if (!c.run_until(seconds(120), kPoll, converged) && !out.error) {
       out.error = c.ok() ? "the first view did not form within 120 virtual seconds" : *c.violation();
     }
@@ -150,20 +166,14 @@ ScenarioOutcome run_view_rack(const ScenarioInputs& in) {
   std::vector<double> all_ms, views;
   uint64_t missed = 0;
   for (size_t r = 0; r < in.runs && !out.error; ++r) {
-    ViewKeepers keepers(view_config(in));
-    keepers.track_accepts(true);
-    keepers.coalesce(seconds(in.coalesce_ms / 1000.0));
-    ViewSafetyChecker checker(keepers.config().policy);
     RackClock clock;
-    keepers.add_observer(&checker);
-    keepers.add_observer(&clock);
-    ClusterOptions opts = cluster_options(in, r);
-    opts.layers = keepers.factory();
-    Cluster c(opts);
+    ViewRun run(in, r, clock);
+    Cluster& c = *run.cluster;
+    ViewSafetyChecker& checker = run.checker;
     clock.cluster = &c;
     SimRng rng(derive_seed(in.seed + r, 0x7261636b));
     c.start_all(Time(0));
-    auto converged = [&] { return ViewSafetyChecker::converged(c) && checker.latest().epoch() > 0; };
+    auto converged = [&] { return run.converged(); };
     if (!c.run_until(seconds(120), kPoll, converged)) {
       out.error = c.ok() ? "the first view did not form within 120 virtual seconds" : *c.violation();
       break;
