@@ -8,9 +8,11 @@ namespace shoal::test {
 
 enum class PortProtocol { tcp, udp };
 
-// A port of 127.0.0.1 the OS chose as free for `protocol` (bound to port 0, read back, closed): nothing
-// listens on it now, though another process may take it before the caller does. Throws
-// std::runtime_error when no socket can be bound.
+// A port of 127.0.0.1 that binds now for `protocol` and for the other one too (an agent binds both), chosen at
+// random outside the kernel's ephemeral range (ip_local_port_range): a port the OS assigned (bind to 0) goes
+// back to the pool every outgoing connection draws from, and one of the test's own connections could take it
+// before the agent meant for it binds ("port ... is already in use"; tests/python/agents.py does the same).
+// Another process may still take it first. Throws std::runtime_error when none is found.
 uint16_t free_loopback_port(PortProtocol protocol);
 
 }  // namespace shoal::test
