@@ -51,46 +51,38 @@ struct SeedResolver::State : std::enable_shared_from_this<SeedResolver::State> {
       if (!blocking) blocking = std::make_unique<asio::thread_pool>(1);
       asio::post(*blocking, [self, i, name = seed.host] {
         auto got = lookup_srv(name, kMaxRecordsPerName);
-        asio::post(self->io, [self, i, got = std::move(got)] {
-          if (got) {
-            self->took(i, std::nullopt, *got);
-          } else {
-            self->took(i, got.error().message, {});
-          }
-        });
+        asio::post(self->io, [self, i, got = std::move(got)] { self->took(i, got); });
       });
       return;
     }
     resolver.async_resolve(seed.host, std::to_string(seed.port),
                            [self, i](boost::system::error_code ec, asio::ip::tcp::resolver::results_type results) {
+                             if (ec) return self->took(i, fail(ec.message()));
                              std::vector<std::string> addrs;
-                             if (!ec) {
-                               for (const auto& r : results) {
-                                 if (addrs.size() >= kMaxRecordsPerName) break;
-                                 addrs.push_back(net::ip_port_text(r.endpoint().address(), self->names[i].seed.port));
-                               }
-                             }
-                             self->took(i, ec ? std::optional<std::string>(ec.message()) : std::nullopt, addrs);
+                             append_ip_ports(results, self->names[i].seed.port, kMaxRecordsPerName, addrs);
+                             self->took(i, std::move(addrs));
                            });
   }
 
   // A lookup's outcome: the addresses a name resolved to ("ip:port", bounded), or why it did not.
-  void took(size_t i, const std::optional<std::string>& error, const std::vector<std::string>& addrs) {
+  void took(size_t i, const Result<std::vector<std::string>>& got) {
     if (stopped) return;
     Name& n = names[i];
+    static const std::vector<std::string> kNone;
+    const auto& addrs = got ? *got : kNone;
     std::vector<std::string> fresh;
     for (const auto& addr : addrs) {
       if (addr == own_addr) continue;  // ourselves: the name stays, this address does not
       if (reported.insert(addr).second) fresh.push_back(addr);
     }
-    if (error || addrs.empty()) {
+    if (addrs.empty()) {
       ++n.failures;
       n.backoff = n.backoff.count() == 0 ? timing.first_retry : std::min(timing.max_retry, n.backoff * 2);
       // Logged at the first failure and then about once a minute, not at every retry.
       if (n.failures == 1 || n.failures % 8 == 0) {
         log::get(log::Component::agent)
             .warn("seed {} does not resolve ({}); retrying in {:.1f} s", n.seed.to_string(),
-                  error.value_or("no address"), n.backoff.count() / 1000.0);
+                  got ? std::string("no address") : got.error().message, n.backoff.count() / 1000.0);
       }
       arm(i, n.backoff);
     } else {

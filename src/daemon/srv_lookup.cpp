@@ -3,12 +3,10 @@
 
 #include <arpa/nameser.h>
 #include <netdb.h>
-#include <netinet/in.h>
 #include <resolv.h>
-#include <sys/socket.h>
 
 #include <algorithm>
-#include <boost/asio/ip/address.hpp>
+#include <boost/asio/io_context.hpp>
 
 #include "net/host_port.hpp"
 
@@ -42,35 +40,14 @@ Result<std::vector<SrvRecord>> parse_srv_answer(std::span<const unsigned char> m
   return out;
 }
 
-namespace {
-
-// Every A/AAAA address of `host`, as "ip:port", appended to `out` up to `max`.
-void addresses_of(const std::string& host, uint16_t port, size_t max, std::vector<std::string>& out) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_DGRAM;
-  addrinfo* res = nullptr;
-  if (getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0) return;
-  for (const addrinfo* a = res; a != nullptr && out.size() < max; a = a->ai_next) {
-    boost::asio::ip::address ip;
-    if (a->ai_family == AF_INET) {
-      const auto* in = reinterpret_cast<const sockaddr_in*>(a->ai_addr);
-      ip = boost::asio::ip::address_v4(ntohl(in->sin_addr.s_addr));
-    } else if (a->ai_family == AF_INET6) {
-      const auto* in6 = reinterpret_cast<const sockaddr_in6*>(a->ai_addr);
-      boost::asio::ip::address_v6::bytes_type b;
-      std::copy(std::begin(in6->sin6_addr.s6_addr), std::end(in6->sin6_addr.s6_addr), b.begin());
-      ip = boost::asio::ip::address_v6(b, in6->sin6_scope_id);
-    } else {
-      continue;
-    }
-    std::string text = net::ip_port_text(ip, port);
+void append_ip_ports(const boost::asio::ip::tcp::resolver::results_type& results, uint16_t port, size_t max,
+                     std::vector<std::string>& out) {
+  for (const auto& r : results) {
+    if (out.size() >= max) break;
+    std::string text = net::ip_port_text(r.endpoint().address(), port);
     if (std::find(out.begin(), out.end(), text) == out.end()) out.push_back(std::move(text));
   }
-  freeaddrinfo(res);
 }
-
-}  // namespace
 
 Result<std::vector<std::string>> lookup_srv(const std::string& name, size_t max) {
   struct __res_state state {};
@@ -88,9 +65,13 @@ Result<std::vector<std::string>> lookup_srv(const std::string& name, size_t max)
   std::stable_sort(records->begin(), records->end(),
                    [](const SrvRecord& a, const SrvRecord& b) { return a.priority < b.priority; });
   std::vector<std::string> out;
+  boost::asio::io_context io;  // this thread's own: the lookups below block, as the SRV query did
+  boost::asio::ip::tcp::resolver resolver(io);
   for (const SrvRecord& r : *records) {
     if (out.size() >= max) break;
-    addresses_of(r.target, r.port, max, out);
+    boost::system::error_code ec;
+    const auto results = resolver.resolve(r.target, std::to_string(r.port), ec);
+    if (!ec) append_ip_ports(results, r.port, max, out);
   }
   if (out.empty()) return fail(records->empty() ? "no SRV records" : "no target of its SRV records resolves");
   return out;

@@ -4,6 +4,7 @@
 // bounded: at most `max` records and `max` addresses; a malformed answer is an error, never a crash.
 #pragma once
 
+#include <boost/asio/ip/tcp.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -26,6 +27,11 @@ struct SrvRecord {
 // other types and targets of "." (no service) are skipped. A message that does not parse, or an SRV record
 // shorter than its fixed part, is an error.
 Result<std::vector<SrvRecord>> parse_srv_answer(std::span<const unsigned char> msg, size_t max);
+
+// Resolver results as "ip:port" texts with `port`, each once, appended to `out` while it holds fewer than `max`:
+// what a seed name's lookup reports, A/AAAA and SRV alike.
+void append_ip_ports(const boost::asio::ip::tcp::resolver::results_type& results, uint16_t port, size_t max,
+                     std::vector<std::string>& out);
 
 // NAME's SRV records, lowest priority first, each target resolved: "ip:port" texts, at most `max`. An error
 // says why (no such name, no records, the resolver's configuration).

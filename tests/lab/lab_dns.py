@@ -19,7 +19,7 @@ import time
 
 from lab_hosts import PORT
 from lab_net import Cleanup, LabError
-from lab_shared_checks import CheckFailed, check, member_names, progress
+from lab_shared_checks import check, member_names, progress
 
 NAME = "seeds.lab.test"
 SRV_NAME = "_shoal._tcp.seeds.lab.test"
@@ -84,19 +84,6 @@ def view_names(agent):
     return member_names(doc) if doc.get("epoch", 0) > 0 else []
 
 
-def wait_members(lab, agents, want, timeout_s, what):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        got = {a.name: view_names(a) for a in agents}
-        if all(v == sorted(want) for v in got.values()):
-            return
-        for a in agents:
-            check(a.running(), f"{a.name} exited ({a.proc.returncode}) waiting for {what}: {a.log_tail(5).strip()}")
-        if time.monotonic() > deadline:
-            raise CheckFailed(f"timed out after {timeout_s} s waiting for {what}; views: {got}")
-        time.sleep(0.2)
-
-
 def dns_seeds(lab, r):
     if not shutil.which("dnsmasq"):
         r.update(skipped="no dnsmasq (Debian's dnsmasq-base; scripts/setup-debian.sh installs it)")
@@ -121,7 +108,7 @@ def dns_seeds(lab, r):
     dns.set({NAME: [lab.net.addr(0)]})
     t_record = time.monotonic()
     everyone = founders + late
-    wait_members(lab, everyone, [a.name for a in everyone], 40, "a view of all four once the record exists")
+    lab.wait_settled(everyone, 40, "a view of all four once the record exists")
     r["join_after_record_ms"] = round((time.monotonic() - t_record) * 1000)
     r["started_before_record_ms"] = round((t_record - t0) * 1000)
 
@@ -140,7 +127,7 @@ def dns_seeds(lab, r):
     dns.set({NAME: [lab.net.addr(1)]})
     t_moved = time.monotonic()
     everyone = everyone + [newcomer]
-    wait_members(lab, everyone, [a.name for a in everyone], 40, "a view of five once the record moved")
+    lab.wait_settled(everyone, 40, "a view of five once the record moved")
     r["join_after_move_ms"] = round((time.monotonic() - t_moved) * 1000)
 
     progress("dns_seeds: an agent given only an SRV name")
@@ -150,7 +137,7 @@ def dns_seeds(lab, r):
     t_srv = time.monotonic()
     by_srv.start()
     everyone = everyone + [by_srv]
-    wait_members(lab, everyone, [a.name for a in everyone], 40, "a view of six with the agent seeded by SRV")
+    lab.wait_settled(everyone, 40, "a view of six with the agent seeded by SRV")
     r["join_by_srv_ms"] = round((time.monotonic() - t_srv) * 1000)
     lab.n_members = len(everyone)  # the lab's own checks count the late agents as members
 
