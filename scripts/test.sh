@@ -55,6 +55,8 @@ summarise() {  # adds meson's closing block (Ok/Expected Fail/Fail/Unexpected Pa
 }
 
 finish() {
+  # The failing tests' own lines, here at the end where CI's tail keeps them (meson printed them long before).
+  [ "$failed" -gt 0 ] && python3 scripts/failed-logs.py build/meson-logs/testlog.json build-asan/meson-logs/testlog.json >&2
   {
     echo "== stage durations"
     printf '  %s\n' "${stages[@]}"
