@@ -94,6 +94,14 @@ void add_member_flags(CLI::App& app, AgentFlags& f) {
            "each time: the hold-down doubles per failure in a row (a failure within an hour of the last), up to "
            "this; a restart after a single failure is admitted at once (default: 600)",
            f.hold_down_max_s, ZeroSeconds::refused, kYear_s);
+  duration(app, "join-window",
+           "in a view of --join-window-from members or more, a view that only adds members waits until this long "
+           "after the last view change, so hosts arriving over a minute join in a few views (each one rebuilds every "
+           "rank's communicator) instead of one each; joiners go at once with any other change (0: every join as "
+           "soon as it settles; default: 10)",
+           f.join_window_s, ZeroSeconds::allowed, kYear_s);
+  number(app, "join-window-from", "N", "the view size from which --join-window applies (default: 32)",
+         f.join_window_from, 1, 100000);
   text(app, "quorum-policy", "majority|any",
        "majority (default): a view change needs a majority of the last view, so a minority partition stalls. any: "
        "every connected set of at least --min-hosts members may continue. RISK of `any`: both sides of a partition "
@@ -435,6 +443,10 @@ Result<daemon::AgentConfig> agent_config(const AgentFlags& f, const ops::SlurmDe
     cfg.want_hosts = static_cast<uint32_t>(*f.want_hosts);
   }
   if (f.hold_down_s) cfg.membership.hold_down = std::chrono::duration_cast<gossip::Time>(milliseconds(*f.hold_down_s));
+  if (f.join_window_s) {
+    cfg.membership.join_window = std::chrono::duration_cast<gossip::Time>(milliseconds(*f.join_window_s));
+  }
+  if (f.join_window_from) cfg.membership.join_window_from = *f.join_window_from;
   if (f.hold_down_max_s) {
     cfg.membership.hold_down_max = std::chrono::duration_cast<gossip::Time>(milliseconds(*f.hold_down_max_s));
   }

@@ -25,8 +25,8 @@ namespace shoal::cli {
 struct AgentFlags {
   // The member and its cluster.
   std::optional<std::string> name, bind, seeds, cluster, advertise, quorum_policy;
-  std::optional<double> join_timeout_s, hold_down_s, hold_down_max_s, wait_hosts_s;
-  std::optional<int64_t> slots, min_hosts, max_hosts, want_hosts;
+  std::optional<double> join_timeout_s, hold_down_s, hold_down_max_s, wait_hosts_s, join_window_s;
+  std::optional<int64_t> slots, min_hosts, max_hosts, want_hosts, join_window_from;
   // Node health: eviction of stragglers.
   bool evict_stragglers = false;
   std::optional<double> evict_after_s, evict_window_s, evict_hold_down_s;

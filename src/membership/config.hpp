@@ -43,6 +43,11 @@ struct Config {
   // failures_forgotten start the count again. A restart after a first failure is admitted at once.
   Time hold_down_max{600'000'000};
   Time failures_forgotten{3'600'000'000};
+  // Joins in windows (join_window.hpp): once the view holds join_window_from members or more, a view that
+  // only adds members is proposed no sooner than join_window after the last view was installed; joiners
+  // ride along with any other change at once. 0: every join as soon as it settles.
+  Time join_window{10'000'000};
+  uint32_t join_window_from = 32;
   Time phase_timeout{1'000'000};     // a prepare or accept phase that has not reached its quorum gives up
   Time retry_backoff{100'000};       // base of the randomised pause after a failed round
   Time takeover_after{2'000'000};    // a member that is not the designated proposer proposes after this long

@@ -6,6 +6,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "membership/join_window.hpp"
+
 namespace shoal::membership {
 namespace {
 
@@ -54,7 +56,8 @@ bool same_members(std::vector<ViewMember> a, std::vector<ViewMember> b) {
 }
 
 Desired desired_view(const View& committed, const std::vector<gossip::Member>& gossip, const FlapDamper& damper,
-                     const Config& cfg, Time now, const std::optional<std::string>& evict) {
+                     const Config& cfg, Time now, const std::optional<std::string>& evict,
+                     std::optional<Time> installed_at) {
   Desired d;
   const uint64_t next_epoch = committed.epoch() + 1;
   // Hashed by name: this runs at every gossip change on every member, so at a thousand members an
@@ -66,6 +69,7 @@ Desired desired_view(const View& committed, const std::vector<gossip::Member>& g
   bool only_graceful = true;
   bool only_known_gone = true;  // left, or dead on a confirmed refusal
   size_t lingering = 0;  // left gracefully, recently: still answers as an acceptor
+  bool stays_changed = false;  // a member of the view stays with new metadata
   std::vector<std::string> live_names, lost_names;
   std::optional<ViewMember> evicted;  // live, left out as a straggler
   for (const ViewMember& vm : committed.members()) {
@@ -81,7 +85,7 @@ Desired desired_view(const View& committed, const std::vector<gossip::Member>& g
       }
       d.members.push_back(keep);
       live_names.push_back(vm.name);
-      if (!(keep == vm)) only_graceful = only_known_gone = false;  // metadata changed
+      if (!(keep == vm)) only_graceful = only_known_gone = false, stays_changed = true;  // metadata changed
     } else {
       lost_names.push_back(vm.name);
       const bool left = g != nullptr && g->id.generation == vm.generation && g->state == gossip::State::left;
@@ -115,6 +119,17 @@ Desired desired_view(const View& committed, const std::vector<gossip::Member>& g
   std::sort(joiners.begin(), joiners.end(), [](const Joiner& a, const Joiner& b) {
     return a.since != b.since ? a.since < b.since : a.m->id.name < b.m->id.name;
   });
+  // In a large view, joiners alone wait for the join window; with any other change they go at once.
+  const bool other_change = stays_changed || !lost_names.empty() || evicted.has_value();
+  const JoinGate gate = joiners.empty() ? JoinGate{}
+                                        : join_gate(committed.size(), committed.epoch(), other_change, installed_at,
+                                                    now, cfg.join_window, cfg.join_window_from);
+  if (!gate.admit) {
+    d.joins_held = joiners.size();
+    d.joins_open_at = gate.opens_at;
+    if (!d.next_eligible || *gate.opens_at < *d.next_eligible) d.next_eligible = gate.opens_at;
+    joiners.clear();
+  }
   for (const Joiner& j : joiners) {
     if (cfg.max_hosts != 0 && d.members.size() >= cfg.max_hosts) break;
     d.members.push_back(from_gossip(*j.m, next_epoch));

@@ -24,14 +24,21 @@ struct Desired {
   std::optional<Time> next_eligible;  // when a member in hold-down becomes admissible
   std::optional<std::string> evicted;  // the member this list leaves out as a straggler
   std::string evict_blocked;           // non-empty: an eviction was asked for but not made (the reason)
+  // Joiners eligible but held for the join window (join_window.hpp), and when it opens (also in
+  // next_eligible, so that the keeper looks again then).
+  size_t joins_held = 0;
+  std::optional<Time> joins_open_at;
 };
 
 // Members of `committed` stay while gossip sees the same generation alive or suspect; dead, left,
 // restarted or forgotten members go. Alive members not in the view join when the flap damper allows,
-// up to max_hosts. `evict` (eviction.hpp) names a live member of the view to leave out as a straggler; it
-// stays in when the list would fall below min_hosts without it (evict_blocked says so).
+// up to max_hosts, and in a large view only in windows (join_window.hpp: `installed_at` is when this
+// member installed `committed`; nullopt: no window). `evict` (eviction.hpp) names a live member of the
+// view to leave out as a straggler; it stays in when the list would fall below min_hosts without it
+// (evict_blocked says so).
 Desired desired_view(const View& committed, const std::vector<gossip::Member>& gossip, const FlapDamper& damper,
-                     const Config& cfg, Time now, const std::optional<std::string>& evict = std::nullopt);
+                     const Config& cfg, Time now, const std::optional<std::string>& evict = std::nullopt,
+                     std::optional<Time> installed_at = std::nullopt);
 
 // The members that joined in a committed view (join_epoch == its epoch), as gossip records (alive,
 // incarnation 0, the view's metadata): what gossip::Swim::vouch takes, so that a member that has not

@@ -64,7 +64,7 @@ void ViewKeeper::on_verdict(uint64_t epoch, const std::vector<std::string>& name
 
 Status ViewKeeper::force(Time now, KeeperOutput& out) {
   if (view_.epoch() == 0) return fail("no view has been committed yet: there is nothing to override");
-  const Desired d = desired_view(view_, gossip_, damper_, cfg_, now);
+  const Desired d = desired_view(view_, gossip_, damper_, cfg_, now, std::nullopt, installed_at_);
   if (!d.differs) return fail("the committed view already matches the live members: nothing to force");
   if (d.members.size() < std::max<uint32_t>(cfg_.min_hosts, 1)) {
     return fail("only " + std::to_string(d.members.size()) + " members alive, below --min-hosts " +
@@ -131,7 +131,7 @@ void ViewKeeper::evaluate(Time now, KeeperOutput& out) {
   const ViewMember* me = view_.find(self_.name);
   const bool in_view = me != nullptr && me->generation == self_.generation;
   const auto evict = in_view && !force_requested_ ? eviction_.candidate(view_, now) : std::nullopt;
-  const Desired d = desired_view(view_, gossip_, damper_, cfg_, now, evict);
+  const Desired d = desired_view(view_, gossip_, damper_, cfg_, now, evict, installed_at_);
   status_.epoch = view_.epoch();
   status_.view_size = view_.size();
   status_.live_of_view = d.live_of_view;
@@ -163,6 +163,11 @@ void ViewKeeper::evaluate(Time now, KeeperOutput& out) {
     status_.phase = view_.epoch() == 0 ? KeeperPhase::forming : KeeperPhase::stable;
     status_.reason = view_.epoch() == 0 ? "forming: no members" : evicted_reason(now);
     if (status_.reason.empty()) status_.reason = catch_up_note();
+    if (status_.reason.empty() && d.joins_held > 0) {
+      const Time left = *d.joins_open_at - now;
+      status_.reason = std::to_string(d.joins_held) + " joiner(s) wait for the join window: admitted in " +
+                       std::to_string((left.count() + 999'999) / 1'000'000) + " s, or at once with the next change";
+    }
     return;
   }
   if (!same_members(d.members, last_desired_)) {
@@ -368,6 +373,7 @@ void ViewKeeper::install(const View& v, Time now, KeeperOutput& out) {
   log::membership().info("view epoch {} committed: {} members, hash {:016x} (was epoch {}, {} members)", v.epoch(),
                          v.size(), v.hash(), view_.epoch(), view_.size());
   view_ = v;
+  installed_at_ = now;
   acceptor_.reset(v.epoch() + 1);
   highest_round_seen_ = 0;  // ballot rounds count per epoch (plausible_round)
   vouches_.reset();

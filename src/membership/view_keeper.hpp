@@ -201,6 +201,7 @@ class ViewKeeper {
   // the commit goes again when gossip sees them alive (name -> addr). Cleared on every install.
   std::map<std::string, std::string> undelivered_;
 
+  std::optional<Time> installed_at_;  // when view_ was installed here (the join window counts from it)
   std::vector<ViewMember> last_desired_;
   std::optional<Time> pending_since_;
   Time last_change_{0};

@@ -139,6 +139,8 @@ TEST_CASE("shoal agent's help tells the truth about --bind and lists every flag"
                            "--min-hosts",
                            "--max-hosts",
                            "--hold-down",
+                           "--join-window",
+                           "--join-window-from",
                            "--quorum-policy",
                            "--job",
                            "--ckpt-replicas",
@@ -238,6 +240,22 @@ TEST_CASE("the agent's flags make its configuration; checks of several flags nam
   CHECK(cfg->ckpt.budget_bytes == 1024);
   CHECK(cfg->membership.policy == shoal::membership::QuorumPolicy::any);
   CHECK(cfg->control_path == "/tmp/x.sock");
+  // The join window: 10 s from 32 members unless given; 0 turns it off.
+  CHECK(cfg->membership.join_window == std::chrono::seconds(10));
+  CHECK(cfg->membership.join_window_from == 32);
+  auto window = config_of(
+      {"--name", "a", "--bind", "127.0.0.1:0", "--insecure", "--join-window", "0", "--join-window-from", "100"});
+  REQUIRE(window.ok());
+  CHECK(window->membership.join_window.count() == 0);
+  CHECK(window->membership.join_window_from == 100);
+  const auto parse_error = [](const std::vector<std::string>& args) {
+    AgentFlags flags;
+    auto app = agent_app(flags);
+    auto parsed = parse_args(*app, args);
+    return parsed.ok() ? std::string() : parsed.error().message;
+  };
+  CHECK(parse_error({"--join-window", "-1"}) == "--join-window: '-1' is not a number of seconds from 0 to 31536000");
+  CHECK(parse_error({"--join-window-from", "0"}) == "--join-window-from: 0 is out of range [1, 100000]");
   // Without --ckpt-budget: half of /dev/shm, never unlimited; without --job the job is not named.
   auto plain = config_of({"--name", "a", "--bind", "127.0.0.1:0", "--insecure"});
   REQUIRE(plain.ok());

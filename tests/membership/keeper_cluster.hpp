@@ -77,6 +77,7 @@ class KeeperCluster {
     return resp;
   }
   void crash(size_t i) { up_[i] = false; }
+  void start(size_t i) { up_[i] = true, wake_[i] = now_; }  // a node crashed (or not started yet) runs
   void cut(size_t a, size_t b) { cut_.insert({a, b}), cut_.insert({b, a}); }
   void heal() { cut_.clear(); }
 

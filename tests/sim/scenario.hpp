@@ -23,6 +23,9 @@ struct ScenarioInputs {
   double jitter_ms = 0.15;           // plus uniform [0, jitter]
   size_t repeat = 5;                 // crashes (crash) or updates (spread) per run
   size_t rack = 32;                  // view-rack: members crashed at the same instant
+  size_t joiners = 16;               // view-joins: members that join an agreed view, one at a time
+  double join_every_ms = 1000;       // view-joins: between two joiners' starts
+  std::optional<double> join_window_ms;  // view scenarios: the keepers' join window (Config's default when unset)
   double stall_share = 0.1;          // stall: share of members paused
   double stall_pause_s = 1.5;        // stall: length of each pause
   double stall_every_s = 10;         // stall: period of the pauses
@@ -93,6 +96,7 @@ ScenarioOutcome run_speed(const ScenarioInputs& in);  // scenario_speed.cpp
 // Committed views (scenario_views.cpp).
 ScenarioOutcome run_view_crash(const ScenarioInputs& in);
 ScenarioOutcome run_view_rack(const ScenarioInputs& in);
+ScenarioOutcome run_view_joins(const ScenarioInputs& in);
 ScenarioOutcome run_view_leave(const ScenarioInputs& in);
 ScenarioOutcome run_view_safety(const ScenarioInputs& in);
 ScenarioOutcome run_bootstrap(const ScenarioInputs& in);

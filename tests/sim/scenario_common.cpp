@@ -143,6 +143,10 @@ const std::vector<Scenario>& scenarios() {
        "view keepers: --rack members (default 32) crash at one instant: views until every survivor "
        "holds one without any of them, and the time",
        run_view_rack},
+      {"view-joins",
+       "view keepers: --joiners members (default 16) join an agreed view one every --join-every-ms: views "
+       "committed until every member holds all of them, and the time",
+       run_view_joins},
       {"view-leave", "view keepers: a member leaves gracefully; time until every survivor holds a view without it",
        run_view_leave},
       {"view-safety", "view keepers under churn, seeded (--seeds, default 1000): divergences, minority commits",

@@ -1,6 +1,7 @@
 // Committed-view scenarios: view-crash and view-leave (time from a crash or a graceful leave until
 // every survivor holds a new view without the member), view-rack (a rack's members crash at one instant:
-// how many views until every survivor holds one without any of them, and when), view-safety (seeded property runs under
+// how many views until every survivor holds one without any of them, and when), view-joins (members join one
+// at a time: how many views until every member holds all of them), view-safety (seeded property runs under
 // churn) and bootstrap (N members starting within a second: time to one agreed view holding all).
 #include <algorithm>
 #include <cstdio>
@@ -54,6 +55,7 @@ membership::Config view_config(const ScenarioInputs& in) {
   membership::Config cfg;
   cfg.min_hosts = static_cast<uint32_t>(in.n / 2 + 1);  // removals may shrink the job to just above half
   cfg.policy = in.quorum_policy == "any" ? membership::QuorumPolicy::any : membership::QuorumPolicy::majority;
+  if (in.join_window_ms) cfg.join_window = Time(static_cast<int64_t>(*in.join_window_ms * 1000));
   return cfg;
 }
 
@@ -154,7 +156,80 @@ struct RackClock : ViewObserver {
   }
 };
 
+// Times a join storm: how many distinct epochs the members commit from the first joiner's start until
+// every member (joiners too) holds a view with all the joiners, and when the last one does.
+struct JoinClock : ViewObserver {
+  std::vector<std::string> joiners;
+  std::set<uint32_t> pending;  // members not yet holding a view with every joiner
+  std::set<uint64_t> epochs;
+  std::optional<Time> all_at;
+  bool armed = false;
+
+  void on_commit(uint32_t member, uint64_t, const membership::View& v, Time now) override {
+    if (!armed || all_at) return;
+    epochs.insert(v.epoch());
+    for (const auto& name : joiners) {
+      if (v.find(name) == nullptr) return;
+    }
+    pending.erase(member);
+    if (pending.empty()) all_at = now;
+  }
+};
+
 }  // namespace
+
+ScenarioOutcome run_view_joins(const ScenarioInputs& in) {
+  ScenarioOutcome out;
+  if (in.joiners * 2 >= in.n) {
+    out.error = "--joiners " + std::to_string(in.joiners) + " must be below half of --n " + std::to_string(in.n) +
+                ": the first view needs --min-hosts (a majority of --n) without them";
+    return out;
+  }
+  std::vector<double> all_ms, views;
+  uint64_t missed = 0;
+  const size_t first_n = in.n - in.joiners;
+  const Time every(static_cast<int64_t>(in.join_every_ms * 1000));
+  for (size_t r = 0; r < in.runs && !out.error; ++r) {
+    JoinClock clock;
+    ViewRun run(in, r, clock);
+    Cluster& c = *run.cluster;
+    ViewSafetyChecker& checker = run.checker;
+    for (uint32_t m = 0; m < first_n; ++m) c.start(m, Time(0));
+    auto converged = [&] { return run.converged(); };
+    if (!c.run_until(seconds(120), kPoll, converged)) {
+      out.error = c.ok() ? "the first view did not form within 120 virtual seconds" : *c.violation();
+      break;
+    }
+    c.run_until(c.now() + seconds(1));
+    for (uint32_t m = 0; m < c.size(); ++m) clock.pending.insert(m);
+    for (uint32_t m = static_cast<uint32_t>(first_n); m < c.size(); ++m) clock.joiners.push_back(member_name(m));
+    clock.armed = true;
+    const Time t0 = c.now();
+    for (size_t k = 0; k < in.joiners; ++k) {
+      c.start(static_cast<uint32_t>(first_n + k), t0 + every * static_cast<int64_t>(k));
+    }
+    c.run_until(t0 + every * static_cast<int64_t>(in.joiners) + seconds(120), kPoll,
+                [&] { return clock.all_at.has_value(); });
+    if (clock.all_at) {
+      all_ms.push_back(to_ms(*clock.all_at - t0));
+      views.push_back(static_cast<double>(clock.epochs.size()));
+    } else {
+      ++missed;
+    }
+    if (!c.run_until(c.now() + seconds(60), kPoll, converged) && c.ok()) checker.check_converged(c);
+    if (checker.divergences() + checker.minority_commits() + checker.unconverged() > 0 && !out.error) {
+      out.error = "view safety: " + checker.findings().front();
+    }
+    finish_run(c, out);
+  }
+  out.figures.count("joiners", in.joiners);
+  out.figures.number("join_every_ms", in.join_every_ms);
+  out.figures.number("join_window_ms", static_cast<double>(view_config(in).join_window.count()) / 1000.0);
+  out.figures.count("missed", missed);
+  add_ms(out.figures, "views_committed", percentile(views, 100));  // the most of any run
+  add_ms(out.figures, "join_all_ms", percentile(all_ms, 100));
+  return out;
+}
 
 ScenarioOutcome run_view_rack(const ScenarioInputs& in) {
   ScenarioOutcome out;

@@ -13,9 +13,9 @@ namespace {
 struct RawFlags {
   bool fresh_quorum = false;
   std::string scenario;
-  std::optional<int64_t> n, members, seed, runs, repeat, tracked, seeds, rack;
-  std::optional<std::string> quorum_policy, coalesce_ms, loss, virtual_s, delay_ms, jitter_ms, stall_share, stall_pause_s, stall_every_s, update,
-      revival, kill_every_s;
+  std::optional<int64_t> n, members, seed, runs, repeat, tracked, seeds, rack, joiners;
+  std::optional<std::string> quorum_policy, coalesce_ms, loss, virtual_s, delay_ms, jitter_ms, stall_share,
+      stall_pause_s, stall_every_s, update, revival, kill_every_s, join_every_ms, join_window_ms;
 };
 
 // An optional integer flag in [min_value, max_value]; the value is kept only when the flag is given.
@@ -56,7 +56,8 @@ std::unique_ptr<CLI::App> make_app(RawFlags& f) {
       "\nfigures: crash: detect_first_p50_ms detect_first_p99_ms dead_all_p50_ms dead_all_p99_ms; loss and stall:\n"
       "false_removals (stall also removals_of_paused); spread: spread_999_ms; load: bytes_in_per_s_mean\n"
       "bytes_out_per_s_mean (datagram and stream payload bytes); join: join_all_ms; view-crash and view-leave:\n"
-      "view_all_p50_ms view_all_p99_ms; view-rack: views_committed view_all_ms; view-safety: divergences "
+      "view_all_p50_ms view_all_p99_ms; view-rack: views_committed view_all_ms; view-joins: views_committed\n"
+      "join_all_ms; view-safety: divergences "
       "minority_commits unconverged (any nonzero\n"
       "exits 1; with --quorum-policy any: 2-member splits, diverged_runs); bootstrap: bootstrap_ms\n"
       "max_distinct_views; speed: run_wall_s us_per_datagram (and setup_wall_s for the warm start).\n\n"
@@ -90,6 +91,16 @@ std::unique_ptr<CLI::App> make_app(RawFlags& f) {
   add_int(*app, "repeat", "crashes (crash) or updates (spread) per run (default 5)", f.repeat, 1, 100000);
   add_int(*app, "rack", "view-rack: members that crash at the same instant (default 32; below half of --n)", f.rack, 1,
           65536);
+  add_int(*app, "joiners",
+          "view-joins: members that join an agreed view, one every --join-every-ms (default 16; below "
+          "half of --n)",
+          f.joiners, 1, 65536);
+  add_text(*app, "join-every-ms", "MS", "view-joins: the time between two joiners' starts (default 1000)",
+           f.join_every_ms);
+  add_text(*app, "join-window-ms", "MS",
+           "view scenarios: the keepers' join window (the agent's --join-window; default 10000, from 32 members; 0: "
+           "off)",
+           f.join_window_ms);
   add_text(*app, "stall-share", "FRACTION", "stall: share of members paused (default 0.1)", f.stall_share);
   add_text(*app, "stall-pause-s", "S", "stall: length of each pause (default 1.5)", f.stall_pause_s);
   add_text(*app, "stall-every-s", "S", "stall: period of the pauses (default 10)", f.stall_every_s);
@@ -162,6 +173,7 @@ Result<SimCommand> parse_sim_args(std::span<const std::string> args) {
   if (f.runs) in.runs = static_cast<size_t>(*f.runs);
   if (f.repeat) in.repeat = static_cast<size_t>(*f.repeat);
   if (f.rack) in.rack = static_cast<size_t>(*f.rack);
+  if (f.joiners) in.joiners = static_cast<size_t>(*f.joiners);
   if (f.tracked) in.max_tracked = static_cast<size_t>(*f.tracked);
   if (f.update) {
     if (*f.update != "leave" && *f.update != "join") return fail("--update: '" + *f.update + "' is not leave or join");
@@ -192,6 +204,8 @@ Result<SimCommand> parse_sim_args(std::span<const std::string> args) {
       {"stall-every-s", f.stall_every_s, 0.001, 1e6, [&](double d) { in.stall_every_s = d; }},
       {"coalesce-ms", f.coalesce_ms, 0, 10000, [&](double d) { in.coalesce_ms = d; }},
       {"kill-every-s", f.kill_every_s, 0, 1e6, [&](double d) { in.kill_every_s = d; }},
+      {"join-every-ms", f.join_every_ms, 0, 1e7, [&](double d) { in.join_every_ms = d; }},
+      {"join-window-ms", f.join_window_ms, 0, 1e7, [&](double d) { in.join_window_ms = d; }},
   };
   for (const NumberFlag& nf : numbers) {
     if (!nf.raw) continue;

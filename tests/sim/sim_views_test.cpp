@@ -143,6 +143,34 @@ TEST_CASE(
   CHECK(run_view_rack(in).error.has_value());
 }
 
+TEST_CASE("joiners arriving one a second join a 48-member view in windows, not one view each (view-joins, seeds 1-2)") {
+  quiet_logs();
+  ScenarioInputs in;
+  in.n = 64;
+  in.joiners = 16;
+  in.runs = 2;
+  in.join_window_ms = 0;  // off: every join its own view
+  ScenarioOutcome out = run_view_joins(in);
+  INFO(out.error.value_or("no error"));
+  REQUIRE_FALSE(out.error);
+  std::string figures = out.figures.str();
+  INFO(figures);
+  CHECK(figures.find("\"missed\":0") != std::string::npos);
+  CHECK(figures.find("\"views_committed\":16,") != std::string::npos);
+  in.join_window_ms = 10000;  // the default: joins over 15 s in at most 3 views
+  out = run_view_joins(in);
+  REQUIRE_FALSE(out.error);
+  figures = out.figures.str();
+  CHECK(figures.find("\"missed\":0") != std::string::npos);
+  const auto at = figures.find("\"views_committed\":");
+  REQUIRE(at != std::string::npos);
+  const int views = std::stoi(figures.substr(at + 18));
+  CHECK(views >= 2);
+  CHECK(views <= 3);
+  in.joiners = 32;  // not below half of the 64: the first view would lack its --min-hosts
+  CHECK(run_view_joins(in).error.has_value());
+}
+
 TEST_CASE("a graceful leave yields one new view without the leaver at every survivor (seed 43, 8 members, m5)") {
   Config cfg;
   cfg.min_hosts = 5;
