@@ -2,6 +2,7 @@
 #include "membership/desired_view.hpp"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <string_view>
 #include <unordered_map>
@@ -24,10 +25,27 @@ ViewMember from_gossip(const gossip::Member& m, uint64_t join_epoch) {
 
 bool live(gossip::State s) { return s == gossip::State::alive || s == gossip::State::suspect; }
 
-std::string names_of(const std::vector<std::string>& names) {
+// from_gossip(g, vm.join_epoch) == vm, for a record of vm's name and generation, without building it.
+bool same_fields(const gossip::Member& g, const ViewMember& vm) {
+  const std::string& host = g.meta.host.empty() ? g.id.name : g.meta.host;
+  return host == vm.host && g.id.addr == vm.addr && g.meta.slots == vm.slots;
+}
+
+// A count of names and the first few of them, for a message (no copy of every name).
+struct Names {
+  static constexpr size_t kShown = 8;
+  size_t count = 0;
+  std::array<std::string_view, kShown> first{};
+  void add(std::string_view name) {
+    if (count < kShown) first[count] = name;
+    ++count;
+  }
+};
+
+std::string names_of(const Names& names) {
   std::string out;
-  for (size_t i = 0; i < names.size() && i < 8; ++i) out += (i ? ", " : "") + names[i];
-  if (names.size() > 8) out += ", ... (" + std::to_string(names.size()) + ")";
+  for (size_t i = 0; i < names.count && i < Names::kShown; ++i) out += (i ? ", " : "") + std::string(names.first[i]);
+  if (names.count > Names::kShown) out += ", ... (" + std::to_string(names.count) + ")";
   return out;
 }
 
@@ -55,39 +73,68 @@ bool same_members(std::vector<ViewMember> a, std::vector<ViewMember> b) {
   return a == b;
 }
 
+uint64_t members_fingerprint(const std::vector<ViewMember>& members) {
+  uint64_t sum = 0;
+  for (const ViewMember& m : members) {
+    uint64_t h = fnv1a64(m.name);
+    const auto mix = [&h](uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+    mix(fnv1a64(m.host));
+    mix(fnv1a64(m.addr));
+    mix(m.slots);
+    mix(m.join_epoch);
+    mix(m.generation);
+    // A final avalanche (splitmix64's), so that a sum of related members does not cancel out.
+    h ^= h >> 30, h *= 0xbf58476d1ce4e5b9ULL, h ^= h >> 27, h *= 0x94d049bb133111ebULL, h ^= h >> 31;
+    sum += h;
+  }
+  return sum ^ members.size();
+}
+
 Desired desired_view(const View& committed, const std::vector<gossip::Member>& gossip, const FlapDamper& damper,
                      const Config& cfg, Time now, const std::optional<std::string>& evict,
-                     std::optional<Time> installed_at) {
+                     std::optional<Time> installed_at, const GossipIndex* index) {
   Desired d;
   const uint64_t next_epoch = committed.epoch() + 1;
   // Hashed by name: this runs at every gossip change on every member, so at a thousand members an
-  // ordered map's string comparisons dominated the keeper's time.
-  std::unordered_map<std::string_view, const gossip::Member*> seen;
-  seen.reserve(gossip.size());
-  for (const auto& m : gossip) seen[m.id.name] = &m;
+  // ordered map's string comparisons dominated the keeper's time. The wanted list is only built when it
+  // differs from the view: most calls decide "no change" from pointers and counts, without copying a name.
+  GossipIndex own;
+  if (index == nullptr) {
+    own.reserve(gossip.size());
+    for (size_t i = 0; i < gossip.size(); ++i) own[gossip[i].id.name] = i;
+    index = &own;
+  }
+  // Per gossip record: kNotInView, kOlderInView (an older process of its host is in the view) or kInView.
+  enum : uint8_t { kNotInView, kOlderInView, kInView };
+  std::vector<uint8_t> place(gossip.size(), kNotInView);
 
   bool only_graceful = true;
   bool only_known_gone = true;  // left, or dead on a confirmed refusal
-  size_t lingering = 0;  // left gracefully, recently: still answers as an acceptor
-  bool stays_changed = false;  // a member of the view stays with new metadata
-  std::vector<std::string> live_names, lost_names;
-  std::optional<ViewMember> evicted;  // live, left out as a straggler
+  bool stays_changed = false;   // a member of the view stays with new metadata
+  size_t lingering = 0;         // left gracefully, recently: still answers as an acceptor
+  struct Stay {
+    const ViewMember* vm;
+    const gossip::Member* g;
+  };
+  std::vector<Stay> stays;
+  stays.reserve(committed.size());
+  Names live_names, lost_names;
+  std::optional<Stay> evicted;  // live, left out as a straggler
   for (const ViewMember& vm : committed.members()) {
-    const auto it = seen.find(vm.name);
-    const gossip::Member* g = it == seen.end() ? nullptr : it->second;
+    const auto it = index->find(vm.name);
+    const gossip::Member* g = it == index->end() ? nullptr : &gossip[it->second];
+    if (g != nullptr) place[it->second] = g->id.generation == vm.generation ? kInView : kOlderInView;
     if (g != nullptr && g->id.generation == vm.generation && live(g->state)) {
-      ViewMember keep = from_gossip(*g, vm.join_epoch);
+      live_names.add(vm.name);
       if (evict && vm.name == *evict) {
         // Alive, so it still counts as live for the majority; it simply is not wanted in the next view.
-        evicted = keep;
-        live_names.push_back(vm.name);
+        evicted = Stay{&vm, g};
         continue;
       }
-      d.members.push_back(keep);
-      live_names.push_back(vm.name);
-      if (!(keep == vm)) only_graceful = only_known_gone = false, stays_changed = true;  // metadata changed
+      stays.push_back({&vm, g});
+      if (!same_fields(*g, vm)) only_graceful = only_known_gone = false, stays_changed = true;  // metadata changed
     } else {
-      lost_names.push_back(vm.name);
+      lost_names.add(vm.name);
       const bool left = g != nullptr && g->id.generation == vm.generation && g->state == gossip::State::left;
       const bool refused =
           g != nullptr && g->id.generation == vm.generation && g->state == gossip::State::dead && g->refused;
@@ -96,7 +143,7 @@ Desired desired_view(const View& committed, const std::vector<gossip::Member>& g
       if (left && now - g->state_since < cfg.leaver_votes_for) ++lingering;
     }
   }
-  d.live_of_view = live_names.size();
+  d.live_of_view = live_names.count;
 
   // Joiners: alive, not in the view at this generation, past their hold-down; oldest alive first.
   struct Joiner {
@@ -104,11 +151,10 @@ Desired desired_view(const View& committed, const std::vector<gossip::Member>& g
     const gossip::Member* m;
   };
   std::vector<Joiner> joiners;
-  for (const auto& m : gossip) {
-    if (m.state != gossip::State::alive) continue;
-    const ViewMember* in_view = committed.find(m.id.name);
-    if (in_view != nullptr && in_view->generation == m.id.generation) continue;
-    const bool replacing = in_view != nullptr;  // an older process of this host is in the view
+  for (size_t i = 0; i < gossip.size(); ++i) {
+    const gossip::Member& m = gossip[i];
+    if (m.state != gossip::State::alive || place[i] == kInView) continue;
+    const bool replacing = place[i] == kOlderInView;  // an older process of this host is in the view
     if (!damper.eligible(m.id.name, m.id.generation, now, cfg.hold_down, replacing)) {
       const Time at = damper.eligible_at(m.id.name, m.id.generation, cfg.hold_down, replacing);
       if (at != Time::max() && (!d.next_eligible || at < *d.next_eligible)) d.next_eligible = at;
@@ -120,7 +166,7 @@ Desired desired_view(const View& committed, const std::vector<gossip::Member>& g
     return a.since != b.since ? a.since < b.since : a.m->id.name < b.m->id.name;
   });
   // In a large view, joiners alone wait for the join window; with any other change they go at once.
-  const bool other_change = stays_changed || !lost_names.empty() || evicted.has_value();
+  const bool other_change = stays_changed || lost_names.count > 0 || evicted.has_value();
   const JoinGate gate = joiners.empty() ? JoinGate{}
                                         : join_gate(committed.size(), committed.epoch(), other_change, installed_at,
                                                     now, cfg.join_window, cfg.join_window_from);
@@ -130,27 +176,33 @@ Desired desired_view(const View& committed, const std::vector<gossip::Member>& g
     if (!d.next_eligible || *gate.opens_at < *d.next_eligible) d.next_eligible = gate.opens_at;
     joiners.clear();
   }
-  for (const Joiner& j : joiners) {
-    if (cfg.max_hosts != 0 && d.members.size() >= cfg.max_hosts) break;
-    d.members.push_back(from_gossip(*j.m, next_epoch));
-    only_graceful = only_known_gone = false;
+  if (cfg.max_hosts != 0) {
+    joiners.resize(std::min(joiners.size(), cfg.max_hosts > stays.size() ? cfg.max_hosts - stays.size() : size_t{0}));
   }
+  if (!joiners.empty()) only_graceful = only_known_gone = false;
 
+  bool evicting = false;
   if (evicted) {
-    if (d.members.size() < std::max<uint32_t>(cfg.min_hosts, 1)) {
-      d.evict_blocked = "not evicting " + evicted->name + ": the view would have " + std::to_string(d.members.size()) +
+    const size_t without = stays.size() + joiners.size();
+    if (without < std::max<uint32_t>(cfg.min_hosts, 1)) {
+      d.evict_blocked = "not evicting " + evicted->vm->name + ": the view would have " + std::to_string(without) +
                         " members, fewer than --min-hosts " + std::to_string(cfg.min_hosts);
-      d.members.push_back(*evicted);
+      stays.push_back(*evicted);
+      if (!same_fields(*evicted->g, *evicted->vm)) only_graceful = only_known_gone = false, stays_changed = true;
     } else {
-      d.evicted = evicted->name;
+      d.evicted = evicted->vm->name;
+      evicting = true;
       only_graceful = only_known_gone = false;
     }
   }
-  d.differs = !same_members(d.members, committed.members());
+  d.differs = stays_changed || lost_names.count > 0 || evicting || !joiners.empty();
   d.graceful_only = d.differs && only_graceful;
   d.refused_only = d.differs && !only_graceful && only_known_gone;
-  d.majority_live = committed.size() == 0 || (live_names.size() + lingering) * 2 > committed.size();
+  d.majority_live = committed.size() == 0 || (live_names.count + lingering) * 2 > committed.size();
   if (!d.differs) return d;
+  d.members.reserve(stays.size() + joiners.size());
+  for (const Stay& st : stays) d.members.push_back(from_gossip(*st.g, st.vm->join_epoch));
+  for (const Joiner& j : joiners) d.members.push_back(from_gossip(*j.m, next_epoch));
 
   if (committed.epoch() == 0 && cfg.joining && d.members.size() < 2) {
     d.blocked = "joining: no other member is alive; a host started with seeds never forms a cluster alone";
@@ -161,7 +213,7 @@ Desired desired_view(const View& committed, const std::vector<gossip::Member>& g
                     : "below --min-hosts: the next view would have " + std::to_string(d.members.size()) +
                           " members, fewer than " + std::to_string(cfg.min_hosts);
   } else if (!d.majority_live && cfg.policy == QuorumPolicy::majority) {
-    d.blocked = "majority lost: " + std::to_string(live_names.size()) + " of " + std::to_string(committed.size()) +
+    d.blocked = "majority lost: " + std::to_string(live_names.count) + " of " + std::to_string(committed.size()) +
                 " members of epoch " + std::to_string(committed.epoch()) + " alive (" + names_of(live_names) +
                 "); lost: " + names_of(lost_names) + "; need " + std::to_string(committed.size() / 2 + 1) +
                 ". `shoal view force` overrides (risk: split brain if the others are alive)";

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "membership/config.hpp"
@@ -11,8 +13,11 @@
 
 namespace shoal::membership {
 
+// Gossip's records by name: the index of each name's one record in the member list.
+using GossipIndex = std::unordered_map<std::string_view, size_t>;
+
 struct Desired {
-  std::vector<ViewMember> members;  // the wanted member list (join_epoch already set), unordered
+  std::vector<ViewMember> members;  // the wanted member list (join_epoch already set), unordered; only when differs
   bool differs = false;             // the wanted list is not the committed view's list
   bool graceful_only = false;       // the only changes are members that left gracefully: no settle wait
   // The only changes are members that left or were declared dead on a confirmed refusal (and at least one
@@ -35,10 +40,10 @@ struct Desired {
 // up to max_hosts, and in a large view only in windows (join_window.hpp: `installed_at` is when this
 // member installed `committed`; nullopt: no window). `evict` (eviction.hpp) names a live member of the
 // view to leave out as a straggler; it stays in when the list would fall below min_hosts without it
-// (evict_blocked says so).
+// (evict_blocked says so). `index`: `gossip` by name, when the caller keeps one (built here otherwise).
 Desired desired_view(const View& committed, const std::vector<gossip::Member>& gossip, const FlapDamper& damper,
                      const Config& cfg, Time now, const std::optional<std::string>& evict = std::nullopt,
-                     std::optional<Time> installed_at = std::nullopt);
+                     std::optional<Time> installed_at = std::nullopt, const GossipIndex* index = nullptr);
 
 // The members that joined in a committed view (join_epoch == its epoch), as gossip records (alive,
 // incarnation 0, the view's metadata): what gossip::Swim::vouch takes, so that a member that has not
@@ -49,5 +54,9 @@ std::vector<gossip::Member> vouched_by(const View& committed);
 
 // True when both lists hold the same members with the same fields (order ignored).
 bool same_members(std::vector<ViewMember> a, std::vector<ViewMember> b);
+
+// A 64-bit digest of a member list, order ignored (a sum of per-member hashes over every field): equal
+// lists give equal values; the keeper compares wanted lists by it instead of sorting copies of both.
+uint64_t members_fingerprint(const std::vector<ViewMember>& members);
 
 }  // namespace shoal::membership

@@ -28,9 +28,7 @@ ViewKeeper::ViewKeeper(Config cfg, gossip::Identity self, uint64_t seed)
 
 void ViewKeeper::on_members(std::vector<gossip::Member> members, Time now, KeeperOutput& out) {
   gossip_ = std::move(members);
-  gossip_index_.clear();
-  gossip_index_.reserve(gossip_.size());
-  for (size_t i = 0; i < gossip_.size(); ++i) gossip_index_.emplace(gossip_[i].id.name, i);
+  reindex();
   damper_.observe(gossip_, now);
   for (auto it = undelivered_.begin(); it != undelivered_.end();) {
     if (live_by_name(it->first)) {
@@ -41,6 +39,19 @@ void ViewKeeper::on_members(std::vector<gossip::Member> members, Time now, Keepe
     }
   }
   evaluate(now, out);
+}
+
+void ViewKeeper::reindex() {
+  bool prefix = gossip_.size() >= index_names_.size();
+  for (size_t i = 0; prefix && i < index_names_.size(); ++i) prefix = gossip_[i].id.name == index_names_[i];
+  if (!prefix) {
+    gossip_index_.clear();
+    index_names_.clear();
+  }
+  for (size_t i = index_names_.size(); i < gossip_.size(); ++i) {
+    index_names_.push_back(gossip_[i].id.name);
+    gossip_index_.emplace(index_names_.back(), i);
+  }
 }
 
 void ViewKeeper::on_tick(Time now, KeeperOutput& out) {
@@ -64,7 +75,7 @@ void ViewKeeper::on_verdict(uint64_t epoch, const std::vector<std::string>& name
 
 Status ViewKeeper::force(Time now, KeeperOutput& out) {
   if (view_.epoch() == 0) return fail("no view has been committed yet: there is nothing to override");
-  const Desired d = desired_view(view_, gossip_, damper_, cfg_, now, std::nullopt, installed_at_);
+  const Desired d = desired_view(view_, gossip_, damper_, cfg_, now, std::nullopt, installed_at_, &gossip_index_);
   if (!d.differs) return fail("the committed view already matches the live members: nothing to force");
   if (d.members.size() < std::max<uint32_t>(cfg_.min_hosts, 1)) {
     return fail("only " + std::to_string(d.members.size()) + " members alive, below --min-hosts " +
@@ -131,7 +142,7 @@ void ViewKeeper::evaluate(Time now, KeeperOutput& out) {
   const ViewMember* me = view_.find(self_.name);
   const bool in_view = me != nullptr && me->generation == self_.generation;
   const auto evict = in_view && !force_requested_ ? eviction_.candidate(view_, now) : std::nullopt;
-  const Desired d = desired_view(view_, gossip_, damper_, cfg_, now, evict, installed_at_);
+  const Desired d = desired_view(view_, gossip_, damper_, cfg_, now, evict, installed_at_, &gossip_index_);
   status_.epoch = view_.epoch();
   status_.view_size = view_.size();
   status_.live_of_view = d.live_of_view;
@@ -158,7 +169,7 @@ void ViewKeeper::evaluate(Time now, KeeperOutput& out) {
   }
   if (!d.differs) {
     pending_since_.reset();
-    last_desired_.clear();
+    last_desired_.reset();
     force_requested_ = false;
     status_.phase = view_.epoch() == 0 ? KeeperPhase::forming : KeeperPhase::stable;
     status_.reason = view_.epoch() == 0 ? "forming: no members" : evicted_reason(now);
@@ -170,8 +181,8 @@ void ViewKeeper::evaluate(Time now, KeeperOutput& out) {
     }
     return;
   }
-  if (!same_members(d.members, last_desired_)) {
-    last_desired_ = d.members;
+  if (const uint64_t fp = members_fingerprint(d.members); last_desired_ != fp) {
+    last_desired_ = fp;
     last_change_ = now;
   }
   if (!d.blocked.empty() && !force_requested_) {
@@ -388,7 +399,7 @@ void ViewKeeper::install(const View& v, Time now, KeeperOutput& out) {
   }
   if (round_ && round_->epoch() <= v.epoch()) round_.reset();
   pending_since_.reset();
-  last_desired_.clear();
+  last_desired_.reset();
   ++stats_.views_installed;
   out.committed.push_back(v);
   out.wake_no_later_than(now);  // look again at once: more changes may be waiting

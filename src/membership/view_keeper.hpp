@@ -39,16 +39,19 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
 #include <random>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "gossip/types.hpp"
+#include "membership.pb.h"
 #include "membership/acceptor.hpp"
 #include "membership/config.hpp"
 #include "membership/desired_view.hpp"
@@ -56,7 +59,6 @@
 #include "membership/round.hpp"
 #include "membership/view.hpp"
 #include "membership/view_admission.hpp"
-#include "membership.pb.h"
 #include "wire/reject.hpp"
 
 namespace shoal::membership {
@@ -76,6 +78,10 @@ struct KeeperStats {
 class ViewKeeper {
  public:
   ViewKeeper(Config cfg, gossip::Identity self, uint64_t seed);
+  ViewKeeper(const ViewKeeper&) = delete;
+  ViewKeeper& operator=(const ViewKeeper&) = delete;
+  ViewKeeper(ViewKeeper&&) = default;
+  ViewKeeper& operator=(ViewKeeper&&) = default;
 
   // Gossip's current member list (all states, including self). Call after every gossip change.
   void on_members(std::vector<gossip::Member> members, Time now, KeeperOutput& out);
@@ -118,6 +124,8 @@ class ViewKeeper {
   };
 
   void evaluate(Time now, KeeperOutput& out);
+  // gossip_index_ for a new gossip_: extended when the old names are a prefix of the new, else rebuilt.
+  void reindex();
   // The status line of a member the committed view evicted (empty when it was not).
   std::string evicted_reason(Time now) const;
   bool designated_proposer() const;
@@ -176,7 +184,11 @@ class ViewKeeper {
   std::optional<KeeperStatus::Evicted> evicted_self_;
   uint64_t refusal_logged_epoch_ = 0;  // the epoch of the last refusal to evict that was logged
   std::vector<gossip::Member> gossip_;
-  std::unordered_map<std::string, size_t> gossip_index_;  // name -> index in gossip_ (one record per name)
+  // name -> index in gossip_ (one record per name). Gossip's list keeps its order while it only grows, so
+  // the index is extended, not rebuilt, at each change; its keys view index_names_ (a deque: its strings
+  // stay in place as it grows), so the keeper moves but never copies.
+  GossipIndex gossip_index_;
+  std::deque<std::string> index_names_;
 
   std::unique_ptr<Round> round_;
   Time round_deadline_{0};
@@ -202,7 +214,8 @@ class ViewKeeper {
   std::map<std::string, std::string> undelivered_;
 
   std::optional<Time> installed_at_;  // when view_ was installed here (the join window counts from it)
-  std::vector<ViewMember> last_desired_;
+  std::optional<uint64_t>
+      last_desired_;  // members_fingerprint of the wanted list (the settle window restarts when it moves)
   std::optional<Time> pending_since_;
   Time last_change_{0};
   Time backoff_until_{0};
