@@ -38,7 +38,8 @@ std::unique_ptr<CLI::App> make_app(RawFlags& f) {
   std::string summary =
       "Runs the gossip core in a deterministic simulation and prints one JSON object per line with the\n"
       "scenario, its inputs and its figures. Every line carries scenario, n, seed, runs, virtual_s (virtual\n"
-      "seconds simulated, all runs together), wall_s, trace_hash (the same seed gives the same hash);\n"
+      "seconds simulated, all runs together), wall_s, peak_rss_bytes (the process's peak resident memory),\n"
+      "trace_hash (the same seed gives the same hash);\n"
       "a line with \"error\" (an invariant violation, or no convergence) exits 1.\n\n"
       "Each run starts every member at once (join: within one second; speed: warm, each handed the roster\n"
       "of all) and waits until all know all;\n"

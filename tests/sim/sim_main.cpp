@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "base/log.hpp"
@@ -65,6 +66,9 @@ int main(int argc, char** argv) {
   line.count("runs", in.runs);
   line.number("virtual_s", outcome.virtual_s);
   line.number("wall_s", wall_s);
+  // The most memory the process held at once (getrusage: the peak resident set, in KiB on Linux).
+  rusage usage{};
+  if (::getrusage(RUSAGE_SELF, &usage) == 0) line.count("peak_rss_bytes", static_cast<uint64_t>(usage.ru_maxrss) * 1024);
   char hash[17];
   std::snprintf(hash, sizeof(hash), "%016llx", static_cast<unsigned long long>(outcome.trace_hash));
   line.text("trace_hash", hash);
