@@ -155,12 +155,14 @@ Desired desired_view(const View& committed, const std::vector<gossip::Member>& g
     const gossip::Member& m = gossip[i];
     if (m.state != gossip::State::alive || place[i] == kInView) continue;
     const bool replacing = place[i] == kOlderInView;  // an older process of this host is in the view
-    if (!damper.eligible(m.id.name, m.id.generation, now, cfg.hold_down, replacing)) {
-      const Time at = damper.eligible_at(m.id.name, m.id.generation, cfg.hold_down, replacing);
-      if (at != Time::max() && (!d.next_eligible || at < *d.next_eligible)) d.next_eligible = at;
+    const FlapDamper::Admission a = damper.admission(m.id.name, m.id.generation, cfg.hold_down, replacing);
+    if (a.eligible_at > now) {
+      if (a.eligible_at != Time::max() && (!d.next_eligible || a.eligible_at < *d.next_eligible)) {
+        d.next_eligible = a.eligible_at;
+      }
       continue;
     }
-    joiners.push_back({damper.alive_since(m.id.name, m.id.generation).value_or(now), &m});
+    joiners.push_back({a.since.value_or(now), &m});
   }
   std::sort(joiners.begin(), joiners.end(), [](const Joiner& a, const Joiner& b) {
     return a.since != b.since ? a.since < b.since : a.m->id.name < b.m->id.name;

@@ -56,31 +56,39 @@ std::optional<Time> FlapDamper::alive_since(const std::string& name, uint64_t ge
 }
 
 Time FlapDamper::eligible_at(const std::string& name, uint64_t generation, Time hold_down, bool replacing) const {
+  return admission(name, generation, hold_down, replacing).eligible_at;
+}
+
+FlapDamper::Admission FlapDamper::admission(const std::string& name, uint64_t generation, Time hold_down,
+                                            bool replacing) const {
   const auto since = alive_since(name, generation);
-  if (!since) return Time::max();
+  return {since, since ? eligible_from(name, generation, *since, hold_down, replacing) : Time::max()};
+}
+
+Time FlapDamper::eligible_from(const std::string& name, uint64_t generation, Time since, Time hold_down,
+                               bool replacing) const {
   if (replacing) {
     // A newer process of a host whose older one is still in the view: the old one's failure is counted only
     // once a view without it commits, so count it here, or every second crash would replace in place too.
     const auto f = failures_.find(name);
-    const bool recent =
-        f != failures_.end() && f->second.count != 0 && *since - f->second.last <= escalation_.forgotten;
+    const bool recent = f != failures_.end() && f->second.count != 0 && since - f->second.last <= escalation_.forgotten;
     const Time hold = hold_down_for((recent ? f->second.count : 0) + 1, true, hold_down, escalation_.max);
-    return *since + hold;
+    return since + hold;
   }
   const auto r = removed_.find(name);
-  if (r == removed_.end()) return *since;
+  if (r == removed_.end()) return since;
   if (r->second.evicted_hold) {
     // An evicted member waits out the longer of both hold-downs, whatever its generation.
     const Time hold = hold_down_for(std::max<uint32_t>(r->second.failures, 1), false, hold_down, escalation_.max);
-    return std::max(*since, r->second.at) + std::max(hold, *r->second.evicted_hold);
+    return std::max(since, r->second.at) + std::max(hold, *r->second.evicted_hold);
   }
   const bool restarted = generation > r->second.generation;
   if (r->second.failures == 0) {  // it left gracefully: today's rule (a new process at once)
-    return restarted ? *since : std::max(*since, r->second.at) + hold_down;
+    return restarted ? since : std::max(since, r->second.at) + hold_down;
   }
   const Time hold = hold_down_for(r->second.failures, restarted, hold_down, escalation_.max);
-  if (hold == Time{0}) return *since;
-  return std::max(*since, r->second.at) + hold;
+  if (hold == Time{0}) return since;
+  return std::max(since, r->second.at) + hold;
 }
 
 bool FlapDamper::eligible(const std::string& name, uint64_t generation, Time now, Time hold_down,

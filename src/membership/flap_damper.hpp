@@ -53,6 +53,13 @@ class FlapDamper {
   Time eligible_at(const std::string& name, uint64_t generation, Time hold_down, bool replacing = false) const;
   // Since when gossip has seen this member alive without interruption (nullopt: not alive now).
   std::optional<Time> alive_since(const std::string& name, uint64_t generation) const;
+  // Both at once, for a joiner (one lookup of each table): since when it is alive, and from when it may
+  // be admitted (Time::max(): not alive).
+  struct Admission {
+    std::optional<Time> since;
+    Time eligible_at = Time::max();
+  };
+  Admission admission(const std::string& name, uint64_t generation, Time hold_down, bool replacing = false) const;
 
  private:
   struct Alive {
@@ -70,6 +77,8 @@ class FlapDamper {
     uint32_t count = 0;
     Time last{0};
   };
+  // eligible_at for a member alive since `since`.
+  Time eligible_from(const std::string& name, uint64_t generation, Time since, Time hold_down, bool replacing) const;
   // Updated in place at every gossip change (hashed, no rebuild): this runs on every member for every
   // change, which at a thousand members made a rebuilt ordered map the keeper's main cost.
   std::unordered_map<std::string, Alive> alive_;
