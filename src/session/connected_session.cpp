@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
+#include <utility>
 
 #include "base/log.hpp"
 #include "base/warn_limiter.hpp"
@@ -12,6 +13,7 @@
 #include "control/replies/errors_and_acks.hpp"
 #include "control/replies/session.hpp"
 #include "health/health_report.hpp"
+#include "health/trainer_stats.hpp"
 #include "net/host_port.hpp"
 #include "net/stream_hello.hpp"
 #include "wire/packet.hpp"
@@ -153,7 +155,15 @@ void ConnectedSession::send_reports() {
   log::WarnLimiter warn_limiter(std::chrono::seconds(60));
   std::unique_lock lock(report_mu_);
   while (true) {
-    report_cv_.wait(lock, [this] { return report_stop_ || report_.has_value(); });
+    report_cv_.wait(lock, [this] { return report_stop_ || report_.has_value() || stats_.has_value(); });
+    if (stats_) {
+      const health::TrainerStats stats = std::move(*stats_);
+      stats_.reset();
+      lock.unlock();
+      send_trainer_stats(stats);  // also once the session leaves: a run's last figures
+      lock.lock();
+      continue;
+    }
     if (report_stop_) return;
     const JobHealth health = std::move(*report_);
     report_.reset();
@@ -179,6 +189,31 @@ void ConnectedSession::send_reports() {
       }
     }
     lock.lock();
+  }
+}
+
+void ConnectedSession::report_trainer_stats(const health::TrainerStats& stats) {
+  {
+    std::lock_guard lock(report_mu_);
+    stats_ = stats;
+  }
+  report_cv_.notify_all();
+}
+
+void ConnectedSession::send_trainer_stats(const health::TrainerStats& stats) {
+  // Short: a stuck agent delays only the next report, never a step.
+  auto r = control::control_request(opt_.control_path, health::encode_trainer_stats(opt_.slot, stats),
+                                    std::chrono::milliseconds(1000));
+  auto ack =
+      r ? control::parse_reply<control::CommittedReply>(*r) : Result<control::CommittedReply>(fail(r.error().message));
+  if (ack) return;
+  // An agent older than the request refuses every report: one warning says so, the rest go to debug.
+  auto& logger = log::get(log::Component::agent);
+  if (!std::exchange(stats_failed_, true)) {
+    logger.warn("could not tell the agent what this run lost (later failures are logged at debug): {}",
+                ack.error().message);
+  } else {
+    logger.debug("could not tell the agent what this run lost: {}", ack.error().message);
   }
 }
 

@@ -28,6 +28,9 @@ class ConnectedSession final : public SessionCore {
   // a newer verdict replaces one not sent yet. Never blocks the loop.
   void report_health(const JobHealth& health) override;
   void report_drained(uint64_t step) override;
+  // Hands the figures to the reporter thread, which sends them (`trainer-stats SLOT ...`) with a short
+  // deadline; a newer report replaces one not sent yet, and the last one is still sent when the session leaves.
+  void report_trainer_stats(const health::TrainerStats& stats) override;
 
  protected:
   // Tells the agent over the control socket (`peer-lost`), so that it probes the member at once.
@@ -36,6 +39,7 @@ class ConnectedSession final : public SessionCore {
  private:
   void follow();
   void send_reports();
+  void send_trainer_stats(const health::TrainerStats& stats);
 
   std::string agent_addr_;
   std::atomic<bool> stop_{false};
@@ -43,6 +47,8 @@ class ConnectedSession final : public SessionCore {
   std::mutex report_mu_;
   std::condition_variable report_cv_;
   std::optional<JobHealth> report_;  // the newest verdict not sent yet
+  std::optional<health::TrainerStats> stats_;  // the newest run figures not sent yet
+  bool stats_failed_ = false;  // the reporter thread's: a report could not be sent (warned once, then at debug)
   bool report_stop_ = false;
   std::thread reporter_;
 };
