@@ -73,8 +73,11 @@ Result<TrainerStats> make_trainer_stats(std::span<const std::pair<std::string, d
 }
 
 Result<TrainerStatsReport> parse_trainer_stats(std::span<const std::string> args) {
-  constexpr const char* kUsage = "usage: trainer-stats SLOT KEY=VALUE ... (keys: see `shoal status`)";
-  if (args.size() < 2) return fail(std::string(kUsage));
+  if (args.size() < 2) {
+    std::string keys;
+    for (const auto& f : kTrainerFigures) keys += (keys.empty() ? "" : ", ") + std::string(f.key);
+    return fail("usage: trainer-stats SLOT KEY=VALUE ... (keys: " + keys + ")");
+  }
   size_t bytes = args.size() - 1;  // the spaces between the words
   for (const auto& a : args) bytes += a.size();
   if (bytes > kMaxTrainerStatsBytes) {

@@ -156,39 +156,39 @@ void ConnectedSession::send_reports() {
   std::unique_lock lock(report_mu_);
   while (true) {
     report_cv_.wait(lock, [this] { return report_stop_ || report_.has_value() || stats_.has_value(); });
-    if (stats_) {
-      const health::TrainerStats stats = std::move(*stats_);
-      stats_.reset();
-      lock.unlock();
-      send_trainer_stats(stats);  // also once the session leaves: a run's last figures
-      lock.lock();
-      continue;
-    }
-    if (report_stop_) return;
-    const JobHealth health = std::move(*report_);
-    report_.reset();
+    // Both kinds in one round, so that frequent run figures never hold a verdict back.
+    const auto stats = std::exchange(stats_, std::nullopt);
+    const auto health = std::exchange(report_, std::nullopt);
+    const bool stopping = report_stop_;
     lock.unlock();
-    const auto lines = health::encode_health_report(health, opt_.slot);
-    std::string failed;
-    if (lines.empty()) failed = "the job has more hosts than a report may carry";
-    for (const auto& line : lines) {
-      auto r = control::control_request(opt_.control_path, line, std::chrono::milliseconds(2000));
-      auto ack = r ? control::parse_reply<control::CommittedReply>(*r)
-                   : Result<control::CommittedReply>(fail(r.error().message));
-      if (!ack) {
-        failed = ack.error().message;
-        break;
-      }
-    }
-    if (!failed.empty()) {
-      if (const auto held = warn_limiter.admit("health-report", std::chrono::steady_clock::now())) {
-        log::get(log::Component::comm)
-            .warn("node health: could not tell the agent the verdict of step {} (epoch {}): {} ({} such warning(s) "
-                  "held back)",
-                  health.step, health.epoch, failed, *held);
-      }
-    }
+    if (stats) send_trainer_stats(*stats);  // also once the session leaves: a run's last figures
+    if (health && !stopping) send_health(*health, warn_limiter);
+    if (stopping) return;
     lock.lock();
+  }
+}
+
+void ConnectedSession::send_health(const JobHealth& health, log::WarnLimiter& warn_limiter) {
+  const auto lines = health::encode_health_report(health, opt_.slot);
+  std::string failed;
+  if (lines.empty()) failed = "the job has more hosts than a report may carry";
+  for (const auto& line : lines) {
+    auto r = control::control_request(opt_.control_path, line, std::chrono::milliseconds(2000));
+    auto ack = r ? control::parse_reply<control::CommittedReply>(*r)
+                 : Result<control::CommittedReply>(fail(r.error().message));
+    if (!ack) {
+      failed = ack.error().message;
+      break;
+    }
+  }
+  if (!failed.empty()) {
+    if (const auto held = warn_limiter.admit("health-report", std::chrono::steady_clock::now())) {
+      log::get(log::Component::comm)
+          .warn(
+              "node health: could not tell the agent the verdict of step {} (epoch {}): {} ({} such warning(s) "
+              "held back)",
+              health.step, health.epoch, failed, *held);
+    }
   }
 }
 

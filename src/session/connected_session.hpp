@@ -10,6 +10,7 @@
 #include <optional>
 #include <thread>
 
+#include "base/warn_limiter.hpp"
 #include "session/session_core.hpp"
 
 namespace shoal::session {
@@ -38,7 +39,8 @@ class ConnectedSession final : public SessionCore {
 
  private:
   void follow();
-  void send_reports();
+  void send_reports();  // the reporter thread
+  void send_health(const JobHealth& health, log::WarnLimiter& warn_limiter);
   void send_trainer_stats(const health::TrainerStats& stats);
 
   std::string agent_addr_;
