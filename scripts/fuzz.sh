@@ -37,7 +37,7 @@ fi
 proto=$out/proto
 targets=(fuzz_packet fuzz_sealed fuzz_frame fuzz_hello fuzz_handshake fuzz_sealed_stream fuzz_view_codec fuzz_ckpt_header
   fuzz_json fuzz_key_text fuzz_swim fuzz_manifest fuzz_rendezvous_request fuzz_config_file fuzz_health_record
-  fuzz_health_report)
+  fuzz_health_report fuzz_trainer_stats)
 gossip="src/gossip/broadcast_queue.cpp src/gossip/codec.cpp src/gossip/member_table.cpp src/gossip/text_arena.cpp src/gossip/name_index.cpp
   src/gossip/probe_order.cpp src/gossip/push_pull.cpp src/gossip/suspicion.cpp src/gossip/swim.cpp
   src/gossip/swim_probe.cpp src/gossip/swim_streams.cpp src/gossip/swim_updates.cpp src/gossip/swim_evidence.cpp
@@ -72,6 +72,7 @@ declare -A sources=(
   [fuzz_config_file]="src/ops/config_file.cpp"
   [fuzz_health_record]="src/health/step_record.cpp src/health/straggler_judge.cpp"
   [fuzz_health_report]="src/health/health_report.cpp src/health/straggler_judge.cpp src/base/member_name.cpp"
+  [fuzz_trainer_stats]="src/health/trainer_stats.cpp"
   [make_corpus]="tests/fuzz/corpus_stream_seeds.cpp src/wire/packet.cpp src/wire/reject.cpp src/wire/frame.cpp src/wire/sealed_packet.cpp
     src/wire/stream_handshake.cpp src/wire/cluster_key.cpp src/wire/replay_guard.cpp src/net/stream_hello.cpp src/membership/view_codec.cpp
     src/membership/view.cpp src/ckpt_shm/version_layout.cpp src/ckpt_shm/checksum.cpp src/ckpt_shm/shm_segment.cpp src/ckpt_shm/segment_trust.cpp
@@ -83,7 +84,7 @@ declare -A libs=(
   [fuzz_handshake]="-lsodium" [fuzz_sealed_stream]="-lsodium -lfmt"
   [fuzz_view_codec]="-lprotobuf" [fuzz_ckpt_header]="-lfmt" [fuzz_json]="-lfmt" [fuzz_key_text]="-lsodium"
   [fuzz_swim]="-lprotobuf -lfmt" [fuzz_manifest]="-lfmt" [fuzz_rendezvous_request]="-lprotobuf" [fuzz_config_file]=""
-  [fuzz_health_record]="" [fuzz_health_report]="-lfmt"
+  [fuzz_health_record]="" [fuzz_health_report]="-lfmt" [fuzz_trainer_stats]="-lfmt"
   [make_corpus]="-lprotobuf -lsodium -lfmt"
 )
 

@@ -1,19 +1,23 @@
 // shoal.Session: start an embedded agent or connect to this host's `shoal agent`, follow its views,
 // get the communicator of the current one, leave. Usable as a context manager (leaves at exit).
+#include "shoal/session.hpp"
+
 #include <pybind11/functional.h>
 #include <pybind11/stl.h>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bindings.hpp"
-#include "python_callbacks.hpp"
 #include "py_session.hpp"
+#include "python_callbacks.hpp"
 #include "session_options.hpp"
-#include "shoal/session.hpp"
+#include "shoal/run_report.hpp"
 
 namespace shoal::python {
 namespace {
@@ -102,6 +106,21 @@ void bind_session(py::module_& m) {
           py::arg("step"),
           "This rank has drained: the checkpoint of `step` is held by a peer (or the wait gave up). The agent "
           "leaves once every rank of its host said so.")
+      .def(
+          "report_run",
+          [](const PySession& s, const std::map<std::string, double>& figures) {
+            const std::vector<std::pair<std::string, double>> list(figures.begin(), figures.end());
+            py::gil_scoped_release release;
+            RunReport::send(s.get(), list);
+          },
+          py::arg("figures"),
+          "Tells the agent what this rank's run lost so far ({key: number}, the keys of run_report_keys(): "
+          "shoal.torch.ElasticStats.as_dict()); it keeps each local rank's latest report for `shoal status` and its "
+          "/metrics (shoal_trainer_*). Does not wait for the agent. Raises shoal.Error for an unknown key or a "
+          "value out of range.")
+      .def_static(
+          "run_report_keys", [] { return RunReport::keys(); },
+          "The figures report_run takes, in the agent's order (shoal/run_report.hpp).")
       .def(
           "wait_for_view",
           [](const PySession& s, uint64_t after_epoch, double timeout) {

@@ -252,8 +252,8 @@ void add_operation_flags(CLI::App& app, AgentFlags& f) {
   text(app, "control-group", "GROUP",
        "give the control socket to this group (mode 0660), so that users in the group can query and follow the "
        "agent (under the systemd unit the agent runs as root). Queries are open to the group; what changes state "
-       "(a trainer's ckpt-committed, peer-lost and health-report, and check) needs the agent's user, its group or "
-       "root; view-force the agent's user or root (default: the agent's own group)",
+       "(a trainer's ckpt-committed, peer-lost, health-report and trainer-stats, and check) needs the agent's user, "
+       "its group or root; view-force the agent's user or root (default: the agent's own group)",
        f.control_group)
       ->check(not_empty());
   ops::add_config_flag(app,
@@ -334,9 +334,9 @@ std::unique_ptr<CLI::App> agent_app(AgentFlags& flags) {
       "srun --ntasks-per-node=1 shoal agent [flags] [-- COMMAND ARGS...]",
       "Run one member of a shoal cluster: SWIM gossip over UDP and TCP on one port, committed views\n"
       "agreed with the other members, in-memory checkpoints replicated to peer hosts, and a control\n"
-      "socket (requests: members, view, view-force, drain, stats, ckpt-ls, status, health, check, and the\n"
-      "trainers' session-info, session-wait, ckpt-committed, ckpt-safe, peer-lost, drained) for `shoal members`,\n"
-      "`shoal view`, `shoal drain` and `shoal ckpt ls`. Once bound,\n"
+      "socket (requests: members, view, view-force, drain, stats, ckpt-ls, status, view-history, health, check,\n"
+      "and the trainers' session-info, session-wait, ckpt-committed, ckpt-safe, peer-lost, drained, trainer-stats)\n"
+      "for `shoal members`, `shoal view`, `shoal drain` and `shoal ckpt ls`. Once bound,\n"
       "prints one line:\n"
       "  shoal agent NAME listening on ADDR control PATH [metrics HOST:PORT]\n"
       "SIGTERM or SIGINT leaves the cluster gracefully and exits 0; a second signal exits at once;\n"

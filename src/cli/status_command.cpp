@@ -1,6 +1,7 @@
 // `shoal status`: one screen an operator reads at a glance: this host, the committed view and whether
 // it is stable, members by state, the last view changes with what triggered them and how long they
 // took, and the checkpoints held here with how far replication trails the saves.
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <ctime>
@@ -29,6 +30,70 @@ std::string names(const std::vector<std::string>& list, char sign) {
   return out;
 }
 
+// One committed view: when, how many members, who joined (+) and left (-), what started it and how long it took.
+void print_change(const control::ViewChangeRow& c, const control::NamesCut* cut = nullptr) {
+  std::string diff = names(c.joined, '+');
+  const std::string gone = names(c.left, '-');
+  diff += (diff.empty() || gone.empty() ? "" : " ") + gone;
+  if (cut != nullptr) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, " (names cut: %" PRIu64 " joined, %" PRIu64 " left in all)", cut->joined, cut->left);
+    diff += buf;
+  }
+  std::string took;
+  if (c.seconds) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "  (%s: %.3f s to commit)", c.trigger.c_str(), *c.seconds);
+    took = buf;
+  }
+  std::printf("  epoch %-6" PRIu64 " %s  %3" PRIu64 " member(s)  %s%s\n", c.epoch, clock_time(c.committed_unix).c_str(),
+              c.members, diff.c_str(), took.c_str());
+}
+
+int print_history(const control::ViewHistoryReply& doc) {
+  std::printf("history  %s: %zu committed view(s) kept of %" PRIu64 " since the agent started (at most %" PRIu64
+              "), newest last\n",
+              doc.self.c_str(), doc.view_changes.size(), doc.recorded, doc.kept);
+  for (const auto& c : doc.view_changes) {
+    const auto cut = std::find_if(doc.cut.begin(), doc.cut.end(), [&](const auto& x) { return x.epoch == c.epoch; });
+    print_change(c, cut == doc.cut.end() ? nullptr : &*cut);
+  }
+  return kExitOk;
+}
+
+// A figure of a trainer's report as text ("-" when the report did not carry it).
+std::string figure(const control::StatusTrainer& t, const std::string& key, const char* format) {
+  for (const auto& [k, v] : t.figures) {
+    if (k != key) continue;
+    char buf[48];
+    std::snprintf(buf, sizeof buf, format, v);
+    return buf;
+  }
+  return "-";
+}
+
+void print_trainers(const std::vector<control::StatusTrainer>& trainers) {
+  if (trainers.empty()) {
+    std::printf("trainers no reports yet (no local trainer sent what its run lost)\n");
+    return;
+  }
+  std::printf("trainers what each local trainer's run lost (its latest report; ETTR: productive over wall time)\n");
+  for (const auto& t : trainers) {
+    const auto n = [&](const char* key) { return figure(t, key, "%.0f"); };
+    const auto s = [&](const char* key) { return figure(t, key, "%.2f"); };
+    std::printf("  rank %" PRIu32
+                ": %s step(s), %s sample(s), %s rebuild(s); steps discarded %s, redone %s, rolled "
+                "back %s\n",
+                t.rank, n("steps_completed").c_str(), n("samples_trained").c_str(), n("rebuilds").c_str(),
+                n("steps_discarded").c_str(), n("steps_redone").c_str(), n("steps_rolled_back").c_str());
+    std::printf(
+        "          seconds: startup %s, rebuild %s, stall %s, save %s, lost steps %s, wall %s; ETTR %s "
+        "(reported %.1f s ago)\n",
+        s("startup_s").c_str(), s("rebuild_s").c_str(), s("stall_s").c_str(), s("save_s").c_str(),
+        s("lost_step_s").c_str(), s("wall_s").c_str(), figure(t, "ettr", "%.3f").c_str(), t.age_s);
+  }
+}
+
 int print_status(const control::StatusReply& doc) {
   std::printf("host     %s (%s, generation %" PRIu64 "), cluster %s (%s), %" PRIu32 " slot(s)\n", doc.self.c_str(),
               doc.addr.c_str(), doc.generation, doc.cluster.c_str(),
@@ -42,19 +107,7 @@ int print_status(const control::StatusReply& doc) {
               s.suspect, s.dead, s.left);
   const auto& changes = doc.view_changes;
   std::printf("changes  %s\n", changes.empty() ? "(none yet)" : "the last committed views, newest last");
-  for (const auto& c : changes) {
-    std::string diff = names(c.joined, '+');
-    const std::string gone = names(c.left, '-');
-    diff += (diff.empty() || gone.empty() ? "" : " ") + gone;
-    std::string took;
-    if (c.seconds) {
-      char buf[96];
-      std::snprintf(buf, sizeof buf, "  (%s: %.3f s to commit)", c.trigger.c_str(), *c.seconds);
-      took = buf;
-    }
-    std::printf("  epoch %-6" PRIu64 " %s  %3" PRIu64 " member(s)  %s%s\n", c.epoch,
-                clock_time(c.committed_unix).c_str(), c.members, diff.c_str(), took.c_str());
-  }
+  for (const auto& c : changes) print_change(c);
   const auto& k = doc.checkpoints;
   std::printf("ckpt     job %s: %" PRIu64 " local version(s) (%s), %" PRIu64
               " replica(s) for peers (%s); pushed %" PRIu64 ", push failures %" PRIu64 ", received %" PRIu64
@@ -81,6 +134,7 @@ int print_status(const control::StatusReply& doc) {
   if (!h.eviction.empty() && h.eviction != "off") {
     std::printf("evict    %s (%" PRIu64 " eviction(s) seen)\n", h.eviction.c_str(), h.evictions);
   }
+  print_trainers(doc.trainers);
   return kExitOk;
 }
 
@@ -88,25 +142,35 @@ int print_status(const control::StatusReply& doc) {
 
 int status_command(std::span<const std::string> args) {
   std::optional<std::string> control, name;
-  bool json = false;
+  bool json = false, history = false;
   auto app =
-      command_app("shoal status", "shoal status [--control PATH | --name NAME] [--json]",
+      command_app("shoal status", "shoal status [--control PATH | --name NAME] [--history] [--json]",
                   "One screen about a running agent: this host, the committed view (epoch, size, stable or why not),\n"
                   "members by state, the last view changes (who joined or left, the gossip event that started\n"
                   "each, and the time from that event to the commit here), the checkpoints this host holds with\n"
-                  "how far replication trails the saves, and the straggler verdict the local trainer last\n"
-                  "reported (see `shoal health`). Exit status: 0 on success, 1 when no agent answers, 2 on a\n"
-                  "usage error.");
+                  "how far replication trails the saves, the straggler verdict the local trainer last\n"
+                  "reported (see `shoal health`), and what each local trainer's run lost (steps discarded,\n"
+                  "redone and rolled back, seconds of rebuilds and stalls, ETTR). Exit status: 0 on success,\n"
+                  "1 when no agent answers, 2 on a usage error.");
   add_agent_socket_flags(*app, control, name);
   app->add_flag("--json", json, "print the agent's JSON document");
+  app->add_flag("--history", history,
+                "every committed view change the agent kept (its last 256; the screen shows the last 8) instead, "
+                "oldest first (the view-history request)");
   if (auto done = parse_command(*app, args)) return *done;
+  const auto print_raw = [](const std::string& raw) {
+    std::cout << raw << (raw.empty() || raw.back() != '\n' ? "\n" : "");
+    return kExitOk;
+  };
+  if (history) {
+    return ask_agent("shoal status", control, name, "view-history",
+                     [json, print_raw](const control::ViewHistoryReply& doc, const std::string& raw) {
+                       return json ? print_raw(raw) : print_history(doc);
+                     });
+  }
   return ask_agent("shoal status", control, name, "status",
-                   [json](const control::StatusReply& doc, const std::string& raw) {
-                     if (json) {
-                       std::cout << raw << (raw.empty() || raw.back() != '\n' ? "\n" : "");
-                       return kExitOk;
-                     }
-                     return print_status(doc);
+                   [json, print_raw](const control::StatusReply& doc, const std::string& raw) {
+                     return json ? print_raw(raw) : print_status(doc);
                    });
 }
 

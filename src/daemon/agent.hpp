@@ -20,10 +20,11 @@
 #include "daemon/check/check_run.hpp"
 #include "daemon/check/compute_probe.hpp"
 #include "daemon/health_board.hpp"
-#include "health/health_report.hpp"
+#include "daemon/trainer_board.hpp"
 #include "daemon/view_history.hpp"
 #include "envelope.pb.h"
 #include "gossip/swim.hpp"
+#include "health/health_report.hpp"
 #include "membership/view_keeper.hpp"
 #include "net/cluster_seal.hpp"
 #include "net/host_port.hpp"
@@ -100,6 +101,7 @@ class RendezvousService;
 class SessionFeed;
 class SeedResolver;
 class MetricsServer;
+class PromText;
 namespace check {
 class CheckMember;
 }
@@ -155,6 +157,9 @@ class Agent {
   // The local trainer's latest node-health verdict and figures (shoal health, status, metrics). Safe from
   // any thread: it is handed to the loop.
   void report_health(JobHealth health);
+  // What local rank `slot`'s run lost so far (an embedded session's elastic loop; connected trainers send
+  // `trainer-stats`): replaces that rank's previous report (shoal status, metrics). Safe from any thread.
+  void report_trainer_stats(uint32_t slot, health::TrainerStats stats);
 
   // Drain (agent_drain.cpp; `shoal drain`, a spot notice, SIGTERM with --drain-on-sigterm): the session feed
   // tells the local trainers, which finish their step, save, wait until a peer holds that version and say so
@@ -193,12 +198,18 @@ class Agent {
   std::string safety_reply(std::span<const std::string> args) const;
   std::string peer_lost_reply(std::span<const std::string> args);
   std::string status_reply() const;  // agent_status.cpp
+  void serve_history_requests();     // agent_status.cpp: `view-history`, every view change kept
   std::string health_reply() const;  // agent_health.cpp
   // agent_health.cpp: a connected trainer's `health-report` part (health/health_report.hpp), checked.
   std::string health_report_reply(std::span<const std::string> args);
   // On the loop: a verdict from the local trainer(s); several slots report the same one, the newest counts.
   void take_health(JobHealth health);
   std::string eviction_line() const;  // agent_health.cpp: what eviction does now, for status and health
+  // reports/agent_trainers.cpp: the `trainer-stats` request, and the reports in metrics and status.
+  void serve_trainer_requests();
+  std::string trainer_stats_reply(std::span<const std::string> args);
+  void trainer_metrics(PromText& m) const;
+  uint32_t trainer_ranks() const;    // local ranks admitted: below the slots (at least 1) and kMaxTrainerRanks
   std::string metrics_text() const;  // agent_metrics.cpp
   // The pre-flight check (agent_check.cpp): the control request, one run, and --precheck's hold on views.
   void serve_check_requests();
@@ -237,11 +248,14 @@ class Agent {
   bool check_running_ = false;                 // a check coordinated here is in flight
   std::unique_ptr<check::CheckMember> check_member_;
   std::unique_ptr<control::ControlServer> control_server_;
-  ViewHistory history_;  // the last committed views, for `shoal status`
+  ViewHistory history_;  // the last committed views, for `shoal status` and `view-history`
   HealthBoard health_;   // the local trainer's straggler verdict, for `shoal health`
   health::ReportAssembler health_parts_;  // connected trainers' reports, part by part
   uint64_t health_reports_rejected_ = 0;  // health-report parts refused (malformed, out of order, unknown epoch)
   log::WarnLimiter health_report_warn_{std::chrono::seconds(60)};
+  TrainerBoard trainers_;               // the local trainers' run figures, by local rank
+  uint64_t trainer_stats_refused_ = 0;  // trainer-stats requests refused (malformed, out of range, no such rank)
+  log::WarnLimiter trainer_stats_warn_{std::chrono::seconds(60)};
   std::unique_ptr<MetricsServer> metrics_;
   std::vector<std::function<void(const gossip::MemberEvent&)>> pending_observers_;
   asio::steady_timer leave_timer_;

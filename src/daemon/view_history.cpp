@@ -43,8 +43,16 @@ void ViewHistory::on_view(const membership::View& view) {
     c.trigger = names + " evicted (straggler)";
   }
   c.committed_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  c.joined_count = c.joined.size();
+  c.left_count = c.left.size();
   changes_.push_back(std::move(c));
+  ++recorded_;
   while (changes_.size() > kKept) changes_.pop_front();
+  if (changes_.size() > kShown) {  // the change that just left the screen keeps a bounded part of its names
+    ViewChange& older = changes_[changes_.size() - kShown - 1];
+    if (older.joined.size() > kNamesKept) older.joined.resize(kNamesKept);
+    if (older.left.size() > kNamesKept) older.left.resize(kNamesKept);
+  }
   last_ = view;
   pending_since_.reset();
   pending_trigger_.clear();

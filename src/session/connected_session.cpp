@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
+#include <utility>
 
 #include "base/log.hpp"
 #include "base/warn_limiter.hpp"
@@ -12,6 +13,7 @@
 #include "control/replies/errors_and_acks.hpp"
 #include "control/replies/session.hpp"
 #include "health/health_report.hpp"
+#include "health/trainer_stats.hpp"
 #include "net/host_port.hpp"
 #include "net/stream_hello.hpp"
 #include "wire/packet.hpp"
@@ -153,32 +155,65 @@ void ConnectedSession::send_reports() {
   log::WarnLimiter warn_limiter(std::chrono::seconds(60));
   std::unique_lock lock(report_mu_);
   while (true) {
-    report_cv_.wait(lock, [this] { return report_stop_ || report_.has_value(); });
-    if (report_stop_) return;
-    const JobHealth health = std::move(*report_);
-    report_.reset();
+    report_cv_.wait(lock, [this] { return report_stop_ || report_.has_value() || stats_.has_value(); });
+    // Both kinds in one round, so that frequent run figures never hold a verdict back.
+    const auto stats = std::exchange(stats_, std::nullopt);
+    const auto health = std::exchange(report_, std::nullopt);
+    const bool stopping = report_stop_;
     lock.unlock();
-    const auto lines = health::encode_health_report(health, opt_.slot);
-    std::string failed;
-    if (lines.empty()) failed = "the job has more hosts than a report may carry";
-    for (const auto& line : lines) {
-      auto r = control::control_request(opt_.control_path, line, std::chrono::milliseconds(2000));
-      auto ack = r ? control::parse_reply<control::CommittedReply>(*r)
-                   : Result<control::CommittedReply>(fail(r.error().message));
-      if (!ack) {
-        failed = ack.error().message;
-        break;
-      }
-    }
-    if (!failed.empty()) {
-      if (const auto held = warn_limiter.admit("health-report", std::chrono::steady_clock::now())) {
-        log::get(log::Component::comm)
-            .warn("node health: could not tell the agent the verdict of step {} (epoch {}): {} ({} such warning(s) "
-                  "held back)",
-                  health.step, health.epoch, failed, *held);
-      }
-    }
+    if (stats) send_trainer_stats(*stats);  // also once the session leaves: a run's last figures
+    if (health && !stopping) send_health(*health, warn_limiter);
+    if (stopping) return;
     lock.lock();
+  }
+}
+
+void ConnectedSession::send_health(const JobHealth& health, log::WarnLimiter& warn_limiter) {
+  const auto lines = health::encode_health_report(health, opt_.slot);
+  std::string failed;
+  if (lines.empty()) failed = "the job has more hosts than a report may carry";
+  for (const auto& line : lines) {
+    auto r = control::control_request(opt_.control_path, line, std::chrono::milliseconds(2000));
+    auto ack = r ? control::parse_reply<control::CommittedReply>(*r)
+                 : Result<control::CommittedReply>(fail(r.error().message));
+    if (!ack) {
+      failed = ack.error().message;
+      break;
+    }
+  }
+  if (!failed.empty()) {
+    if (const auto held = warn_limiter.admit("health-report", std::chrono::steady_clock::now())) {
+      log::get(log::Component::comm)
+          .warn(
+              "node health: could not tell the agent the verdict of step {} (epoch {}): {} ({} such warning(s) "
+              "held back)",
+              health.step, health.epoch, failed, *held);
+    }
+  }
+}
+
+void ConnectedSession::report_trainer_stats(const health::TrainerStats& stats) {
+  {
+    std::lock_guard lock(report_mu_);
+    stats_ = stats;
+  }
+  report_cv_.notify_all();
+}
+
+void ConnectedSession::send_trainer_stats(const health::TrainerStats& stats) {
+  // Short: a stuck agent delays only the next report, never a step.
+  auto r = control::control_request(opt_.control_path, health::encode_trainer_stats(opt_.slot, stats),
+                                    std::chrono::milliseconds(1000));
+  auto ack =
+      r ? control::parse_reply<control::CommittedReply>(*r) : Result<control::CommittedReply>(fail(r.error().message));
+  if (ack) return;
+  // An agent older than the request refuses every report: one warning says so, the rest go to debug.
+  auto& logger = log::get(log::Component::agent);
+  if (!std::exchange(stats_failed_, true)) {
+    logger.warn("could not tell the agent what this run lost (later failures are logged at debug): {}",
+                ack.error().message);
+  } else {
+    logger.debug("could not tell the agent what this run lost: {}", ack.error().message);
   }
 }
 

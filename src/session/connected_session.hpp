@@ -10,6 +10,7 @@
 #include <optional>
 #include <thread>
 
+#include "base/warn_limiter.hpp"
 #include "session/session_core.hpp"
 
 namespace shoal::session {
@@ -28,6 +29,9 @@ class ConnectedSession final : public SessionCore {
   // a newer verdict replaces one not sent yet. Never blocks the loop.
   void report_health(const JobHealth& health) override;
   void report_drained(uint64_t step) override;
+  // Hands the figures to the reporter thread, which sends them (`trainer-stats SLOT ...`) with a short
+  // deadline; a newer report replaces one not sent yet, and the last one is still sent when the session leaves.
+  void report_trainer_stats(const health::TrainerStats& stats) override;
 
  protected:
   // Tells the agent over the control socket (`peer-lost`), so that it probes the member at once.
@@ -35,7 +39,9 @@ class ConnectedSession final : public SessionCore {
 
  private:
   void follow();
-  void send_reports();
+  void send_reports();  // the reporter thread
+  void send_health(const JobHealth& health, log::WarnLimiter& warn_limiter);
+  void send_trainer_stats(const health::TrainerStats& stats);
 
   std::string agent_addr_;
   std::atomic<bool> stop_{false};
@@ -43,6 +49,8 @@ class ConnectedSession final : public SessionCore {
   std::mutex report_mu_;
   std::condition_variable report_cv_;
   std::optional<JobHealth> report_;  // the newest verdict not sent yet
+  std::optional<health::TrainerStats> stats_;  // the newest run figures not sent yet
+  bool stats_failed_ = false;  // the reporter thread's: a report could not be sent (warned once, then at debug)
   bool report_stop_ = false;
   std::thread reporter_;
 };

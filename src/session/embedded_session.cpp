@@ -106,4 +106,8 @@ void EmbeddedSession::report_drained(uint64_t step) {
 
 void EmbeddedSession::report_health(const JobHealth& health) { agent_->report_health(health); }
 
+void EmbeddedSession::report_trainer_stats(const health::TrainerStats& stats) {
+  agent_->report_trainer_stats(0, stats);
+}
+
 }  // namespace shoal::session

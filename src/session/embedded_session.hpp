@@ -24,6 +24,8 @@ class EmbeddedSession final : public SessionCore {
   std::string address() const override;
   // The verdict goes to the embedded agent (shoal health, status, metrics, its log).
   void report_health(const JobHealth& health) override;
+  // The figures go to the embedded agent as local rank 0's (shoal status, metrics).
+  void report_trainer_stats(const health::TrainerStats& stats) override;
   void report_drained(uint64_t step) override;
 
  protected:

@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 
+#include "health/trainer_stats.hpp"
 #include "membership/view.hpp"
 #include "net/stream_hello.hpp"
 #include "session/rebuild_decision.hpp"
@@ -72,6 +73,9 @@ class SessionCore : public Session {
   // The elastic loop's latest straggler verdict, for this session's agent (shoal health, status, metrics).
   // From the loop's thread; must not block.
   virtual void report_health(const JobHealth& health) { (void)health; }
+  // What this rank's run lost so far (shoal::RunReport), for its agent (shoal status, metrics). From the
+  // loop's thread; must not block for long.
+  virtual void report_trainer_stats(const health::TrainerStats& stats) { (void)stats; }
   // The key ring of the timing records (SessionIdentity::keys); nullptr in an open cluster.
   std::shared_ptr<const wire::KeyRing> health_keys() const;
 

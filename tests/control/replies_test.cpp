@@ -62,6 +62,12 @@ StatusReply sample_status() {
   s.checkpoints.receive_refused = 5;
   s.checkpoints.lag = {{0, 10, 8, 2}, {1, 10, std::nullopt, std::nullopt}};
   s.health = {true, 4, 99, {"s2"}, "off", 0};
+  StatusTrainer t;
+  t.rank = 1;
+  t.age_s = 2.5;
+  t.reports = 3;
+  t.figures = {{"steps_completed", 120}, {"stall_s", 0.25}, {"ettr", 0.5}};
+  s.trainers = {t};
   return s;
 }
 
@@ -189,7 +195,29 @@ TEST_CASE("the status document keeps its text, optional members only where they 
       R"("pushed":3,"push_failed":1,"received":4,"receive_refused":5,)"
       R"("lag":[{"rank":0,"committed_step":10,"replicated_step":8,"steps_behind":2},)"
       R"({"rank":1,"committed_step":10}]},)"
-      R"("health":{"reported":true,"epoch":4,"step":99,"stragglers":["s2"],"eviction":"off","evictions":0}})");
+      R"("health":{"reported":true,"epoch":4,"step":99,"stragglers":["s2"],"eviction":"off","evictions":0},)"
+      R"("trainers":[{"rank":1,"age_s":2.5,"reports":3,"figures":{"steps_completed":120,"stall_s":0.25,"ettr":0.5}}]})");
+}
+
+TEST_CASE("a trainer's figures must be numbers; an agent without trainers reads as none") {
+  const auto none = read<StatusReply>(R"({"self":"s","view":{}})");
+  CHECK(none.trainers.empty());
+  const auto bad = parse_reply<StatusReply>(R"({"self":"s","view":{},"trainers":[{"rank":0,"figures":{"ettr":"x"}}]})");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message.find("the figure ettr is not a number") != std::string::npos);
+  CHECK_FALSE(parse_reply<StatusReply>(R"({"self":"s","view":{},"trainers":[{"figures":[1]}]})").ok());
+}
+
+TEST_CASE("the view history carries the kept changes and which ones had their names cut") {
+  ViewHistoryReply h;
+  h.self = "s1";
+  h.kept = 256;
+  h.recorded = 300;
+  h.view_changes = sample_status().view_changes;
+  h.cut = {{3, 100, 0}};
+  CHECK(round_trip(h) == h);
+  CHECK(write_reply(h).find(R"("kept":256,"recorded":300,"view_changes":[{"epoch":3,)") != std::string::npos);
+  CHECK(write_reply(h).find(R"("cut":[{"epoch":3,"joined":100,"left":0}])") != std::string::npos);
 }
 
 HealthReply sample_health() {

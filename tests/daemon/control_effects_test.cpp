@@ -33,6 +33,7 @@ const std::map<std::string, Access>& expected_access() {
       {"ckpt-ls", Access::query},
       {"ckpt-safe", Access::query},
       {"status", Access::query},
+      {"view-history", Access::query},
       {"health", Access::query},
       {"stats", Access::query},
       {"session-info", Access::query},
@@ -44,6 +45,7 @@ const std::map<std::string, Access>& expected_access() {
       {"health-report", Access::local},
       {"check", Access::local},
       {"drained", Access::local},
+      {"trainer-stats", Access::local},
       // a view without a majority's consent
       {"view-force", Access::owner},
       // this member leaves the cluster
@@ -95,9 +97,14 @@ TEST_CASE("a user of --control-group may query, and is refused every request tha
   std::thread loop([&agent] { (void)agent.run(); });
   const auto owners_before = agent.checkpoints().owners().slots;
 
-  const std::vector<std::string> changes = {"ckpt-committed 0 18446744073709551615", "peer-lost solo 1",
-                                            "health-report 1 0 0 1 x", "check", "view-force yes",
-                                            "drain", "drained 0 1"};
+  const std::vector<std::string> changes = {"ckpt-committed 0 18446744073709551615",
+                                            "peer-lost solo 1",
+                                            "health-report 1 0 0 1 x",
+                                            "check",
+                                            "view-force yes",
+                                            "drain",
+                                            "drained 0 1",
+                                            "trainer-stats 0 wall_s=1"};
   const std::vector<std::string> queries = {"view", "status", "members", "session-info", "ckpt-safe 0", "ckpt-ls"};
   const pid_t child = ::fork();
   REQUIRE(child >= 0);

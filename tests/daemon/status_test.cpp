@@ -1,6 +1,7 @@
 // `shoal status` against real agents: after a member is killed, the screen shows the view that
 // removed it, the gossip event that started the change and how long it took, and members by state;
-// --json carries the same; a request with arguments and an agent that is not there are clear errors.
+// --json carries the same, and `--history` (view-history) the changes kept; a request with arguments and an
+// agent that is not there are clear errors.
 #include <doctest/doctest.h>
 #include <signal.h>
 
@@ -55,6 +56,18 @@ TEST_CASE("shoal status shows the view change a kill caused, its trigger and its
   REQUIRE(last.seconds.has_value());
   CHECK(*last.seconds >= 0);
   CHECK(*last.seconds < 30);
+
+  // view-history keeps the same changes (and more, once there are more than the screen's 8).
+  const auto history = c.request<shoal::control::ViewHistoryReply>("s1", "view-history");
+  REQUIRE(history.has_value());
+  CHECK(history->self == "s1");
+  CHECK(history->kept == 256);
+  CHECK(history->recorded == changes.size());
+  CHECK(history->view_changes == changes);
+  const auto listed = run_command({SHOAL_BINARY, "status", "--history", "--control", c["s1"].control});
+  CHECK(listed.exit_code == 0);
+  CHECK(contains(listed.out, "history  s1: " + std::to_string(changes.size()) + " committed view(s) kept of "));
+  CHECK(contains(listed.out, "-s3  (s3 dead: "));
 
   const auto bad = c.request_error("s1", "status now");
   REQUIRE(bad.has_value());

@@ -43,6 +43,7 @@ void check_document(std::string_view text, size_t max_depth) {
   check_reply<StatsReply>(*doc);
   check_reply<ViewReply>(*doc);
   check_reply<StatusReply>(*doc);
+  check_reply<ViewHistoryReply>(*doc);
   check_reply<HealthReply>(*doc);
   check_reply<CheckReply>(*doc);
   check_reply<SessionInfoReply>(*doc);

@@ -4,7 +4,7 @@ that a view change discards, the count of completed steps, flash checkpoints eve
 node-health exchange, a drain (shoal.DrainRule between two steps: every rank saves the step, a draining
 rank waits until a peer holds it and its batches end, the others wait for the view without it and go on from
 the same step); the micro-batches of a step with gradient accumulation (a global batch whatever the world:
-batch_plan), on_reset after every build, and what the run lost (run_stats). A subclass says how the world of
+batch_plan), on_reset after every build, and what the run lost (run_stats, told to the agent). A subclass says how the world of
 a view is built (_build_once), what its state is (_state) and how gradient sync is held back
 (_gradient_sync)."""
 import contextlib
@@ -22,7 +22,7 @@ from .checkpointer import Checkpointer
 from . import accumulation, process_group
 from .batch_plan import StepPlan
 from .process_group import ProcessGroup
-from .run_stats import ElasticStats, RunStats
+from .run_stats import ElasticStats, RunStats, StatsReporter
 from .sampler import ElasticSampler
 from .store import Store
 
@@ -147,6 +147,8 @@ class ElasticSteps:
         self._yielded_for = None  # the communicator whose world batches() cut its latest batch for
         self._stale_batch = False  # step() rebuilt the world after that batch was cut
         self._run = RunStats()
+        report_run = getattr(session, "report_run", None)
+        self._reporter = StatsReporter(report_run if report_run is not None else (lambda figures: None))
         run = weakref.ref(self._run)
         session.on_view_change(lambda epoch: run() is not None and run().view_committed(epoch))
 
@@ -290,7 +292,7 @@ class ElasticSteps:
         started again from the global position, for the new rank and world), or a dataset indexed here in
         the main process (collate_fn: how a list of samples becomes a batch). With a global_batch sampler a
         batch is this rank's share of the step: job.micro_batches(batch) cuts it. When it ends, a one-line
-        summary of stats() goes to the "shoal.torch" logger (INFO)."""
+        summary of stats() goes to the "shoal.torch" logger (INFO), and the figures to the session's agent."""
         if self.sampler is None:
             raise ValueError("batches() needs %s(sampler=ElasticSampler(...))" % type(self).__name__)
         self._run.loop_started()
@@ -306,7 +308,9 @@ class ElasticSteps:
                 self._yielded_for = self.comm
                 yield collate([data[i] for i in self.sampler.indices(self.comm.rank, self.comm.world_size)])
         finally:
-            log.info("shoal: %s run: %s", type(self).__name__, self.stats().summary())
+            stats = self.stats()
+            self._reporter.ended(stats)
+            log.info("shoal: %s run: %s", type(self).__name__, stats.summary())
 
     def _check_loader(self, loader: "torch.utils.data.DataLoader") -> None:
         sampler = loader.sampler
@@ -472,6 +476,7 @@ class ElasticSteps:
         self.completed += 1
         self._has_state = True
         self._run.step_completed(self.completed, samples)
+        self._reporter.step_completed(self._run.snapshot)
         if save and self.checkpointer is not None and self.ckpt_every and (self.completed + 1) % self.ckpt_every == 0:
             began = time.monotonic()
             try:
@@ -541,7 +546,9 @@ class ElasticSteps:
 
     def stats(self) -> ElasticStats:
         """What the run lost so far (run_stats.ElasticStats: steps discarded, redone and rolled back, seconds
-        of startup, rebuild, stall, save and lost steps, samples trained, ETTR), this process's count."""
+        of startup, rebuild, stall, save and lost steps, samples trained, ETTR), this process's count. The
+        session's agent is told it after the first step, then every 10 s or so and when batches() ends
+        (`shoal status`, its /metrics)."""
         return self._run.snapshot()
 
     def close(self) -> None:

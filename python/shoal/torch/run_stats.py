@@ -15,7 +15,12 @@ Definitions (per process; wall time starts when the loop first builds a world or
 - productive_s = wall_s - (startup_s + rebuild_s + stall_s + save_s + lost_step_s), ettr = productive_s / wall_s;
 - samples_trained: the samples of the global order taken by the steps completed for the first time (a redone
   step's samples are counted once), over all ranks.
+
+StatsReporter tells the session's agent (Session.report_run): after the first completed step, then at most every
+`every_s` seconds, and when batches() ends; `shoal status` shows each local rank's latest figures and the agent's
+/metrics exports them (shoal_trainer_*, by rank).
 """
+import logging
 import time
 from dataclasses import asdict, dataclass
 from typing import Callable, Dict, Optional
@@ -133,3 +138,39 @@ class RunStats:
             samples_trained=self.samples_trained, startup_s=self.startup_s, rebuild_s=self.rebuild_s,
             stall_s=self.stall_s, save_s=self.save_s, lost_step_s=self.lost_step_s, wall_s=wall,
             productive_s=productive, ettr=productive / wall if wall > 0 else 0.0)
+
+
+class StatsReporter:
+    """When the loop tells the agent its figures (see the module's text). `send` takes ElasticStats.as_dict()
+    (Session.report_run, which hands it on without waiting for the agent); a failure is logged once at WARNING
+    (later ones at DEBUG) and never stops training."""
+
+    def __init__(self, send: Callable[[Dict[str, float]], None], every_s: float = 10.0,
+                 clock: Callable[[], float] = time.monotonic):
+        self.send = send
+        self.every_s = every_s
+        self.clock = clock
+        self.sent = 0
+        self._last: Optional[float] = None
+        self._failed = False
+
+    def step_completed(self, stats: Callable[[], ElasticStats]) -> None:
+        now = self.clock()
+        if self._last is None or now - self._last >= self.every_s:
+            self._report(stats(), now)
+
+    def ended(self, stats: ElasticStats) -> None:
+        self._report(stats, self.clock())
+
+    def _report(self, stats: ElasticStats, now: float) -> None:
+        self._last = now
+        try:
+            self.send(stats.as_dict())
+            self.sent += 1
+        except Exception as e:  # noqa: BLE001 (an agent's trouble is no reason to stop training)
+            log = logging.getLogger("shoal.torch")
+            if not self._failed:
+                log.warning("shoal: could not tell the agent what the run lost (later failures at DEBUG): %s", e)
+            else:
+                log.debug("shoal: could not tell the agent what the run lost: %s", e)
+            self._failed = True

@@ -7,7 +7,10 @@
 //    "checkpoints": {"job", "local_versions", "local_bytes", "replicas", "replica_bytes", "pushed",
 //                    "push_failed", "received", "receive_refused",
 //                    "lag": [{"rank", "committed_step", "replicated_step"?, "steps_behind"?}...]},
-//    "health": {"reported", "epoch", "step", "stragglers": [names], "eviction", "evictions"}}
+//    "health": {"reported", "epoch", "step", "stragglers": [names], "eviction", "evictions"},
+//    "trainers": [{"rank", "age_s", "reports", "figures": {KEY: number...}}...]}
+// (trainers: what each local trainer last said its run lost, `trainer-stats`; its keys are those of
+// health/trainer_stats.hpp, a whole count written as a JSON integer.)
 #pragma once
 
 #include <array>
@@ -75,6 +78,15 @@ struct StatusHealth {
   bool operator==(const StatusHealth&) const = default;
 };
 
+// One local trainer's latest `trainer-stats` report.
+struct StatusTrainer {
+  uint32_t rank = 0;                                    // its local rank (slot) on this host
+  double age_s = 0;                                     // seconds since the report came
+  uint64_t reports = 0;                                 // reports from this rank since the agent started
+  std::vector<std::pair<std::string, double>> figures;  // in the agent's table order; absent ones left out
+  bool operator==(const StatusTrainer&) const = default;
+};
+
 struct StatusReply {
   static constexpr const char* kWhat = "an agent's status";
   static constexpr std::array kRequiredKeys{"self", "view"};
@@ -89,7 +101,29 @@ struct StatusReply {
   std::vector<ViewChangeRow> view_changes;  // oldest first
   StatusCheckpoints checkpoints;
   StatusHealth health;
+  std::vector<StatusTrainer> trainers;  // by local rank; empty before the first report (or from an older agent)
   bool operator==(const StatusReply&) const = default;
+};
+
+// A change of view-history whose joined or left list holds only its first names: how many there were.
+struct NamesCut {
+  uint64_t epoch = 0;
+  uint64_t joined = 0;
+  uint64_t left = 0;
+  bool operator==(const NamesCut&) const = default;
+};
+
+// The `view-history` reply: the committed views this agent kept (more than status's last few), oldest first:
+//   {"self", "kept", "recorded", "view_changes": [as in status], "cut": [{"epoch", "joined", "left"}...]}
+struct ViewHistoryReply {
+  static constexpr const char* kWhat = "an agent's view history";
+  static constexpr std::array kRequiredKeys{"self", "view_changes"};
+  std::string self;
+  uint64_t kept = 0;      // how many changes the agent keeps at most
+  uint64_t recorded = 0;  // views committed here since the start, also those no longer kept
+  std::vector<ViewChangeRow> view_changes;
+  std::vector<NamesCut> cut;  // the changes whose name lists were cut (past status's last few)
+  bool operator==(const ViewHistoryReply&) const = default;
 };
 
 void to_json(Json& j, const StatusView& r);
@@ -104,7 +138,13 @@ void to_json(Json& j, const StatusCheckpoints& r);
 void from_json(const Json& j, StatusCheckpoints& r);
 void to_json(Json& j, const StatusHealth& r);
 void from_json(const Json& j, StatusHealth& r);
+void to_json(Json& j, const StatusTrainer& r);
+void from_json(const Json& j, StatusTrainer& r);
 void to_json(Json& j, const StatusReply& r);
+void to_json(Json& j, const NamesCut& r);
+void from_json(const Json& j, NamesCut& r);
+void to_json(Json& j, const ViewHistoryReply& r);
+void from_json(const Json& j, ViewHistoryReply& r);
 void from_json(const Json& j, StatusReply& r);
 
 }  // namespace shoal::control

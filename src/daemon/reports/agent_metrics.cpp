@@ -40,7 +40,7 @@ std::string Agent::metrics_text() const {
           seal_ && seal_->keyed() ? 1 : 0);
   m.counter("shoal_control_refused_total",
             "control requests refused because the caller may not send them (view-force from another user; "
-            "ckpt-committed, peer-lost, health-report or check from outside the agent's user and group)",
+            "ckpt-committed, peer-lost, health-report, trainer-stats or check from outside the agent's user and group)",
             static_cast<double>(control_handlers_.refused()));
   m.counter("shoal_control_connections_refused_total",
             "control connections refused because the socket serves that many at once already (another user's share "
@@ -177,6 +177,7 @@ std::string Agent::metrics_text() const {
               static_cast<double>(ks.evictions));
     m.gauge("shoal_evicted", "1 while this member is out of the view as an evicted straggler", ks.evicted ? 1 : 0);
   }
+  trainer_metrics(m);
   return m.str();
 }
 

@@ -9,6 +9,40 @@
 #include "daemon/membership_runtime.hpp"
 
 namespace shoal::daemon {
+namespace {
+
+control::ViewChangeRow row_of(const ViewChange& c) {
+  control::ViewChangeRow row;
+  row.epoch = c.epoch;
+  row.members = c.members;
+  row.joined = c.joined;
+  row.left = c.left;
+  row.trigger = c.trigger;
+  row.seconds = c.seconds;
+  row.committed_unix = c.committed_unix;
+  return row;
+}
+
+}  // namespace
+
+void Agent::serve_history_requests() {
+  control_handlers_.add("view-history",
+                        "the committed views this agent kept (the last 256; status shows the last 8), oldest first",
+                        [this](std::span<const std::string> args) {
+                          if (!args.empty()) return control_handlers_.error_reply("view-history takes no arguments");
+                          control::ViewHistoryReply reply;
+                          reply.self = cfg_.name;
+                          reply.kept = ViewHistory::kKept;
+                          reply.recorded = history_.recorded();
+                          for (const auto& c : history_.all_changes()) {
+                            reply.view_changes.push_back(row_of(c));
+                            if (c.joined.size() < c.joined_count || c.left.size() < c.left_count) {
+                              reply.cut.push_back({c.epoch, c.joined_count, c.left_count});
+                            }
+                          }
+                          return control::write_reply(reply);
+                        });
+}
 
 std::string Agent::status_reply() const {
   if (!runtime_ || !membership_ || !checkpoints_) return control_handlers_.error_reply("the agent has not started");
@@ -29,9 +63,7 @@ std::string Agent::status_reply() const {
   for (const auto& m : runtime_->swim().members()) ++by_state[gossip::to_string(m.state)];
   reply.members_by_state = {by_state["alive"], by_state["suspect"], by_state["dead"], by_state["left"]};
 
-  for (const auto& c : history_.changes()) {
-    reply.view_changes.push_back({c.epoch, c.members, c.joined, c.left, c.trigger, c.seconds, c.committed_unix});
-  }
+  for (const auto& c : history_.changes()) reply.view_changes.push_back(row_of(c));
 
   control::StatusCheckpoints& k = reply.checkpoints;
   for (const auto& h : checkpoints_->held()) {
@@ -55,6 +87,16 @@ std::string Agent::status_reply() const {
   if (const auto& h = health_.latest()) reply.health = {true, h->epoch, h->step, h->stragglers, {}, 0};
   reply.health.eviction = eviction_line();
   reply.health.evictions = status.evictions;
+  const auto now = std::chrono::steady_clock::now();
+  for (const auto& [slot, e] : trainers_.ranks()) {
+    auto& row = reply.trainers.emplace_back();
+    row.rank = slot;
+    row.age_s = std::chrono::duration<double>(now - e.received).count();
+    row.reports = e.reports;
+    for (size_t i = 0; i < health::kTrainerFigureCount; ++i) {
+      if (const auto& v = e.stats.figures[i]) row.figures.emplace_back(health::kTrainerFigures[i].key, *v);
+    }
+  }
   return control::write_reply(reply);
 }
 
