@@ -124,6 +124,15 @@ SMOKES = {
                                    "gflops_median", "flagged", "baseline_tcp_gbps_1_stream",
                                    "baseline_tcp_gbps_per_stream_2_at_once")),
     ]),
+    # Arithmetic only (no build, no processes): the lines docs/goodput.md quotes.
+    "goodput_model": Smoke(["{python}", "{bench}/goodput_model.py", "--gpus", "1024,16384,100000"], [
+        Lines({"kind": "ettr"}, ("gpus", "ettr", "ettr_checkpoint_restart", "ettr_torchft", "failures_per_day",
+                                 "shoal_cost_per_failure_s", "shoal_steady_overhead",
+                                 "checkpoint_restart_cost_per_failure_s", "checkpoint_restart_interval_s",
+                                 "checkpoint_restart_save_s", "torchft_cost_per_failure_s")),
+        Lines({"kind": "published", "system": "ByteRobust (published)"}, ("gpus", "ettr", "source")),
+        Lines({"kind": "targets"}, ("ettr_at_16384", "ettr_at_100000")),
+    ]),
     "view_change": Smoke(["{python}", "{bench}/view_change_bench.py", "{build}", "--agents", "3", "--rounds", "1"], [
         Lines({"result": "view_change_crash"}, ("view_all_p50_ms", "view_all_p99_ms", "view_all_max_ms",
                                                 "baseline_join_view_all_p50_ms")),
