@@ -28,6 +28,7 @@ class Agent:
                 "--control", os.path.join(fleet.dir, name + ".sock"), "--min-hosts", str(fleet.min_hosts)]
         if seeds:
             argv += ["--seeds", ",".join(seeds)]
+        argv += fleet.agent_args
         self.started = time.time()
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=open(self.log, "w"), text=True,
                                      start_new_session=True)
@@ -73,8 +74,9 @@ class Agent:
 
 
 class Fleet:
-    def __init__(self, build_dir, min_hosts, seeds=3, workdir=None):
+    def __init__(self, build_dir, min_hosts, seeds=3, workdir=None, agent_args=()):
         self.shoal = os.path.join(build_dir, "shoal")
+        self.agent_args = list(agent_args)  # more `shoal agent` flags for every agent
         self.dir = workdir or tempfile.mkdtemp(prefix="shoal-fleet-")
         self.key = os.path.join(self.dir, "fleet.key")
         subprocess.run([self.shoal, "keygen", "--output", self.key], check=True, stdout=subprocess.DEVNULL)
