@@ -78,7 +78,29 @@ struct ViewRun {
   }
   // Every live member holds the same committed view of all live members.
   bool converged() { return ViewSafetyChecker::converged(*cluster) && checker.latest().epoch() > 0; }
+  // The end of a run: waits for convergence, counts what the safety checker found as the outcome's error,
+  // and folds the run into the outcome.
+  void finish(ScenarioOutcome& out) {
+    Cluster& c = *cluster;
+    if (!c.run_until(c.now() + seconds(60), kPoll, [&] { return converged(); }) && c.ok()) checker.check_converged(c);
+    if (checker.divergences() + checker.minority_commits() + checker.unconverged() > 0 && !out.error) {
+      out.error = "view safety: " + checker.findings().front();
+    }
+    finish_run(c, out);
+  }
 };
+
+// What a clock measured in one run: when every member held the wanted view (or a miss), and through how
+// many distinct epochs.
+void record(const std::optional<Time>& all_at, Time t0, size_t epochs, std::vector<double>& all_ms,
+            std::vector<double>& views, uint64_t& missed) {
+  if (all_at) {
+    all_ms.push_back(to_ms(*all_at - t0));
+    views.push_back(static_cast<double>(epochs));
+  } else {
+    ++missed;
+  }
+}
 
 // Removes one random member at a time (`remove` crashes it or makes it leave) and records, for each,
 // the time until every survivor holds a view without it.
@@ -193,7 +215,6 @@ ScenarioOutcome run_view_joins(const ScenarioInputs& in) {
     JoinClock clock;
     ViewRun run(in, r, clock);
     Cluster& c = *run.cluster;
-    ViewSafetyChecker& checker = run.checker;
     for (uint32_t m = 0; m < first_n; ++m) c.start(m, Time(0));
     auto converged = [&] { return run.converged(); };
     if (!c.run_until(seconds(120), kPoll, converged)) {
@@ -210,17 +231,8 @@ ScenarioOutcome run_view_joins(const ScenarioInputs& in) {
     }
     c.run_until(t0 + every * static_cast<int64_t>(in.joiners) + seconds(120), kPoll,
                 [&] { return clock.all_at.has_value(); });
-    if (clock.all_at) {
-      all_ms.push_back(to_ms(*clock.all_at - t0));
-      views.push_back(static_cast<double>(clock.epochs.size()));
-    } else {
-      ++missed;
-    }
-    if (!c.run_until(c.now() + seconds(60), kPoll, converged) && c.ok()) checker.check_converged(c);
-    if (checker.divergences() + checker.minority_commits() + checker.unconverged() > 0 && !out.error) {
-      out.error = "view safety: " + checker.findings().front();
-    }
-    finish_run(c, out);
+    record(clock.all_at, t0, clock.epochs.size(), all_ms, views, missed);
+    run.finish(out);
   }
   out.figures.count("joiners", in.joiners);
   out.figures.number("join_every_ms", in.join_every_ms);
@@ -244,7 +256,6 @@ ScenarioOutcome run_view_rack(const ScenarioInputs& in) {
     RackClock clock;
     ViewRun run(in, r, clock);
     Cluster& c = *run.cluster;
-    ViewSafetyChecker& checker = run.checker;
     clock.cluster = &c;
     SimRng rng(derive_seed(in.seed + r, 0x7261636b));
     c.start_all(Time(0));
@@ -266,17 +277,8 @@ ScenarioOutcome run_view_rack(const ScenarioInputs& in) {
     const Time t0 = c.now();
     for (uint32_t m : rack) c.crash(m);
     c.run_until(t0 + seconds(120), kPoll, [&] { return clock.all_at.has_value(); });
-    if (clock.all_at) {
-      all_ms.push_back(to_ms(*clock.all_at - t0));
-      views.push_back(static_cast<double>(clock.epochs.size()));
-    } else {
-      ++missed;
-    }
-    if (!c.run_until(c.now() + seconds(60), kPoll, converged) && c.ok()) checker.check_converged(c);
-    if (checker.divergences() + checker.minority_commits() + checker.unconverged() > 0 && !out.error) {
-      out.error = "view safety: " + checker.findings().front();
-    }
-    finish_run(c, out);
+    record(clock.all_at, t0, clock.epochs.size(), all_ms, views, missed);
+    run.finish(out);
   }
   out.figures.count("rack", in.rack);
   out.figures.count("missed", missed);
