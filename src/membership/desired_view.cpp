@@ -65,14 +65,6 @@ std::vector<gossip::Member> vouched_by(const View& committed) {
   return out;
 }
 
-bool same_members(std::vector<ViewMember> a, std::vector<ViewMember> b) {
-  if (a.size() != b.size()) return false;
-  auto by_name = [](const ViewMember& x, const ViewMember& y) { return x.name < y.name; };
-  std::sort(a.begin(), a.end(), by_name);
-  std::sort(b.begin(), b.end(), by_name);
-  return a == b;
-}
-
 uint64_t members_fingerprint(const std::vector<ViewMember>& members) {
   uint64_t sum = 0;
   for (const ViewMember& m : members) {

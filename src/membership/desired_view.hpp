@@ -52,9 +52,6 @@ Desired desired_view(const View& committed, const std::vector<gossip::Member>& g
 // views are left to gossip alone: a member long dead and forgotten is never brought back this way.
 std::vector<gossip::Member> vouched_by(const View& committed);
 
-// True when both lists hold the same members with the same fields (order ignored).
-bool same_members(std::vector<ViewMember> a, std::vector<ViewMember> b);
-
 // A 64-bit digest of a member list, order ignored (a sum of per-member hashes over every field): equal
 // lists give equal values; the keeper compares wanted lists by it instead of sorting copies of both.
 uint64_t members_fingerprint(const std::vector<ViewMember>& members);

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "../ckpt_shm/shm_test_job.hpp"
+#include "../support/http_request.hpp"
 #include "../support/process.hpp"
 #include "control/client.hpp"
 #include "control/replies.hpp"
@@ -23,24 +24,8 @@ namespace {
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-// GET /metrics over a plain socket: the body.
-std::string metrics_body(uint16_t port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(port);
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0);
-  const std::string request = "GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
-  REQUIRE(::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size()));
-  std::string reply;
-  char buf[8192];
-  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) reply.append(buf, static_cast<size_t>(n));
-  ::close(fd);
-  const auto head_end = reply.find("\r\n\r\n");
-  return head_end == std::string::npos ? "" : reply.substr(head_end + 4);
-}
+// GET /metrics: the body.
+std::string metrics_body(uint16_t port) { return shoal::test::http_request(port, "GET", "/metrics").second; }
 
 std::string ask(const std::string& path, const std::string& line) {
   auto r = shoal::control::control_request(path, line, 5s);

@@ -8,23 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "fuzz_words.hpp"
 #include "health/health_report.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace shoal::health;
   if (size > 4096) return 0;
   const std::string text(reinterpret_cast<const char*>(data), size);
-  std::vector<std::string> words;
-  std::string word;
-  for (char c : text) {
-    if (c == ' ' || c == '\n') {
-      if (!word.empty()) words.push_back(word);
-      word.clear();
-    } else {
-      word += c;
-    }
-  }
-  if (!word.empty()) words.push_back(word);
+  const std::vector<std::string> words = shoal::fuzz::words_of(text);
   auto part = parse_health_report(words);
   if (!part) return 0;
   if (part->health.hosts.size() > kMaxReportHosts || part->part >= part->parts) __builtin_trap();

@@ -8,26 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "fuzz_words.hpp"
 #include "health/trainer_stats.hpp"
 
-namespace {
-
-std::vector<std::string> words_of(const std::string& text) {
-  std::vector<std::string> words;
-  std::string word;
-  for (char c : text) {
-    if (c == ' ' || c == '\n') {
-      if (!word.empty()) words.push_back(word);
-      word.clear();
-    } else {
-      word += c;
-    }
-  }
-  if (!word.empty()) words.push_back(word);
-  return words;
-}
-
-}  // namespace
+using shoal::fuzz::words_of;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace shoal::health;

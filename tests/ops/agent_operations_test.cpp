@@ -5,8 +5,6 @@
 // STOPPING=1 on SIGTERM); a config file; and the unit file passes `systemd-analyze verify`.
 #include <arpa/inet.h>
 #include <doctest/doctest.h>
-
-#include <algorithm>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -15,6 +13,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -23,6 +22,7 @@
 #include <thread>
 
 #include "../support/free_port.hpp"
+#include "../support/http_request.hpp"
 #include "../support/process.hpp"
 #include "control/client.hpp"
 #include "control/replies.hpp"
@@ -272,23 +272,7 @@ TEST_CASE("the example config file of packaging/ is accepted flag for flag") {
 
 namespace {
 
-// One HTTP/1.1 request over a plain socket: the status line and the body.
-std::pair<std::string, std::string> http(uint16_t port, const std::string& method, const std::string& target) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(port);
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0);
-  const std::string request = method + " " + target + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
-  REQUIRE(::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size()));
-  std::string reply;
-  char buf[8192];
-  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) reply.append(buf, static_cast<size_t>(n));
-  ::close(fd);
-  const auto head_end = reply.find("\r\n\r\n");
-  return {reply.substr(0, reply.find("\r\n")), head_end == std::string::npos ? "" : reply.substr(head_end + 4)};
-}
+using shoal::test::http_request;
 
 uint16_t metrics_port_of(const std::string& start_line) {
   const auto at = start_line.find(" metrics ");
@@ -312,11 +296,11 @@ TEST_CASE("--metrics serves the Prometheus text format over real HTTP, and refus
   INFO("log:\n" << read_file(dir.path() + "/ma.log"));
   REQUIRE(eventually(
       [&] {
-        const auto body = http(port, "GET", "/metrics").second;
+        const auto body = http_request(port, "GET", "/metrics").second;
         return contains(body, "shoal_view_members 2\n") && !contains(body, "shoal_probe_rtt_seconds_count 0\n");
       },
       20s));
-  const auto [status, body] = http(port, "GET", "/metrics");
+  const auto [status, body] = http_request(port, "GET", "/metrics");
   CHECK(status == "HTTP/1.1 200 OK");
   CHECK(contains(body, "# TYPE shoal_members gauge\nshoal_members{state=\"alive\"} 2\n"));
   CHECK(contains(body, "# TYPE shoal_view_change_seconds histogram\n"));
@@ -324,8 +308,8 @@ TEST_CASE("--metrics serves the Prometheus text format over real HTTP, and refus
   CHECK_FALSE(contains(body, "shoal_view_change_seconds_count 0\n"));  // the first view at least, timed
   CHECK(contains(body, "shoal_rejected_total{cause="));
   CHECK(contains(body, "shoal_ckpt_held_bytes{kind=\"replica\"} 0\n"));
-  CHECK(http(port, "GET", "/other").first == "HTTP/1.1 404 Not Found");
-  CHECK(http(port, "POST", "/metrics").first == "HTTP/1.1 405 Method Not Allowed");
+  CHECK(http_request(port, "GET", "/other").first == "HTTP/1.1 404 Not Found");
+  CHECK(http_request(port, "POST", "/metrics").first == "HTTP/1.1 405 Method Not Allowed");
 
   // The port is now taken: a second agent asking for it fails at start, naming it.
   const auto taken = run_command({SHOAL_BINARY, "agent", "--insecure", "--name", "mc", "--bind", "127.0.0.1:0", "--control",
