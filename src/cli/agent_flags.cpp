@@ -287,6 +287,11 @@ void add_operation_flags(CLI::App& app, AgentFlags& f) {
                "others wait for its word (at most --precheck-wait). Flagged hosts are logged as warnings; the job "
                "starts anyway")
       ->group("Operation");
+  app.add_flag("--precheck-exclude", f.precheck_exclude,
+               "--precheck, and the hosts it flags are excluded from the first view before it is handed to the "
+               "workers (a view change, as `shoal view exclude`; `shoal view readmit` lets them back), unless that "
+               "would exclude a majority of the view or leave fewer than --min-hosts: then they are logged only")
+      ->group("Operation");
   app.add_option("--precheck-factor", f.precheck_factor,
                  "the precheck flags a host whose compute lies outside this factor of the median, and a link below "
                  "the median bandwidth divided by it (default 1.5)")
@@ -503,10 +508,11 @@ Result<daemon::AgentConfig> agent_config(const AgentFlags& f, const ops::SlurmDe
     if (!metrics) return fail("--metrics: " + metrics.error().message);
     cfg.metrics = *metrics;
   }
-  if ((f.precheck_factor || f.precheck_wait_s) && !f.precheck) {
-    return fail("--precheck-factor and --precheck-wait need --precheck");
+  if ((f.precheck_factor || f.precheck_wait_s) && !f.precheck && !f.precheck_exclude) {
+    return fail("--precheck-factor and --precheck-wait need --precheck (or --precheck-exclude)");
   }
-  cfg.precheck = f.precheck;
+  cfg.precheck = f.precheck || f.precheck_exclude;
+  cfg.precheck_exclude = f.precheck_exclude;
   cfg.precheck_options.factor = f.precheck_factor.value_or(cfg.precheck_options.factor);
   if (f.precheck_wait_s) cfg.precheck_wait = milliseconds(*f.precheck_wait_s);
   cfg.control_path = f.control ? *f.control : control::default_control_path(cfg.name, control::probe_control_dirs());

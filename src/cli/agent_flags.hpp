@@ -41,6 +41,7 @@ struct AgentFlags {
   bool ckpt_keep_on_exit = false;  // leave /dev/shm as it is after a graceful leave
   bool insecure = false;  // run with no cluster key: every host that reaches the port may join
   bool precheck = false;  // the pre-flight check before the first view is handed on
+  bool precheck_exclude = false;  // and the hosts it flags excluded from that view
   std::optional<double> precheck_factor, precheck_wait_s;
   // The workers of `-- COMMAND`.
   std::optional<std::string> workers, run_id, role, devices;

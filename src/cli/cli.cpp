@@ -86,7 +86,10 @@ const std::vector<Subcommand>& subcommands() {
       {"agent", "run one member of a cluster (gossip, committed views, control socket)", agent_command},
       {"members", "print a running agent's member list", members_command},
       {"status", "one screen about a running agent: view, members, last changes, checkpoints", status_command},
-      {"view", "print a running agent's committed view and ranks; `view force` overrides a stall", view_command},
+      {"view",
+       "print a running agent's committed view and ranks; `view force` overrides a stall, `view exclude`/`readmit` "
+       "hold hosts out",
+       view_command},
       {"drain", "leave at a step boundary: the trainers save, a peer holds it, the host leaves gracefully",
        drain_command},
       {"health", "per-host compute and wait per step from the job's own steps, and the straggler verdict",

@@ -1,5 +1,6 @@
 // `shoal view`: asks a running agent for the committed view, its status and the ranks; and
-// `shoal view force --yes`, the operator's override when a majority of the last view is lost.
+// `shoal view force --yes`, the operator's override when a majority of the last view is lost; and
+// `shoal view exclude NAME...` / `readmit NAME...`, the operator's hold on hosts that keep failing.
 #include <iostream>
 
 #include "cli/cli.hpp"
@@ -28,6 +29,35 @@ int force_command(const std::optional<std::string>& control, const std::optional
                    });
 }
 
+// `view-exclude` / `view-readmit`: waits for the committed view that carries the change.
+int exclude_command(const std::optional<std::string>& control, const std::optional<std::string>& name,
+                    const std::vector<std::string>& names, bool excluding) {
+  const std::string who = excluding ? "shoal view exclude" : "shoal view readmit";
+  std::string line = excluding ? "view-exclude" : "view-readmit";
+  for (const auto& n : names) {
+    if (n.empty() || n.find_first_of(" \t\r\n") != std::string::npos) {
+      std::cerr << who << ": '" << n << "' is not a member or host name\n";
+      return kExitUsage;
+    }
+    line += " " + n;
+  }
+  return ask_agent(
+      who, control, name, line,
+      [&who, excluding](const control::ExcludeReply& doc, const std::string&) {
+        if (!doc.committed) {
+          std::cerr << who << ": " << (doc.pending ? "pending: " : "refused: ") << doc.error.value_or("?") << "\n";
+          return kExitFailure;
+        }
+        std::string names, excluded;
+        for (const auto& n : doc.members) names += (names.empty() ? "" : ", ") + n;
+        for (const auto& n : doc.excluded) excluded += (excluded.empty() ? "" : ", ") + n;
+        std::cout << (excluding ? "excluded: " : "readmitted: ") << names << " (committed epoch " << doc.epoch
+                  << "; excluded now: " << (excluded.empty() ? "none" : excluded) << ")\n";
+        return kExitOk;
+      },
+      std::chrono::seconds(30));
+}
+
 }  // namespace
 
 int view_command(std::span<const std::string> args) {
@@ -35,7 +65,9 @@ int view_command(std::span<const std::string> args) {
   bool json = false, yes = false, ready = false;
   auto app = command_app("shoal view",
                          "shoal view [--control PATH | --name NAME] [--json | --ready]\n"
-                         "shoal view force [--control PATH | --name NAME] --yes",
+                         "shoal view force [--control PATH | --name NAME] --yes\n"
+                         "shoal view exclude NAME... [--control PATH | --name NAME]\n"
+                         "shoal view readmit NAME... [--control PATH | --name NAME]",
                          "Print a running agent's committed view: epoch, hash, status (forming, stable, proposing, or\n"
                          "stalled with its reason), the members and the ranks derived from them.\n"
                          "Exit status: 0 on success, 1 when no agent answers, 2 on a usage error, 3 with --ready when\n"
@@ -59,8 +91,33 @@ int view_command(std::span<const std::string> args) {
   force->add_flag("--yes", yes, "confirm that the lost members are down (required)");
   force->excludes(json_flag);
   force->excludes(ready_flag);
+  std::vector<std::string> names;
+  CLI::App* exclude = add_command(
+      *app, "exclude", "shoal view exclude NAME... [--control PATH | --name NAME]",
+      "Keep members out of every view until readmitted: a host that keeps failing, or one to repair. NAME is a\n"
+      "member's name, or a host's name for every member on it. The asked agent (a member of the view)\n"
+      "proposes the next view without them, agreed by a majority like any view change; every later view\n"
+      "carries the list, so no member proposes them back. Refused when the rest would not be a majority of\n"
+      "the view, or fewer than --min-hosts. The excluded agents stay alive out of views.\n"
+      "Exit status: 0 once a committed view excludes them, 1 when refused or not committed within 20 s (the\n"
+      "agent goes on proposing it; the reason is printed).");
+  add_agent_socket_flags(*exclude, control, name);
+  exclude->add_option("NAME", names, "members or hosts to exclude")->required();
+  CLI::App* readmit =
+      add_command(*app, "readmit", "shoal view readmit NAME... [--control PATH | --name NAME]",
+                  "Let excluded members back: the next view no longer excludes them, and those alive join it at once\n"
+                  "(their failure count and hold-down are forgotten). Agreed like any view change.\n"
+                  "Exit status: 0 once a committed view no longer excludes them, 1 when refused or not committed.");
+  add_agent_socket_flags(*readmit, control, name);
+  readmit->add_option("NAME", names, "excluded members or hosts to readmit")->required();
+  for (CLI::App* sub : {exclude, readmit}) {
+    sub->excludes(json_flag);
+    sub->excludes(ready_flag);
+  }
   if (auto done = parse_command(*app, args)) return *done;
   if (force->parsed()) return force_command(control, name, yes);
+  if (exclude->parsed()) return exclude_command(control, name, names, true);
+  if (readmit->parsed()) return exclude_command(control, name, names, false);
   return ask_agent("shoal view", control, name, "view", [json, ready](const control::ViewReply& doc,
                                                                       const std::string& raw) {
     if (ready) {

@@ -395,6 +395,7 @@ Status Agent::start() {
   });
   serve_check_requests();
   serve_drain_requests();
+  serve_exclude_requests();
   serve_trainer_requests();
   serve_history_requests();
   membership_->add_view_observer([this](const membership::View& v) { on_gated_view(v); });

@@ -91,6 +91,9 @@ struct AgentConfig {
   // view is over: its first member coordinates it with `precheck_options`, the others wait for its word, all
   // at most `precheck_wait`. A flagged host is logged as a warning; nothing is blocked for longer.
   bool precheck = false;
+  // --precheck-exclude (with precheck): the hosts the check flags are excluded (membership/exclusion.hpp) by a
+  // view change before the view is handed on, unless that would exclude a majority (then they are logged).
+  bool precheck_exclude = false;
   check::CheckOptions precheck_options;
   std::chrono::milliseconds precheck_wait{30'000};
 };
@@ -222,6 +225,13 @@ class Agent {
   void release_for_hosts(const std::string& why);
   void start_precheck();
   void release_views(const std::string& why);
+  // agent_exclude.cpp: `view-exclude` / `view-readmit`, answered once a committed view carries the change, and
+  // --precheck-exclude's exclusion of the flagged hosts before the first view is handed on.
+  void serve_exclude_requests();
+  void exclude_request(std::span<const std::string> args, bool excluding, control::ControlHandlers::Reply reply);
+  void settle_exclusion_waits(const membership::View& v);
+  // --precheck-exclude: the check flagged `flagged`; true when views stay held for their exclusion.
+  bool precheck_excludes(const std::vector<std::string>& flagged, bool propose);
 
   AgentConfig cfg_;
   asio::io_context io_;
@@ -246,6 +256,9 @@ class Agent {
   bool precheck_pending_ = false;              // views are held back
   bool precheck_started_ = false;              // the first view with this member came
   bool check_running_ = false;                 // a check coordinated here is in flight
+  std::vector<std::string> precheck_excluding_;  // --precheck-exclude: views held until one excludes these
+  struct ExclusionWait;                          // a view-exclude/readmit request waiting for its commit
+  std::vector<std::shared_ptr<ExclusionWait>> exclusion_waits_;
   std::unique_ptr<check::CheckMember> check_member_;
   std::unique_ptr<control::ControlServer> control_server_;
   ViewHistory history_;  // the last committed views, for `shoal status` and `view-history`

@@ -76,6 +76,7 @@ void Agent::serve_check_requests() {
                 std::string names;
                 for (const auto& n : flagged) names += (names.empty() ? "" : ", ") + n;
                 if (!names.empty()) log::agent().warn("precheck by {}: flagged host(s): {}", coordinator, names);
+                if (precheck_excludes(flagged, false)) return;  // held until a view excludes them
                 release_views("the precheck by " + coordinator + " is over");
               }});
   control_handlers_.add_async(
@@ -117,8 +118,10 @@ Status Agent::run_check(check::CheckOptions options, check::CheckRun::Done done)
 
 void Agent::start_precheck() {
   auto started = run_check(cfg_.precheck_options, [this](control::CheckReply r) {
+    std::vector<std::string> flagged;
     for (const auto& h : r.hosts) {
       if (!h.flagged) continue;
+      flagged.push_back(h.name);
       std::string why;
       for (const auto& reason : h.reasons) why += (why.empty() ? "" : ", ") + reason;
       log::agent().warn(
@@ -127,6 +130,7 @@ void Agent::start_precheck() {
           h.name, why, h.gflops.value_or(0), r.median_gflops.value_or(0), h.gbps.value_or(0),
           r.median_gbps.value_or(0));
     }
+    if (precheck_excludes(flagged, true)) return;  // held until the view that excludes them commits
     release_views("the precheck is over");
   });
   if (!started) {

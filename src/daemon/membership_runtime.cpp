@@ -53,6 +53,14 @@ Status MembershipRuntime::force() {
   return st;
 }
 
+Result<std::vector<std::string>> MembershipRuntime::exclude(const std::vector<std::string>& exclude,
+                                                            const std::vector<std::string>& readmit) {
+  membership::KeeperOutput out;
+  auto named = keeper_.exclude(exclude, readmit, now(), out);
+  perform(out);
+  return named;
+}
+
 void MembershipRuntime::close() { stop(); }
 
 void MembershipRuntime::perform(membership::KeeperOutput& out) {

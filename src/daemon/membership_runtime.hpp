@@ -37,6 +37,9 @@ class MembershipRuntime : public CoreDriver {
   void verdict(uint64_t epoch, const std::vector<std::string>& named, uint64_t step);
   // The operator's override (see ViewKeeper::force).
   Status force();
+  // The operator's exclusions (see ViewKeeper::exclude).
+  Result<std::vector<std::string>> exclude(const std::vector<std::string>& exclude,
+                                           const std::vector<std::string>& readmit);
   void close();
 
   const membership::ViewKeeper& keeper() const { return keeper_; }

@@ -42,6 +42,17 @@ void ViewHistory::on_view(const membership::View& view) {
     for (const auto& n : view.evicted()) names += (names.empty() ? "" : ", ") + n;
     c.trigger = names + " evicted (straggler)";
   }
+  if (last_ && view.excluded() != last_->excluded()) {
+    // No gossip event led to it either: the operator's `shoal view exclude` / `readmit` (or --precheck-exclude).
+    std::string in, out;
+    for (const auto& n : view.excluded()) {
+      if (!last_->excludes(n)) out += (out.empty() ? "" : ", ") + n;
+    }
+    for (const auto& n : last_->excluded()) {
+      if (!view.excludes(n)) in += (in.empty() ? "" : ", ") + n;
+    }
+    c.trigger = !out.empty() ? out + " excluded (operator)" : in + " readmitted (operator)";
+  }
   c.committed_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   c.joined_count = c.joined.size();
   c.left_count = c.left.size();

@@ -84,8 +84,14 @@ uint64_t members_fingerprint(const std::vector<ViewMember>& members) {
 
 Desired desired_view(const View& committed, const std::vector<gossip::Member>& gossip, const FlapDamper& damper,
                      const Config& cfg, Time now, const std::optional<std::string>& evict,
-                     std::optional<Time> installed_at, const GossipIndex* index) {
+                     std::optional<Time> installed_at, const GossipIndex* index,
+                     const std::vector<std::string>* excluded) {
   Desired d;
+  const std::vector<std::string>& out_list = excluded != nullptr ? *excluded : committed.excluded();
+  const bool list_changed = excluded != nullptr && *excluded != committed.excluded();
+  const auto is_excluded = [&out_list](std::string_view name) {
+    return !out_list.empty() && std::binary_search(out_list.begin(), out_list.end(), name, std::less<>());
+  };
   const uint64_t next_epoch = committed.epoch() + 1;
   // Hashed by name: this runs at every gossip change on every member, so at a thousand members an
   // ordered map's string comparisons dominated the keeper's time. The wanted list is only built when it
@@ -118,6 +124,10 @@ Desired desired_view(const View& committed, const std::vector<gossip::Member>& g
     if (g != nullptr) place[it->second] = g->id.generation == vm.generation ? kInView : kOlderInView;
     if (g != nullptr && g->id.generation == vm.generation && live(g->state)) {
       live_names.add(vm.name);
+      if (is_excluded(vm.name)) {  // the operator keeps it out: alive, so it still counts for the majority
+        ++d.excluding;
+        continue;
+      }
       if (evict && vm.name == *evict) {
         // Alive, so it still counts as live for the majority; it simply is not wanted in the next view.
         evicted = Stay{&vm, g};
@@ -146,6 +156,10 @@ Desired desired_view(const View& committed, const std::vector<gossip::Member>& g
   for (size_t i = 0; i < gossip.size(); ++i) {
     const gossip::Member& m = gossip[i];
     if (m.state != gossip::State::alive || place[i] == kInView) continue;
+    if (is_excluded(m.id.name)) {
+      ++d.excluded_held;
+      continue;
+    }
     const bool replacing = place[i] == kOlderInView;  // an older process of this host is in the view
     const FlapDamper::Admission a = damper.admission(m.id.name, m.id.generation, cfg.hold_down, replacing);
     if (a.eligible_at > now) {
@@ -160,7 +174,8 @@ Desired desired_view(const View& committed, const std::vector<gossip::Member>& g
     return a.since != b.since ? a.since < b.since : a.m->id.name < b.m->id.name;
   });
   // In a large view, joiners alone wait for the join window; with any other change they go at once.
-  const bool other_change = stays_changed || lost_names.count > 0 || evicted.has_value();
+  const bool other_change =
+      stays_changed || lost_names.count > 0 || evicted.has_value() || d.excluding > 0 || list_changed;
   const JoinGate gate = joiners.empty() ? JoinGate{}
                                         : join_gate(committed.size(), committed.epoch(), other_change, installed_at,
                                                     now, cfg.join_window, cfg.join_window_from);
@@ -173,7 +188,7 @@ Desired desired_view(const View& committed, const std::vector<gossip::Member>& g
   if (cfg.max_hosts != 0) {
     joiners.resize(std::min(joiners.size(), cfg.max_hosts > stays.size() ? cfg.max_hosts - stays.size() : size_t{0}));
   }
-  if (!joiners.empty()) only_graceful = only_known_gone = false;
+  if (!joiners.empty() || d.excluding > 0 || list_changed) only_graceful = only_known_gone = false;
 
   bool evicting = false;
   if (evicted) {
@@ -189,11 +204,12 @@ Desired desired_view(const View& committed, const std::vector<gossip::Member>& g
       only_graceful = only_known_gone = false;
     }
   }
-  d.differs = stays_changed || lost_names.count > 0 || evicting || !joiners.empty();
+  d.differs = stays_changed || lost_names.count > 0 || evicting || !joiners.empty() || d.excluding > 0 || list_changed;
   d.graceful_only = d.differs && only_graceful;
   d.refused_only = d.differs && !only_graceful && only_known_gone;
   d.majority_live = committed.size() == 0 || (live_names.count + lingering) * 2 > committed.size();
   if (!d.differs) return d;
+  d.excluded = out_list;
   d.members.reserve(stays.size() + joiners.size());
   for (const Stay& st : stays) d.members.push_back(from_gossip(*st.g, st.vm->join_epoch));
   for (const Joiner& j : joiners) d.members.push_back(from_gossip(*j.m, next_epoch));

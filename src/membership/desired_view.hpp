@@ -33,6 +33,11 @@ struct Desired {
   // next_eligible, so that the keeper looks again then).
   size_t joins_held = 0;
   std::optional<Time> joins_open_at;
+  // The operator's exclusions (exclusion.hpp): the excluded list the next view carries (only when differs),
+  // how many live members of the view it leaves out, and how many live hosts out of the view it keeps out.
+  std::vector<std::string> excluded;
+  size_t excluding = 0;
+  size_t excluded_held = 0;
 };
 
 // Members of `committed` stay while gossip sees the same generation alive or suspect; dead, left,
@@ -41,9 +46,13 @@ struct Desired {
 // member installed `committed`; nullopt: no window). `evict` (eviction.hpp) names a live member of the
 // view to leave out as a straggler; it stays in when the list would fall below min_hosts without it
 // (evict_blocked says so). `index`: `gossip` by name, when the caller keeps one (built here otherwise).
+// `excluded`: the excluded list the next view is to carry, sorted (nullptr: the committed view's): its names
+// leave the view while alive (still counted live for the majority) and never join; a list other than the
+// committed one is a change by itself.
 Desired desired_view(const View& committed, const std::vector<gossip::Member>& gossip, const FlapDamper& damper,
                      const Config& cfg, Time now, const std::optional<std::string>& evict = std::nullopt,
-                     std::optional<Time> installed_at = std::nullopt, const GossipIndex* index = nullptr);
+                     std::optional<Time> installed_at = std::nullopt, const GossipIndex* index = nullptr,
+                     const std::vector<std::string>* excluded = nullptr);
 
 // The members that joined in a committed view (join_epoch == its epoch), as gossip records (alive,
 // incarnation 0, the view's metadata): what gossip::Swim::vouch takes, so that a member that has not

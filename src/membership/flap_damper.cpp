@@ -38,6 +38,11 @@ void FlapDamper::removed(const std::string& name, uint64_t generation, Time now,
   removed_[name] = Removal{generation, now, evicted_hold, count};
 }
 
+void FlapDamper::readmit(const std::string& name) {
+  removed_.erase(name);
+  failures_.erase(name);
+}
+
 uint32_t FlapDamper::failures(const std::string& name) const {
   const auto f = failures_.find(name);
   return f == failures_.end() ? 0 : f->second.count;

@@ -42,6 +42,9 @@ class FlapDamper {
   // `failure`: it was removed dead, suspected or evicted (counted); false for a graceful leave (not counted).
   void removed(const std::string& name, uint64_t generation, Time now, std::optional<Time> evicted_hold = {},
                bool failure = true);
+  // The operator readmitted `name` (`shoal view readmit`): its removal and failure count are forgotten, so it
+  // may join at once.
+  void readmit(const std::string& name);
   // The host's failures counted in a row (none further apart than Escalation::forgotten); 0 if none.
   uint32_t failures(const std::string& name) const;
   // The end of an evicted member's hold-down, counted from its removal (nullopt: not held as evicted).

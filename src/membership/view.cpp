@@ -67,7 +67,7 @@ uint64_t fnv1a64(std::string_view bytes) {
 }
 
 std::string canonical_encoding(uint64_t epoch, const std::vector<ViewMember>& members, uint64_t lineage,
-                               const std::vector<std::string>& evicted) {
+                               const std::vector<std::string>& evicted, const std::vector<std::string>& excluded) {
   std::string out = lineage == 0 ? "shoal.view.v1" : "shoal.view.v2";
   put_u64(out, epoch);
   if (lineage != 0) put_u64(out, lineage);
@@ -85,6 +85,11 @@ std::string canonical_encoding(uint64_t epoch, const std::vector<ViewMember>& me
     put_u64(out, evicted.size());
     for (const auto& name : evicted) put_str(out, name);
   }
+  if (!excluded.empty()) {
+    out += "excluded";
+    put_u64(out, excluded.size());
+    for (const auto& name : excluded) put_str(out, name);
+  }
   return out;
 }
 
@@ -100,19 +105,21 @@ uint64_t first_lineage(const std::vector<ViewMember>& members, std::string_view 
 
 View::View() : hash_(fnv1a64(canonical_encoding(0, {}))) {}
 
-View::View(uint64_t epoch, std::vector<ViewMember> members, uint64_t lineage, std::vector<std::string> evicted)
+View::View(uint64_t epoch, std::vector<ViewMember> members, uint64_t lineage, std::vector<std::string> evicted,
+           std::vector<std::string> excluded)
     : epoch_(epoch),
       lineage_(lineage),
       members_(std::move(members)),
       evicted_(std::move(evicted)),
-      hash_(fnv1a64(canonical_encoding(epoch_, members_, lineage_, evicted_))) {
+      excluded_(std::move(excluded)),
+      hash_(fnv1a64(canonical_encoding(epoch_, members_, lineage_, evicted_, excluded_))) {
   by_name_.resize(members_.size());
   for (uint32_t i = 0; i < by_name_.size(); ++i) by_name_[i] = i;
   std::sort(by_name_.begin(), by_name_.end(), [this](uint32_t a, uint32_t b) { return members_[a].name < members_[b].name; });
 }
 
 Result<View> View::make(uint64_t epoch, std::vector<ViewMember> members, uint64_t lineage,
-                        std::vector<std::string> evicted) {
+                        std::vector<std::string> evicted, std::vector<std::string> excluded) {
   std::unordered_set<std::string_view> names;
   std::unordered_set<std::string_view> addrs;
   for (const ViewMember& m : members) {
@@ -147,12 +154,26 @@ Result<View> View::make(uint64_t epoch, std::vector<ViewMember> members, uint64_
       return fail("view " + std::to_string(epoch) + ": member '" + evicted[i] + "' is evicted and a member");
     }
   }
+  std::sort(excluded.begin(), excluded.end());
+  for (size_t i = 0; i < excluded.size(); ++i) {
+    if (excluded[i].empty()) return fail("view " + std::to_string(epoch) + ": an excluded member has an empty name");
+    if (i > 0 && excluded[i] == excluded[i - 1]) {
+      return fail("view " + std::to_string(epoch) + ": '" + excluded[i] + "' is excluded twice");
+    }
+    if (names.count(excluded[i])) {
+      return fail("view " + std::to_string(epoch) + ": member '" + excluded[i] + "' is excluded and a member");
+    }
+  }
   std::sort(members.begin(), members.end(), canonical_less);
-  return View(epoch, std::move(members), lineage, std::move(evicted));
+  return View(epoch, std::move(members), lineage, std::move(evicted), std::move(excluded));
 }
 
 bool View::evicts(std::string_view name) const {
   return std::binary_search(evicted_.begin(), evicted_.end(), name, std::less<>());
+}
+
+bool View::excludes(std::string_view name) const {
+  return std::binary_search(excluded_.begin(), excluded_.end(), name, std::less<>());
 }
 
 const ViewMember* View::find(std::string_view name) const {
@@ -193,6 +214,11 @@ std::string View::to_string() const {
   if (!evicted_.empty()) {
     out += " evicted [";
     for (size_t i = 0; i < evicted_.size(); ++i) out += (i > 0 ? ", " : "") + evicted_[i];
+    out += "]";
+  }
+  if (!excluded_.empty()) {
+    out += " excluded [";
+    for (size_t i = 0; i < excluded_.size(); ++i) out += (i > 0 ? ", " : "") + excluded_[i];
     out += "]";
   }
   return out;

@@ -43,6 +43,9 @@ inline constexpr uint32_t kMaxSlotsPerMember = 1024;
 // the same bounds gossip puts on its records (gossip/member_table.hpp).
 inline constexpr size_t kMaxViewMembers = 65536;
 inline constexpr size_t kMaxViewTextBytes = 1024;
+// The most members one view may hold excluded (`shoal view exclude`): a rack or a row of a large job, not
+// more (from_msg refuses a longer list).
+inline constexpr size_t kMaxViewExcluded = 4096;
 
 class View {
  public:
@@ -54,9 +57,10 @@ class View {
   // address that does not parse or that another member has too, slots above kMaxSlotsPerMember, a
   // join_epoch after `epoch`. `lineage` names the cluster (see lineage()). `evicted` names the members of
   // the previous view that this one removes as stragglers (node health's eviction, opt-in): none of them
-  // may be a member; kept sorted.
+  // may be a member; kept sorted. `excluded` names the hosts the operator keeps out (`shoal view exclude`,
+  // --precheck-exclude): carried from view to view until readmitted; none of them may be a member; sorted.
   static Result<View> make(uint64_t epoch, std::vector<ViewMember> members, uint64_t lineage = 0,
-                           std::vector<std::string> evicted = {});
+                           std::vector<std::string> evicted = {}, std::vector<std::string> excluded = {});
 
   uint64_t epoch() const { return epoch_; }
   const std::vector<ViewMember>& members() const { return members_; }
@@ -68,6 +72,10 @@ class View {
   // The members of the previous view this one removed as stragglers (sorted; usually empty).
   const std::vector<std::string>& evicted() const { return evicted_; }
   bool evicts(std::string_view name) const;
+  // The members the operator keeps out of views (sorted; usually empty): every later view carries the same
+  // list until a view change readmits some of them.
+  const std::vector<std::string>& excluded() const { return excluded_; }
+  bool excludes(std::string_view name) const;
 
   // FNV-1a 64 over canonical_encoding(); equal views give equal hashes on every machine and build.
   uint64_t hash() const { return hash_; }
@@ -82,7 +90,7 @@ class View {
   // Equal epoch and equal members in the same (canonical) order; the hash then agrees too.
   bool operator==(const View& other) const {
     return epoch_ == other.epoch_ && lineage_ == other.lineage_ && members_ == other.members_ &&
-           evicted_ == other.evicted_;
+           evicted_ == other.evicted_ && excluded_ == other.excluded_;
   }
 
   // One line for logs: "view e=7 h=1f2e3d4c5b6a7980 n=2 [a(h1 h1:7946 s=8 j=1 g=3), b(...)]" (with
@@ -90,12 +98,14 @@ class View {
   std::string to_string() const;
 
  private:
-  View(uint64_t epoch, std::vector<ViewMember> members, uint64_t lineage, std::vector<std::string> evicted);
+  View(uint64_t epoch, std::vector<ViewMember> members, uint64_t lineage, std::vector<std::string> evicted,
+       std::vector<std::string> excluded);
 
   uint64_t epoch_ = 0;
   uint64_t lineage_ = 0;
   std::vector<ViewMember> members_;
   std::vector<std::string> evicted_;
+  std::vector<std::string> excluded_;
   uint64_t hash_ = 0;
   // Member indices ordered by name: find() is a binary search (the keeper looks members up for every
   // gossip change, so a linear scan made each change O(N^2) at a thousand members).
@@ -108,11 +118,14 @@ class View {
 //   u64 generation
 // and, only when the view evicts someone (so that every other view keeps its hash):
 //   "evicted" | u64 count | str name per evicted member, sorted
+// and, only when the view excludes someone (the same rule):
+//   "excluded" | u64 count | str name per excluded member, sorted
 // where str is a u32 byte length followed by the bytes; with a lineage (not 0) the tag is "shoal.view.v2"
 // and u64 lineage follows the epoch, so a view without one hashes as it always did. Changing this layout
 // changes every hash: bump the tag and the pinned values in tests/ranks/view_test.cpp together.
 std::string canonical_encoding(uint64_t epoch, const std::vector<ViewMember>& members, uint64_t lineage = 0,
-                               const std::vector<std::string>& evicted = {});
+                               const std::vector<std::string>& evicted = {},
+                               const std::vector<std::string>& excluded = {});
 
 // The lineage the proposer of a cluster's first view gives it: a hash of that view's members (in
 // canonical order, generations included) and of the proposer's own name and gossip generation. A

@@ -18,6 +18,7 @@ void to_msg(const View& v, wire::ViewMsg* out) {
     mm->set_generation(m.generation);
   }
   for (const auto& name : v.evicted()) out->add_evicted(name);
+  for (const auto& name : v.excluded()) out->add_excluded(name);
 }
 
 Result<View> from_msg(const wire::ViewMsg& msg) {
@@ -44,7 +45,19 @@ Result<View> from_msg(const wire::ViewMsg& msg) {
     }
     evicted.push_back(name);
   }
-  auto v = View::make(msg.epoch(), std::move(members), msg.lineage(), std::move(evicted));
+  if (static_cast<size_t>(msg.excluded_size()) > kMaxViewExcluded) {
+    return fail("a view that excludes " + std::to_string(msg.excluded_size()) + " members (at most " +
+                std::to_string(kMaxViewExcluded) + ")");
+  }
+  std::vector<std::string> excluded;
+  excluded.reserve(static_cast<size_t>(msg.excluded_size()));
+  for (const auto& name : msg.excluded()) {
+    if (name.size() > kMaxViewTextBytes) {
+      return fail("an excluded member's name is longer than " + std::to_string(kMaxViewTextBytes) + " bytes");
+    }
+    excluded.push_back(name);
+  }
+  auto v = View::make(msg.epoch(), std::move(members), msg.lineage(), std::move(evicted), std::move(excluded));
   if (!v) return fail("view of epoch " + std::to_string(msg.epoch()) + ": " + v.error().message);
   if (v->hash() != msg.hash()) return fail("view of epoch " + std::to_string(msg.epoch()) + ": hash mismatch");
   return v;

@@ -31,8 +31,11 @@ void put_names(std::string& out, const std::vector<std::string>& names) {
 }  // namespace
 
 Result<ViewDelta> delta_between(const View& base, const std::vector<ViewMember>& wanted,
-                                std::vector<std::string> evicted) {
+                                std::vector<std::string> evicted, const std::vector<std::string>* excluded) {
   ViewDelta d;
+  d.excluded = excluded != nullptr ? *excluded : base.excluded();
+  std::sort(d.excluded.begin(), d.excluded.end());
+  d.excluded.erase(std::unique(d.excluded.begin(), d.excluded.end()), d.excluded.end());
   d.base_epoch = base.epoch();
   d.base_hash = base.hash();
   std::map<std::string_view, const ViewMember*> want;
@@ -65,7 +68,11 @@ Status check_delta_shape(const ViewDelta& d) {
                 " additions is larger than any view (" + std::to_string(kMaxViewMembers) + " members)");
   }
   if (d.evicted.size() > d.removed.size()) return fail("a delta evicts more members than it removes");
-  if (!sorted_unique(d.removed) || !sorted_unique(d.evicted)) return fail("a delta's names are not sorted and unique");
+  if (d.excluded.size() > kMaxViewExcluded)
+    return fail("a delta excludes more than " + std::to_string(kMaxViewExcluded));
+  if (!sorted_unique(d.removed) || !sorted_unique(d.evicted) || !sorted_unique(d.excluded)) {
+    return fail("a delta's names are not sorted and unique");
+  }
   for (size_t i = 0; i < d.added.size(); ++i) {
     const ViewMember& m = d.added[i];
     if (m.name.size() > kMaxViewTextBytes || m.host.size() > kMaxViewTextBytes || m.addr.size() > kMaxViewTextBytes) {
@@ -73,6 +80,10 @@ Status check_delta_shape(const ViewDelta& d) {
                   std::to_string(kMaxViewTextBytes) + " bytes");
     }
     if (i > 0 && d.added[i - 1].name >= m.name) return fail("a delta's additions are not sorted by unique names");
+  }
+  for (const auto& n : d.excluded) {
+    if (n.size() > kMaxViewTextBytes)
+      return fail("a delta excludes a name longer than " + std::to_string(kMaxViewTextBytes));
   }
   for (const auto& n : d.removed) {
     if (n.size() > kMaxViewTextBytes)
@@ -112,7 +123,7 @@ Result<View> apply_delta(const View& base, const ViewDelta& d) {
     }
     members.push_back(m);
   }
-  return View::make(base.epoch() + 1, std::move(members), base.lineage(), d.evicted);
+  return View::make(base.epoch() + 1, std::move(members), base.lineage(), d.evicted, d.excluded);
 }
 
 DeltaId delta_id(const ViewDelta& d) {
@@ -122,6 +133,10 @@ DeltaId delta_id(const ViewDelta& d) {
   put_names(bytes, d.removed);
   bytes += canonical_encoding(0, d.added);
   put_names(bytes, d.evicted);
+  if (!d.excluded.empty()) {
+    bytes += "excluded";
+    put_names(bytes, d.excluded);
+  }
   DeltaId id{};
   crypto_generichash(id.data(), id.size(), reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), nullptr,
                      0);

@@ -128,6 +128,10 @@ bool ViewKeeper::designated_proposer() const {
 }
 
 std::string ViewKeeper::evicted_reason(Time now) const {
+  if (!status_.in_view && view_.excludes(self_.name)) {
+    return "excluded by the operator (`shoal view exclude`): `shoal view readmit " + self_.name +
+           "` on a member of the view lets it back";
+  }
   if (!status_.evicted) return "";
   const Time left = status_.evicted->until > now ? status_.evicted->until - now : Time{0};
   return "evicted as a straggler by epoch " + std::to_string(status_.evicted->epoch) + " (named from step " +
@@ -142,7 +146,17 @@ void ViewKeeper::evaluate(Time now, KeeperOutput& out) {
   const ViewMember* me = view_.find(self_.name);
   const bool in_view = me != nullptr && me->generation == self_.generation;
   const auto evict = in_view && !force_requested_ ? eviction_.candidate(view_, now) : std::nullopt;
-  const Desired d = desired_view(view_, gossip_, damper_, cfg_, now, evict, installed_at_, &gossip_index_);
+  const auto want_excluded = wanted_excluded();
+  const Desired d = desired_view(view_, gossip_, damper_, cfg_, now, evict, installed_at_, &gossip_index_,
+                                 want_excluded ? &*want_excluded : nullptr);
+  // The operator asked this member: it proposes at once, whoever the designated proposer is.
+  const bool operator_change = in_view && want_excluded.has_value() && !force_requested_;
+  status_.exclusion.clear();
+  if (want_excluded) {
+    std::string names;
+    for (const auto& n : *want_excluded) names += (names.empty() ? "" : ", ") + n;
+    status_.exclusion = "proposing the operator's exclusions: excluded [" + names + "]";
+  }
   status_.epoch = view_.epoch();
   status_.view_size = view_.size();
   status_.live_of_view = d.live_of_view;
@@ -199,13 +213,15 @@ void ViewKeeper::evaluate(Time now, KeeperOutput& out) {
   // members may all be dead): it proposes like any member then.
   if (view_.epoch() > 0 && !status_.in_view && !force_requested_) {
     status_.phase = KeeperPhase::proposing;
-    status_.reason = status_.evicted ? evicted_reason(now) : "not in the committed view: waiting to be admitted";
+    status_.reason = evicted_reason(now);
+    if (status_.reason.empty()) status_.reason = "not in the committed view: waiting to be admitted";
     return;
   }
   const Time quiet = d.refused_only ? std::min(cfg_.settle_refused, cfg_.settle_quiet) : cfg_.settle_quiet;
-  const bool due = force_requested_ || d.graceful_only || now - last_change_ >= quiet ||
+  const bool due = force_requested_ || operator_change || d.graceful_only || now - last_change_ >= quiet ||
                    now - *pending_since_ >= cfg_.settle_max;
-  const bool may = force_requested_ || designated_proposer() || now - *pending_since_ >= cfg_.takeover_after;
+  const bool may =
+      force_requested_ || operator_change || designated_proposer() || now - *pending_since_ >= cfg_.takeover_after;
   if (due && may && now >= backoff_until_) {
     const bool all_members = view_.epoch() == 0 || force_requested_ ||
                              (cfg_.policy == QuorumPolicy::any && !d.majority_live);
@@ -225,7 +241,7 @@ void ViewKeeper::start_round(const Desired& d, bool all_members_mode, Time now, 
       view_.epoch() == 0 ? first_lineage(d.members, self_.name, self_.generation) : view_.lineage();
   std::vector<std::string> evicted;
   if (d.evicted) evicted.push_back(*d.evicted);
-  auto value = View::make(view_.epoch() + 1, d.members, lineage, std::move(evicted));
+  auto value = View::make(view_.epoch() + 1, d.members, lineage, std::move(evicted), d.excluded);
   if (!value) {
     log::membership().error("cannot form the next view: {}", value.error().message);
     backoff_until_ = now + cfg_.takeover_after;
@@ -346,6 +362,10 @@ void ViewKeeper::install(const View& v, Time now, KeeperOutput& out) {
   for (const auto& m : view_.members()) {
     const ViewMember* next = v.find(m.name);
     if (next != nullptr && next->generation == m.generation) continue;
+    if (v.excludes(m.name)) {
+      damper_.removed(m.name, m.generation, now, std::nullopt, false);  // the operator's: not a failure
+      continue;
+    }
     if (v.evicts(m.name)) {
       damper_.removed(m.name, m.generation, now, std::max(cfg_.eviction.hold_down, cfg_.hold_down));
       const uint64_t since = eviction_.first_named_step(m.name);
@@ -379,6 +399,7 @@ void ViewKeeper::install(const View& v, Time now, KeeperOutput& out) {
     }
   }
   if (!v.evicted().empty()) ++status_.evictions;
+  exclusions_installed(v);
   eviction_.on_install(v, now);
   if (v.find(self_.name) != nullptr) evicted_self_.reset();
   log::membership().info("view epoch {} committed: {} members, hash {:016x} (was epoch {}, {} members)", v.epoch(),

@@ -44,6 +44,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -100,6 +101,17 @@ class ViewKeeper {
   // side of a partition and do the same, the job splits. Returns why it cannot, if it cannot.
   Status force(Time now, KeeperOutput& out);
 
+  // The operator's exclusions (exclusion.hpp; view_keeper_exclude.cpp): `exclude` are kept out of views from
+  // the next one on, `readmit` let back in (member or host names). Checked against the committed view (a
+  // member of it asks; the majority rule; --min-hosts), then proposed by this member at once, without the
+  // settle wait or the designated proposer, and committed by a majority like any change. Pending here until a
+  // committed view carries it (a round lost to another proposer's value is proposed again on the next view).
+  // Returns the member names it resolved, or why not.
+  Result<std::vector<std::string>> exclude(const std::vector<std::string>& exclude,
+                                           const std::vector<std::string>& readmit, Time now, KeeperOutput& out);
+  // What this member's operator asked that no committed view carries yet.
+  bool exclusion_pending() const { return !exclude_add_.empty() || !exclude_drop_.empty(); }
+
   const View& view() const { return view_; }
   KeeperStatus status() const { return status_; }
   const KeeperStats& stats() const { return stats_; }
@@ -126,8 +138,12 @@ class ViewKeeper {
   void evaluate(Time now, KeeperOutput& out);
   // gossip_index_ for a new gossip_: extended when the old names are a prefix of the new, else rebuilt.
   void reindex();
-  // The status line of a member the committed view evicted (empty when it was not).
+  // The status line of a member the committed view evicted or excludes (empty when neither).
   std::string evicted_reason(Time now) const;
+  // The excluded list the next view is to carry while this member's operator has changes pending.
+  std::optional<std::vector<std::string>> wanted_excluded() const;
+  // At install: pending changes the view carries are done; readmitted names are forgotten by the damper.
+  void exclusions_installed(const View& v);
   bool designated_proposer() const;
   bool live(const std::string& name, uint64_t generation) const;
   bool live_by_name(const std::string& name) const;
@@ -220,6 +236,8 @@ class ViewKeeper {
   Time last_change_{0};
   Time backoff_until_{0};
   bool force_requested_ = false;
+  std::set<std::string> exclude_add_;   // the operator's exclusions not yet in a committed view
+  std::set<std::string> exclude_drop_;  // the operator's readmissions not yet in a committed view
 
   KeeperStatus status_;
   KeeperStats stats_;

@@ -153,7 +153,7 @@ TEST_CASE("the view and session documents keep their text") {
       R"({"name":"b","host":"hb","addr":"10.0.0.2:7946","slots":1,"join_epoch":2,"generation":18446744073709551615}],)"
       R"("ranks":[{"rank":0,"local_rank":0,"node_rank":0,"name":"a","slot":0},)"
       R"({"rank":1,"local_rank":1,"node_rank":0,"name":"a","slot":1},)"
-      R"({"rank":2,"local_rank":0,"node_rank":1,"name":"b","slot":0}],"evicted":[],"refused":{}})";
+      R"({"rank":2,"local_rank":0,"node_rank":1,"name":"b","slot":0}],"evicted":[],"excluded":[],"refused":{}})";
   CHECK(write_reply(sample_view()) == view);
   CHECK(write_reply(SessionInfoReply{"a", 17, "10.0.0.1:7946", "c", 4, "j", "j.a", "", true, 1}) ==
         R"({"name":"a","generation":17,"addr":"10.0.0.1:7946","cluster":"c","slots":4,"job":"j","store":"j.a",)"

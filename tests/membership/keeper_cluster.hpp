@@ -76,6 +76,14 @@ class KeeperCluster {
     absorb(i, out);
     return resp;
   }
+  // The operator asks node i to exclude or readmit (ViewKeeper::exclude); what it sends travels like any other.
+  shoal::Result<std::vector<std::string>> exclude(size_t i, const std::vector<std::string>& add,
+                                                  const std::vector<std::string>& drop) {
+    KeeperOutput out;
+    auto named = nodes_[i]->exclude(add, drop, now_, out);
+    absorb(i, out);
+    return named;
+  }
   void crash(size_t i) { up_[i] = false; }
   void start(size_t i) { up_[i] = true, wake_[i] = now_; }  // a node crashed (or not started yet) runs
   void cut(size_t a, size_t b) { cut_.insert({a, b}), cut_.insert({b, a}); }

@@ -59,4 +59,25 @@ void from_json(const Json& j, DrainReply& r) {
   read_member(j, "epoch", r.epoch);
 }
 
+void to_json(Json& j, const ExcludeReply& r) {
+  j = Json::object();
+  j["committed"] = r.committed;
+  j["pending"] = r.pending;
+  if (r.error) j["error"] = *r.error;
+  j["epoch"] = r.epoch;
+  j["members"] = r.members;
+  j["excluded"] = r.excluded;
+}
+
+void from_json(const Json& j, ExcludeReply& r) {
+  require_object(j, "the outcome of view-exclude or view-readmit");
+  r = ExcludeReply{};
+  read_member(j, "committed", r.committed);
+  read_member(j, "pending", r.pending);
+  read_member(j, "error", r.error);
+  read_member(j, "epoch", r.epoch);
+  read_member(j, "members", r.members);
+  read_member(j, "excluded", r.excluded);
+}
+
 }  // namespace shoal::control

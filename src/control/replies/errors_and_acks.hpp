@@ -1,5 +1,5 @@
 // The short replies of the control socket: the error document any request may get, and the answers
-// to `ckpt-committed`, `peer-lost`, `ckpt-safe`, `view-force` and `drain`.
+// to `ckpt-committed`, `peer-lost`, `ckpt-safe`, `view-force`, `drain`, `view-exclude` and `view-readmit`.
 #pragma once
 
 #include <array>
@@ -70,6 +70,22 @@ struct DrainReply {
   bool operator==(const DrainReply&) const = default;
 };
 
+// {"committed": bool, "error"?: why not, "epoch": the committed epoch, "members": the member names the request
+// named, "excluded": the committed view's excluded list}: the answer to `view-exclude NAME...` and
+// `view-readmit NAME...`, once a committed view carries the change (or the wait is over: the change stays
+// pending and this agent goes on proposing it, "pending" true).
+struct ExcludeReply {
+  static constexpr const char* kWhat = "the outcome of view-exclude or view-readmit";
+  static constexpr std::array kRequiredKeys{"committed"};
+  bool committed = false;
+  bool pending = false;
+  std::optional<std::string> error;  // present exactly when not committed
+  uint64_t epoch = 0;
+  std::vector<std::string> members;
+  std::vector<std::string> excluded;
+  bool operator==(const ExcludeReply&) const = default;
+};
+
 void to_json(Json& j, const ErrorReply& r);
 void from_json(const Json& j, ErrorReply& r);
 void to_json(Json& j, const CommittedReply& r);
@@ -80,5 +96,7 @@ void to_json(Json& j, const ForceReply& r);
 void from_json(const Json& j, ForceReply& r);
 void to_json(Json& j, const DrainReply& r);
 void from_json(const Json& j, DrainReply& r);
+void to_json(Json& j, const ExcludeReply& r);
+void from_json(const Json& j, ExcludeReply& r);
 
 }  // namespace shoal::control

@@ -6,6 +6,6 @@ namespace shoal::control {
 SHOAL_JSON_MEMBERS(ViewMemberRow, name, host, addr, slots, join_epoch, generation)
 SHOAL_JSON_MEMBERS(RankRow, rank, local_rank, node_rank, name, slot)
 SHOAL_JSON_MEMBERS(ViewReply, self, epoch, hash, lineage, status, reason, world_size, live_of_view, in_view, keyed,
-                   members, ranks, evicted, refused)
+                   members, ranks, evicted, excluded, refused)
 
 }  // namespace shoal::control

@@ -49,6 +49,7 @@ struct ViewReply {
   std::vector<ViewMemberRow> members;
   std::vector<RankRow> ranks;
   std::vector<std::string> evicted;  // members of the previous view this one removed as stragglers (under the hash)
+  std::vector<std::string> excluded;  // members the operator keeps out (`shoal view exclude`; under the hash)
   // Views and ballots from peers this agent refused, by cause (membership::ViewRefusal); absent from older agents.
   std::map<std::string, uint64_t> refused;
   bool operator==(const ViewReply&) const = default;

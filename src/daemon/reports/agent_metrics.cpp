@@ -58,6 +58,9 @@ std::string Agent::metrics_text() const {
   }
   m.counter("shoal_view_catch_ups_total", "newer views installed once members of this member's view confirmed them",
             static_cast<double>(keeper.stats().catch_ups));
+  m.gauge("shoal_view_excluded",
+          "members the committed view keeps out by the operator's exclusion (shoal view exclude)",
+          static_cast<double>(keeper.view().excluded().size()));
   m.gauge("shoal_view_in_view", "1 when this member is in the committed view", status.in_view ? 1 : 0);
   m.gauge("shoal_view_stable", "1 when the committed view matches the live members",
           status.phase == membership::KeeperPhase::stable ? 1 : 0);

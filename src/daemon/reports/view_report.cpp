@@ -28,6 +28,7 @@ control::ViewReply view_report(const std::string& self, const membership::View& 
     reply.ranks.push_back({r.global_rank, r.local_rank, r.node_rank, r.member, r.local_rank});
   }
   reply.evicted = view.evicted();
+  reply.excluded = view.excluded();
   return reply;
 }
 
@@ -45,6 +46,11 @@ std::string render_view_table(const control::ViewReply& view) {
     }
     out += fmt::format("{:<20} {:<22} {:>5} {:>6}  {}\n", m.name + (m.name == view.self ? " *" : ""), m.addr, m.slots,
                        m.join_epoch, rank_list.empty() ? "-" : rank_list);
+  }
+  if (!view.excluded.empty()) {
+    std::string names;
+    for (const auto& n : view.excluded) names += (names.empty() ? "" : ", ") + n;
+    out += "excluded by the operator (`shoal view readmit NAME` lets one back): " + names + "\n";
   }
   return out;
 }
