@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "ckpt_service/placed_view.hpp"
 #include "membership/view.hpp"
 
 namespace shoal::ckpt_service {
@@ -34,5 +35,12 @@ std::optional<Refusal> judge_push(const std::optional<membership::View>& view, s
                                   const std::optional<membership::View>& previous = std::nullopt);
 // nullopt when `requester` (a hello name) may fetch from this host under `view`.
 std::optional<Refusal> judge_fetch(const std::optional<membership::View>& view, std::string_view requester);
+
+// The same decisions against views placed once (placed_view.hpp), as the service makes them: lookups by name,
+// no placement computed per request. `view` (nullptr: none yet) is placed for this host, `previous` may be
+// nullptr.
+std::optional<Refusal> judge_push(const PlacedView* view, std::string_view sender, uint32_t rank,
+                                  const PlacedView* previous = nullptr);
+std::optional<Refusal> judge_fetch(const PlacedView* view, std::string_view requester);
 
 }  // namespace shoal::ckpt_service

@@ -214,9 +214,10 @@ void CheckpointService::on_view(const membership::View& view) {
   }
   // The newest sealed local version of each rank, also those committed before this agent started.
   const auto local = newest_local_steps(held(), cfg_.job);
+  auto placed = std::make_shared<const PlacedView>(view, cfg_.replicas, self_);  // outside the lock
   std::lock_guard lock(mu_);
   if (view_ && view_->epoch() != view.epoch()) previous_view_ = view_;
-  view_ = view;
+  view_ = std::move(placed);
   for (const auto& [rank, step] : local) {
     newest_[rank] = std::max(newest_[rank], step);
     pending_[rank] = newest_[rank];
@@ -266,13 +267,12 @@ void CheckpointService::replicate_loop() {
 }
 
 void CheckpointService::replicate(uint32_t rank, uint64_t step) {
-  std::optional<membership::View> view;
+  PlacedViewPtr view;
   {
     std::lock_guard lock(mu_);
     view = view_;
   }
-  const auto placement = ranks::place_replicas(*view, cfg_.replicas);
-  const auto* mine = placement.of(self_);
+  const auto* mine = view->replicas_of(self_);
   if (mine == nullptr || mine->holders.empty()) {
     log::ckpt().debug("ckpt: rank {} step {} has no peer to go to in epoch {}", rank, step, view->epoch());
     return;
@@ -289,7 +289,7 @@ void CheckpointService::replicate(uint32_t rank, uint64_t step) {
   const auto bytes = std::span<const std::byte>(version->segment.bytes()).first(version->info.total_bytes);
   size_t held_by = 0;
   for (const auto& holder : mine->holders) {
-    const auto* member = view->find(holder);
+    const auto* member = view->view().find(holder);
     if (member == nullptr) continue;
     const auto started = Clock::now();
     auto outcome = push_version(TransferPeer{member->addr, hello_()}, bytes, version->info, limits(&cancel_stream_));
@@ -433,8 +433,8 @@ bool CheckpointService::admit(const net::StreamPeer& peer, const wire::CkptReque
   std::string detail;
   {
     std::lock_guard lock(mu_);
-    refusal = push ? judge_push(view_, self_, peer.hello.name, cfg_.replicas, request.rank(), previous_view_)
-                   : judge_fetch(view_, peer.hello.name);
+    refusal = push ? judge_push(view_.get(), peer.hello.name, request.rank(), previous_view_.get())
+                   : judge_fetch(view_.get(), peer.hello.name);
     if (!refusal) return true;
     auto& count = push ? counters_.push_unauthorized : counters_.fetch_unauthorized;
     ++count[static_cast<size_t>(*refusal)];

@@ -21,6 +21,7 @@
 #include "ckpt_service/admission.hpp"
 #include "ckpt_service/inherited_versions.hpp"
 #include "ckpt_service/persister.hpp"
+#include "ckpt_service/placed_view.hpp"
 #include "ckpt_service/transfer.hpp"
 #include "ckpt_shm/held_scan.hpp"
 #include "ckpt_shm/replica_store.hpp"
@@ -211,8 +212,8 @@ class CheckpointService {
 
   mutable std::mutex mu_;  // everything below
   std::condition_variable wake_;
-  std::optional<membership::View> view_;
-  std::optional<membership::View> previous_view_;  // the view before view_: its ranks may still push (admission)
+  PlacedViewPtr view_;                       // the committed view, placed once at on_view (placed_view.hpp)
+  PlacedViewPtr previous_view_;              // the view before view_: its ranks may still push (admission)
   std::map<uint32_t, uint64_t> pending_;     // rank -> newest committed step not yet replicated
   std::map<uint32_t, uint64_t> newest_;      // rank -> newest committed step seen
   std::map<uint32_t, uint64_t> replicated_;  // rank -> newest step every chosen peer holds

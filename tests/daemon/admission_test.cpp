@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <map>
 
 using namespace shoal::ckpt_service;
@@ -54,4 +55,39 @@ TEST_CASE("a placed member pushes only its own ranks, of this view or the one be
   CHECK(judge_push(now, "a", "c", 1, 1000000, prev) == Refusal::not_its_rank);
   CHECK(judge_push(now, "c", "a", 1, 1, prev) == std::nullopt);
   CHECK(judge_push(now, "c", "a", 1, 2, prev) == Refusal::not_its_rank);  // b's rank before, c's now
+}
+
+TEST_CASE("a view placed once answers as the placement does: every owner's holders, every holder's owners") {
+  // Views of 1 to 40 members on fewer hosts (two members share a host every fifth), witnesses among them,
+  // with 1 to 3 replicas: the indexed lookups agree with the placement's own linear answers for every member.
+  for (size_t n : {1u, 2u, 3u, 7u, 40u}) {
+    std::vector<ViewMember> ms;
+    for (size_t i = 0; i < n; ++i) {
+      const std::string host = "h" + std::to_string(i % 5 == 4 ? i - 1 : i);
+      ms.push_back(ViewMember{"m" + std::to_string(i), host, "10.0.0." + std::to_string(i + 1) + ":7946",
+                              static_cast<uint32_t>(i % 7 == 3 ? 0 : 2), 1, 1});
+    }
+    const View view = View::make(5, ms).value();
+    for (uint32_t replicas : {1u, 2u, 3u}) {
+      const auto placement = shoal::ranks::place_replicas(view, replicas);
+      for (const auto& self : ms) {
+        const PlacedView placed(view, replicas, self.name);
+        INFO(n << " members, " << replicas << " replicas, self " << self.name);
+        CHECK(placed.placement() == placement);
+        const auto held = placement.held_by(self.name);
+        for (const auto& owner : ms) {
+          const auto* linear = placement.of(owner.name);
+          const auto* indexed = placed.replicas_of(owner.name);
+          CHECK((linear == nullptr) == (indexed == nullptr));
+          if (linear != nullptr && indexed != nullptr) CHECK(*linear == *indexed);
+          CHECK(placed.holds_for(owner.name) == (std::find(held.begin(), held.end(), owner.name) != held.end()));
+        }
+        CHECK(placed.replicas_of("nobody") == nullptr);
+        CHECK_FALSE(placed.holds_for("nobody"));
+      }
+    }
+    const PlacedView placed(view, 1, "m0");
+    for (const auto& entry : placed.table().ranks()) CHECK(placed.gives(entry.member, entry.global_rank));
+    CHECK_FALSE(placed.gives("m0", placed.table().world_size()));  // out of range
+  }
 }
