@@ -94,6 +94,10 @@ SMOKES = {
         Lines({"bench": "seal_cipher"}, ("cipher", "seal_gbps", "open_gbps")),
         Lines({"bench": "seal_stream"}, ("cipher",) + SEAL_STREAM),
     ]),
+    "admission": Smoke(["{build}/bench/shoal-bench-admission", "--members", "50,200", "--requests", "20"], [
+        Lines({"bench": "admission"}, ("members", "place_once_ms", "push_check_us_baseline", "push_check_us",
+                                       "safety_us", "speedup")),
+    ]),
     "memory_latency": Smoke(["{build}/bench/shoal-bench-memory-latency", "--bytes", "1M", "--chains", "1,2",
                              "--loads", "100000"], [
         Lines({"bench": "memory_latency", "baseline": "memcpy"}, ("bytes", "memcpy_gbps")),
