@@ -65,7 +65,7 @@ say "vendored libraries (shoal.libs/):"
 "$tools/bin/python" - "$wheel" >&2 <<'EOF'
 import sys, zipfile
 for info in zipfile.ZipFile(sys.argv[1]).infolist():
-    if info.filename.startswith("shoal.libs/"):
+    if info.filename.startswith("shoal.libs/") and not info.filename.endswith("/"):
         print("  %-52s %8d KiB" % (info.filename[len("shoal.libs/"):], info.file_size // 1024))
 EOF
 echo "$wheel"

@@ -50,9 +50,10 @@ venv_python=$work/home/venv/bin/python
 
 # What the installed binaries load, as auditwheel show would judge it: every library that the extension
 # modules, libshoal and the `shoal` program need resolves either inside the environment's site-packages
-# (the wheel's vendored shoal.libs/, libshoal beside the package) or to the C and C++ runtimes that every
-# manylinux system has. A library found anywhere else (a Debian -dev package's) would be missing on a
-# machine without the build's packages.
+# (the wheel's vendored shoal.libs/, libshoal beside the package) or to a library that the manylinux policy
+# assumes on every system: glibc's own (libc, libm, libresolv, ...), libstdc++, libgcc_s, libatomic and zlib
+# (Debian's zlib1g is a required package). A library found anywhere else (a Debian -dev package's) would be
+# missing on a machine without the build's packages.
 site=$("$venv_python" -c 'import sysconfig; print(sysconfig.get_path("platlib"))')
 mapfile -t binaries < <(find "$site/shoal" "$site/shoal.libs" "$site/shoal.scripts" "$site/.shoal.mesonpy.libs" \
   -type f \( -name '*.so*' -o -perm -u+x \) 2>/dev/null | while read -r f; do
@@ -64,15 +65,16 @@ for f in "${binaries[@]}"; do
   while read -r name arrow path _; do
     case "$name" in linux-vdso.so.*|/lib64/ld-linux-x86-64.so.*|ld-linux-x86-64.so.*) continue ;; esac
     case "$name" in
-      libc.so.6|libm.so.6|libstdc++.so.6|libgcc_s.so.1|libpthread.so.0|libdl.so.2|librt.so.1) continue ;;
+      libc.so.6|libm.so.6|libmvec.so.1|libpthread.so.0|libdl.so.2|librt.so.1|libresolv.so.2|libanl.so.1) continue ;;
+      libutil.so.1|libnsl.so.1|libstdc++.so.6|libgcc_s.so.1|libatomic.so.1|libz.so.1) continue ;;
     esac
     [ "$arrow" = "=>" ] && case "$path" in "$site"/*) continue ;; esac
     [ "$path" = "not" ] && path="nowhere (not found)"
-    echo "pip install: ${f#"$site"/} needs $name, found at ${path:-nowhere} (not in the wheel, not the C/C++ runtime)"
+    echo "pip install: ${f#"$site"/} needs $name, found at ${path:-nowhere} (not in the wheel, not a manylinux system library)"
     ldd_problems=$((ldd_problems + 1))
   done < <(ldd "$f" 2>&1 | sed 's/^[[:space:]]*//')
 done
 [ "$ldd_problems" -eq 0 ] || { echo "pip install: the installed wheel is not self-contained"; exit 1; }
-echo "pip install: ${#binaries[@]} installed ELF files load only the wheel's own libraries and the C/C++ runtime" >&2
+echo "pip install: ${#binaries[@]} installed ELF files load only the wheel's own libraries and manylinux's system ones" >&2
 [ "${1:-}" = "--build-only" ] && { echo "pip install: built ($venv_python)"; exit 0; }
 "$venv_python" tests/pip/train_from_install.py

@@ -41,11 +41,11 @@ say "$(basename "$wheel"): $(du -k "$wheel" | cut -f1) KiB; vendored libraries:"
 import sys, zipfile
 names = [i for i in zipfile.ZipFile(sys.argv[1]).infolist()]
 for i in names:
-    if i.filename.startswith("shoal.libs/"):
+    if i.filename.startswith("shoal.libs/") and not i.filename.endswith("/"):
         print("  %-52s %8d KiB" % (i.filename[len("shoal.libs/"):], i.file_size // 1024))
 for i in names:
     if i.filename.endswith(".so") or "/scripts/" in i.filename or i.filename.startswith("shoal.scripts/"):
-        if not i.filename.startswith("shoal.libs/"):
+        if not i.filename.startswith("shoal.libs/") and not i.filename.endswith("/"):
             print("  (ours) %-45s %8d KiB" % (i.filename, i.file_size // 1024))
 EOF
 }
