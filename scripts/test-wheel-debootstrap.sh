@@ -5,7 +5,7 @@
 # loopback), an offline `pip install --no-index` into a virtual environment, `import shoal.torch`,
 # `shoal --version`, two `shoal agent` programs forming a view, tests/pip/train_from_install.py (two hosts
 # with embedded agents, a 2-rank DDP run with flash checkpoints), and pip refusing the wheel for a platform
-# with an older glibc than its tag. Not part of CI (it needs root, debootstrap and about 5 minutes first).
+# with an older glibc than its tag. Not part of CI (root, debootstrap, about 2 minutes to make the root once).
 #   scripts/test-wheel-debootstrap.sh [WHEEL]    (default: the newest dist/shoal-*.whl)
 #   scripts/test-wheel-debootstrap.sh --prepare  (only the cached root and wheels below, no wheel needed)
 # The root is cached (SHOAL_DEBOOTSTRAP_ROOT, default /var/cache/shoal/debootstrap-bookworm) and so are
@@ -13,7 +13,6 @@
 # timings, the wheel's size and its vendored libraries, and ends with "wheel test: ok" or says what failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-repo=$(pwd)
 cache=${SHOAL_DEBOOTSTRAP_ROOT:-/var/cache/shoal/debootstrap-bookworm}
 wheels=$(dirname "$cache")/wheels
 torch_wheel=${SHOAL_TORCH_WHEEL:-/opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl}
@@ -35,9 +34,9 @@ else
   wheel=$(cd "$(dirname "$wheel")" && pwd)/$(basename "$wheel")
 fi
 
-[ "$prepare_only" -eq 1 ] || {
-say "$(basename "$wheel"): $(du -k "$wheel" | cut -f1) KiB; vendored libraries:"
-/usr/bin/python3 - "$wheel" <<'EOF'
+if [ "$prepare_only" -eq 0 ]; then
+  say "$(basename "$wheel"): $(du -k "$wheel" | cut -f1) KiB; vendored libraries:"
+  /usr/bin/python3 - "$wheel" <<'EOF'
 import sys, zipfile
 names = [i for i in zipfile.ZipFile(sys.argv[1]).infolist()]
 for i in names:
@@ -48,7 +47,7 @@ for i in names:
         if not i.filename.startswith("shoal.libs/") and not i.filename.endswith("/"):
             print("  (ours) %-45s %8d KiB" % (i.filename, i.file_size // 1024))
 EOF
-}
+fi
 
 # ---- the Debian 12 root, made once ----
 if [ ! -f "$cache/.shoal-root-ready" ]; then
