@@ -3,7 +3,7 @@
 # fresh clone of this checkout (nothing of the test build is reused: scripts/build-wheel.sh builds the
 # wheel with pip in its own temporary directory with the wheel's own options, a release build, and vendors
 # its C++ libraries), with HOME set to a fresh folder so that the block's `~/venv` is new. Then `ldd` of
-# every installed binary shows only the wheel's own libraries and the C/C++ runtime, and
+# every installed binary shows only the wheel's own libraries and manylinux's system ones, and
 # tests/pip/train_from_install.py trains from the installed package alone.
 #   scripts/pip-install-check.sh [--build-only]     (--build-only: stop after the README's block)
 # The clone is of HEAD plus the checkout's uncommitted changes to tracked files (`git stash create`);
