@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/test.sh's background builds, while the suites of build/ run: the sanitizer build of what the unit
-# and sim suites run, then the fuzz targets, then the user's release build of `pip install .`. Each writes
-# its exit status to LOG_DIR/<part>.rc, and build-asan's end time to LOG_DIR/asan-build.end.
+# and sim suites run, then the fuzz targets, then the user's release build of the wheel (the README's
+# install block). Each writes its exit status to LOG_DIR/<part>.rc, and build-asan's end time to
+# LOG_DIR/asan-build.end.
 #
 # At the lowest CPU priority, for real: under the kernel's autogroup scheduling (sched_autogroup_enabled=1,
 # Debian's default) `nice` orders processes only within one session, and the tests that start daemons or

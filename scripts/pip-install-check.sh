@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The README's install, run as written: the shell block under "## Install" in README.md, line by line, in a
-# fresh clone of this checkout (nothing of the test build is reused: pip builds in its own temporary
-# directory with the wheel's own options, a release build), with HOME set to a fresh folder so that the
-# block's `~/venv` is new. Then tests/pip/train_from_install.py trains from the installed package alone.
+# fresh clone of this checkout (nothing of the test build is reused: scripts/build-wheel.sh builds the
+# wheel with pip in its own temporary directory with the wheel's own options, a release build, and vendors
+# its C++ libraries), with HOME set to a fresh folder so that the block's `~/venv` is new. Then `ldd` of
+# every installed binary shows only the wheel's own libraries and manylinux's system ones, and
+# tests/pip/train_from_install.py trains from the installed package alone.
 #   scripts/pip-install-check.sh [--build-only]     (--build-only: stop after the README's block)
 # The clone is of HEAD plus the checkout's uncommitted changes to tracked files (`git stash create`);
 # untracked files are not in it. The build's compiler warnings fail the check, although the build itself
@@ -44,5 +46,35 @@ if grep -E '(^|: )warning: ' "$logs/pip-install.log" | grep -v '^pip' >"$logs/pi
   echo "pip install: the build a user runs printed compiler warnings (build-logs/pip-warnings.log)"; exit 1
 fi
 venv_python=$work/home/venv/bin/python
+[ -x "$venv_python" ] || { echo "pip install: the README's block made no $venv_python"; exit 1; }
+
+# What the installed binaries load, as auditwheel show would judge it: every library that the extension
+# modules, libshoal and the `shoal` program need resolves either inside the environment's site-packages
+# (the wheel's vendored shoal.libs/, libshoal beside the package) or to a library that the manylinux policy
+# assumes on every system: glibc's own (libc, libm, libresolv, ...), libstdc++, libgcc_s, libatomic and zlib
+# (Debian's zlib1g is a required package). A library found anywhere else (a Debian -dev package's) would be
+# missing on a machine without the build's packages.
+site=$("$venv_python" -c 'import sysconfig; print(sysconfig.get_path("platlib"))')
+mapfile -t binaries < <(find "$site/shoal" "$site/shoal.libs" "$site/shoal.scripts" "$site/.shoal.mesonpy.libs" \
+  -type f \( -name '*.so*' -o -perm -u+x \) 2>/dev/null | while read -r f; do
+    [ "$(head -c 4 "$f" | od -An -c | tr -d ' ')" = "177ELF" ] && echo "$f"; done)
+[ ${#binaries[@]} -gt 0 ] || { echo "pip install: no ELF files installed under $site/shoal*"; exit 1; }
+[ -d "$site/shoal.libs" ] || { echo "pip install: no $site/shoal.libs: the installed wheel was not repaired"; exit 1; }
+ldd_problems=0
+for f in "${binaries[@]}"; do
+  while read -r name arrow path _; do
+    case "$name" in linux-vdso.so.*|/lib64/ld-linux-x86-64.so.*|ld-linux-x86-64.so.*) continue ;; esac
+    case "$name" in
+      libc.so.6|libm.so.6|libmvec.so.1|libpthread.so.0|libdl.so.2|librt.so.1|libresolv.so.2|libanl.so.1) continue ;;
+      libutil.so.1|libnsl.so.1|libstdc++.so.6|libgcc_s.so.1|libatomic.so.1|libz.so.1) continue ;;
+    esac
+    [ "$arrow" = "=>" ] && case "$path" in "$site"/*) continue ;; esac
+    [ "$path" = "not" ] && path="nowhere (not found)"
+    echo "pip install: ${f#"$site"/} needs $name, found at ${path:-nowhere} (not in the wheel, not a manylinux system library)"
+    ldd_problems=$((ldd_problems + 1))
+  done < <(ldd "$f" 2>&1 | sed 's/^[[:space:]]*//')
+done
+[ "$ldd_problems" -eq 0 ] || { echo "pip install: the installed wheel is not self-contained"; exit 1; }
+echo "pip install: ${#binaries[@]} installed ELF files load only the wheel's own libraries and manylinux's system ones" >&2
 [ "${1:-}" = "--build-only" ] && { echo "pip install: built ($venv_python)"; exit 0; }
 "$venv_python" tests/pip/train_from_install.py

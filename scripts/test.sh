@@ -8,8 +8,9 @@
 #      there: their programs are compiled once, with the sanitizers, not a second time in build/),
 #   4. builds the libFuzzer targets with clang and runs each for $SHOAL_FUZZ_SECONDS (10) seconds
 #      (scripts/fuzz.sh: every target counts as one test),
-#   5. the README's install block as written, in a fresh clone (`pip install .`: the release build a user
-#      gets), then trains from it (scripts/pip-install-check.sh: one test),
+#   5. the README's install block as written, in a fresh clone (scripts/build-wheel.sh: the release build a
+#      user gets, as a self-contained wheel, installed with pip), then trains from it
+#      (scripts/pip-install-check.sh: one test),
 # then prints how long each stage took and one line "N passed, N failed" summed over all of it. Exit
 # status 0 only when nothing failed and at least one test passed.
 #
@@ -136,7 +137,7 @@ else
 fi
 stage_done "fuzz (every target)"
 
-echo "== pip install . into a fresh virtual environment, then training from it (scripts/pip-install-check.sh)" >&2
+echo "== the wheel built and installed into a fresh virtual environment, then training from it (scripts/pip-install-check.sh)" >&2
 if [ "$(cat "$log_dir/pip-build.rc" 2>/dev/null)" = "0" ] && \
     build-venv/readme/home/venv/bin/python tests/pip/train_from_install.py >"$log_dir/pip-check.txt" 2>&1; then
   passed=$((passed + 1))
