@@ -44,6 +44,10 @@ std::shared_ptr<Communicator> make_nccl(const SessionCommSpec& spec, RendezvousS
   o.cuda_device = spec.cuda_device;
   o.rendezvous_timeout = spec.rendezvous_timeout;
   o.collective_timeout = spec.collective_timeout;
+  o.node_rank = spec.node_rank;
+  o.local_rank = spec.local_rank;
+  o.node_count = spec.node_count;
+  o.store_at = spec.store_at;
   auto* previous = dynamic_cast<NcclCommunicator*>(backend_of(spec.previous));
   if (previous && spec.before && spec.after) {
     const auto plan = plan_rebuild(*spec.before, *spec.after, previous->rebuild_state());

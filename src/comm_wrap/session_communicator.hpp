@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "comm_wrap/bootstrap_tree.hpp"
 #include "comm_wrap/communicator.hpp"
 #include "comm_wrap/rendezvous_store.hpp"
 
@@ -32,6 +33,12 @@ struct SessionCommSpec {
   std::chrono::milliseconds collective_timeout{300'000};
   // A collective failed because its connection to `peer_rank` closed (Gloo; see GlooOptions). May be empty.
   std::function<void(int peer_rank)> on_peer_lost;
+  // NCCL: this rank's node and local rank, the view's node count, and every node's agent store (the unique id
+  // travels along the bootstrap tree, bootstrap_tree.hpp); empty store_at: all from the one store.
+  uint32_t node_rank = 0;
+  uint32_t local_rank = 0;
+  uint32_t node_count = 1;
+  StoreAt store_at;
   // The communicator of the previous view and the two rank tables, for a shrink; may be null.
   Communicator* previous = nullptr;
   const ranks::RankTable* before = nullptr;

@@ -460,6 +460,26 @@ std::shared_ptr<Communicator> SessionCore::build(const membership::View& view, s
   }
   spec.rank = static_cast<int>(me->global_rank);
   spec.world_size = static_cast<int>(table.world_size());
+  spec.node_rank = me->node_rank;
+  spec.local_rank = me->local_rank;
+  spec.node_count = table.node_count();
+  // NCCL's unique id travels along the bootstrap tree over the nodes' agents (comm_wrap/bootstrap_tree.hpp):
+  // this rank reads it from its parent node's agent or its own, never every rank from rank 0's.
+  std::map<uint32_t, std::pair<std::unique_ptr<NetworkRendezvousStore>, std::unique_ptr<comm::ScopedRendezvousStore>>>
+      node_stores;
+  if (spec.backend == comm::Backend::nccl) {
+    spec.store_at = [&](uint32_t node) -> comm::RendezvousStore& {
+      if (node == 0 || node >= table.node_count()) return store;  // node 0's agent serves the epoch
+      auto& entry = node_stores[node];
+      if (!entry.second) {
+        auto options = store_options(view);
+        options.store_addr = table.nodes()[node].member.addr;
+        entry.first = std::make_unique<NetworkRendezvousStore>(std::move(options));
+        entry.second = std::make_unique<comm::ScopedRendezvousStore>(*entry.first, scope(attempt));
+      }
+      return *entry.second;
+    };
+  }
   spec.epoch = epoch;
   spec.bind_ip = id_.bind_ip;
   spec.rendezvous_timeout = opt_.rendezvous_timeout;

@@ -99,6 +99,12 @@ void check_options(const NcclOptions& o) {
   }
 }
 
+// The stores an NcclOptions names live only as long as the rendezvous that made the communicator.
+NcclOptions without_stores(NcclOptions options) {
+  options.store_at = nullptr;
+  return options;
+}
+
 ncclConfig_t non_blocking_config() {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;  // every call returns at once; completion is polled, so every wait has a bound
@@ -112,7 +118,10 @@ std::unique_ptr<NcclCommunicator> NcclCommunicator::create(const NcclOptions& op
   const auto deadline = Clock::now() + options.rendezvous_timeout;
   check_cuda(cudaSetDevice(options.cuda_device), "cudaSetDevice(" + std::to_string(options.cuda_device) + ")");
 
-  const ncclUniqueId id = exchange_unique_id(options.rank, store, options.rendezvous_timeout);
+  const ncclUniqueId id =
+      options.store_at ? exchange_unique_id(bootstrap_route(options.node_rank, options.local_rank, options.node_count),
+                                            options.store_at, options.rendezvous_timeout)
+                       : exchange_unique_id(options.rank, store, options.rendezvous_timeout);
 
   ncclConfig_t config = non_blocking_config();
   ncclComm_t comm = nullptr;
@@ -176,7 +185,8 @@ std::unique_ptr<NcclCommunicator> NcclCommunicator::shrink(NcclCommunicator& par
   return std::unique_ptr<NcclCommunicator>(new NcclCommunicator(options, comm));
 }
 
-NcclCommunicator::NcclCommunicator(NcclOptions options, ncclComm* comm) : options_(std::move(options)), comm_(comm) {
+NcclCommunicator::NcclCommunicator(NcclOptions options, ncclComm* comm)
+    : options_(without_stores(std::move(options))), comm_(comm) {
   // On failure here the destructor does not run: release what exists before throwing.
   cudaStream_t stream = nullptr;
   cudaError_t e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <string>
 
+#include "comm_wrap/bootstrap_tree.hpp"
 #include "comm_wrap/communicator.hpp"
 #include "comm_wrap/nccl/host_staging.hpp"
 #include "comm_wrap/rebuild_plan.hpp"
@@ -34,6 +35,12 @@ struct NcclOptions {
   std::chrono::milliseconds rendezvous_timeout{std::chrono::seconds(120)};
   // Bounds each collective from enqueue to completion on the stream.
   std::chrono::milliseconds collective_timeout{std::chrono::seconds(300)};
+  // Where this rank sits (ranks::RankEntry) and every node's agent store: the unique id then travels along the
+  // bootstrap tree (bootstrap_tree.hpp). Empty store_at: every rank reads it from the store create() gets.
+  uint32_t node_rank = 0;
+  uint32_t local_rank = 0;
+  uint32_t node_count = 1;
+  StoreAt store_at;
 };
 
 class NcclCommunicator final : public Communicator {
