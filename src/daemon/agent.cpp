@@ -380,7 +380,7 @@ Status Agent::start() {
   }
   // The store learns of a view before anyone else on this loop, so a superseded wait fails first.
   membership_->add_view_observer([this](const membership::View& v) {
-    rendezvous_->on_committed(v.epoch());
+    rendezvous_->on_committed(v.epoch(), v.total_slots());
     checkpoints_->on_view(v);
     history_.on_view(v);
     // Joiners of the view whose news has not reached this member's gossip yet stay in its next view.

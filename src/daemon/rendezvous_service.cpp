@@ -43,7 +43,8 @@ comm::RendezvousTable::Time RendezvousService::now() const {
   return std::chrono::duration_cast<comm::RendezvousTable::Time>(std::chrono::steady_clock::now() - origin_);
 }
 
-void RendezvousService::on_committed(uint64_t epoch) {
+void RendezvousService::on_committed(uint64_t epoch, uint64_t world_size) {
+  if (world_size != 0) table_.size_for_world(world_size);
   std::vector<comm::RendezvousTable::Reply> out;
   table_.advance(epoch, out);
   if (!out.empty()) {

@@ -27,8 +27,8 @@ class RendezvousService {
   RendezvousService(const RendezvousService&) = delete;
   RendezvousService& operator=(const RendezvousService&) = delete;
 
-  // A view of `epoch` was committed here.
-  void on_committed(uint64_t epoch);
+  // A view of `epoch` was committed here, of `world_size` ranks (the table's bounds follow it; 0: unchanged).
+  void on_committed(uint64_t epoch, uint64_t world_size = 0);
 
   const comm::RendezvousTable& table() const { return table_; }
 

@@ -203,3 +203,47 @@ TEST_CASE("check, delete and num_keys see only their epoch") {
   CHECK(t.handle(11, op_req(1, RendezvousRequest::NUM_KEYS, {"a/"}), 0us, out)->number() == 1);
   CHECK(t.handle(12, op_req(2, RendezvousRequest::NUM_KEYS, {"a/"}), 0us, out)->number() == 1);
 }
+
+TEST_CASE(
+    "the bounds follow the view's world: a legal job of 25,000 x 8 ranks never meets them, a small one keeps the "
+    "defaults") {
+  const RendezvousTable::Limits base;
+  struct Row {
+    uint64_t world;
+    size_t keys, waiters, bytes;
+  };
+  const Row rows[] = {
+      {0, 65536, 4096, size_t{64} << 20},
+      {8, 65536, 4096, size_t{64} << 20},
+      {8192, 66560, 16640, size_t{64} << 20},                        // the old cap: 8,192 x 8 keys
+      {200000, 1601024, 400256, 200000 * 2048 + (size_t{1} << 20)},  // 25,000 hosts x 8
+      {uint64_t{1} << 40, (size_t{1} << 24) * 8 + 1024, (size_t{1} << 24) * 2 + 256, size_t{1} << 30},
+  };
+  for (const Row& r : rows) {
+    INFO("world " << r.world);
+    const auto l = RendezvousTable::limits_for_world(base, r.world);
+    CHECK(l.max_keys_per_epoch == r.keys);
+    CHECK(l.max_waiters == r.waiters);
+    CHECK(l.max_bytes_per_epoch == r.bytes);
+    CHECK(l.max_value_bytes == base.max_value_bytes);  // one value stays bounded
+    CHECK(l.max_future_epochs == base.max_future_epochs);
+  }
+
+  // A table sized for 10,000 ranks takes a key per rank and a report per rank past the default cap of 65,536,
+  // and still refuses one more than its bound.
+  RendezvousTable::Limits small;
+  small.max_keys_per_epoch = 4;
+  RendezvousTable t(small);
+  std::vector<RendezvousTable::Reply> out;
+  CHECK(t.handle(1, set_req(1, "k4", "1"), 0us, out)->status() == RendezvousResponse::OK);
+  for (int i = 0; i < 3; ++i) t.handle(2, set_req(1, "x" + std::to_string(i), "1"), 0us, out);
+  CHECK(t.handle(3, set_req(1, "over", "1"), 0us, out)->status() == RendezvousResponse::REFUSED);
+  t.size_for_world(2);
+  CHECK(t.limits().max_keys_per_epoch == 2 * RendezvousTable::kKeysPerRank + 1024);
+  size_t accepted = 0;
+  for (size_t i = 0; i < 2 * RendezvousTable::kKeysPerRank + 1024; ++i) {
+    accepted += t.handle(4, set_req(1, "y" + std::to_string(i), "1"), 0us, out)->status() == RendezvousResponse::OK;
+  }
+  CHECK(accepted == 2 * RendezvousTable::kKeysPerRank + 1024 - 4);  // up to the bound, the 4 before included
+  CHECK(t.handle(5, set_req(1, "z", "1"), 0us, out)->status() == RendezvousResponse::REFUSED);
+}

@@ -240,4 +240,14 @@ std::optional<RendezvousTable::Time> RendezvousTable::next_deadline() const {
   return next;
 }
 
+RendezvousTable::Limits RendezvousTable::limits_for_world(const Limits& base, uint64_t world_size) {
+  Limits out = base;
+  const auto world = static_cast<size_t>(std::min<uint64_t>(world_size, uint64_t{1} << 24));
+  out.max_keys_per_epoch = std::max(base.max_keys_per_epoch, world * kKeysPerRank + 1024);
+  out.max_waiters = std::max(base.max_waiters, world * kWaitersPerRank + 256);
+  out.max_bytes_per_epoch =
+      std::max(base.max_bytes_per_epoch, std::min(world * kBytesPerRank + (size_t{1} << 20), kMaxBytesPerEpoch));
+  return out;
+}
+
 }  // namespace shoal::comm

@@ -34,6 +34,15 @@ class RendezvousTable {
     uint32_t max_timeout_ms = 600'000;
   };
 
+  // The bounds for a view of `world_size` ranks: `base` (the floor: a small job keeps the defaults), raised so
+  // that a legal job of that size never meets them (per rank: kKeysPerRank keys, kWaitersPerRank parked waits,
+  // kBytesPerRank bytes; plus headroom), the bytes at most kMaxBytesPerEpoch.
+  static constexpr size_t kKeysPerRank = 8;
+  static constexpr size_t kWaitersPerRank = 2;
+  static constexpr size_t kBytesPerRank = 2048;
+  static constexpr size_t kMaxBytesPerEpoch = size_t{1} << 30;
+  static Limits limits_for_world(const Limits& base, uint64_t world_size);
+
   struct Reply {
     Waiter waiter = 0;
     wire::RendezvousResponse response;
@@ -48,7 +57,11 @@ class RendezvousTable {
   };
 
   RendezvousTable() = default;
-  explicit RendezvousTable(Limits limits) : limits_(limits) {}
+  explicit RendezvousTable(Limits limits) : base_(limits), limits_(limits) {}
+
+  // The committed view holds `world_size` ranks: the bounds become limits_for_world(the constructor's, it).
+  void size_for_world(uint64_t world_size) { limits_ = limits_for_world(base_, world_size); }
+  const Limits& limits() const { return limits_; }
 
   // Answers `request` now, or parks it under `waiter` (nullopt). Replies to parked waiters that the
   // request completed (a SET) are appended to `completed`.
@@ -89,6 +102,7 @@ class RendezvousTable {
   std::optional<wire::RendezvousResponse> try_answer(const EpochTable& table, const wire::RendezvousRequest& r) const;
   void complete_waiters(uint64_t epoch, std::vector<Reply>& out);
 
+  Limits base_;
   Limits limits_;
   uint64_t current_epoch_ = 0;
   std::map<uint64_t, EpochTable> epochs_;
