@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <optional>
+#include <string_view>
 #include <unordered_set>
 
 namespace shoal::membership {
@@ -19,6 +21,20 @@ void put_u64(std::string& out, uint64_t v) {
 void put_str(std::string& out, std::string_view s) {
   put_u32(out, static_cast<uint32_t>(s.size()));
   out.append(s);
+}
+
+// Sorts a list of names kept out of the view (`what`: "evicted", "excluded"); the error when one is empty,
+// twice on the list, or a member.
+std::optional<std::string> sort_names_out(uint64_t epoch, std::vector<std::string>& list, const char* what,
+                                          const std::unordered_set<std::string_view>& members) {
+  std::sort(list.begin(), list.end());
+  const std::string v = "view " + std::to_string(epoch) + ": ";
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (list[i].empty()) return v + "an " + what + " member has an empty name";
+    if (i > 0 && list[i] == list[i - 1]) return v + "'" + list[i] + "' is " + what + " twice";
+    if (members.count(list[i])) return v + "member '" + list[i] + "' is " + what + " and a member";
+  }
+  return std::nullopt;
 }
 
 bool canonical_less(const ViewMember& a, const ViewMember& b) {
@@ -144,26 +160,8 @@ Result<View> View::make(uint64_t epoch, std::vector<ViewMember> members, uint64_
                   std::to_string(m.join_epoch));
     }
   }
-  std::sort(evicted.begin(), evicted.end());
-  for (size_t i = 0; i < evicted.size(); ++i) {
-    if (evicted[i].empty()) return fail("view " + std::to_string(epoch) + ": an evicted member has an empty name");
-    if (i > 0 && evicted[i] == evicted[i - 1]) {
-      return fail("view " + std::to_string(epoch) + ": '" + evicted[i] + "' is evicted twice");
-    }
-    if (names.count(evicted[i])) {
-      return fail("view " + std::to_string(epoch) + ": member '" + evicted[i] + "' is evicted and a member");
-    }
-  }
-  std::sort(excluded.begin(), excluded.end());
-  for (size_t i = 0; i < excluded.size(); ++i) {
-    if (excluded[i].empty()) return fail("view " + std::to_string(epoch) + ": an excluded member has an empty name");
-    if (i > 0 && excluded[i] == excluded[i - 1]) {
-      return fail("view " + std::to_string(epoch) + ": '" + excluded[i] + "' is excluded twice");
-    }
-    if (names.count(excluded[i])) {
-      return fail("view " + std::to_string(epoch) + ": member '" + excluded[i] + "' is excluded and a member");
-    }
-  }
+  if (auto bad = sort_names_out(epoch, evicted, "evicted", names)) return fail(*bad);
+  if (auto bad = sort_names_out(epoch, excluded, "excluded", names)) return fail(*bad);
   std::sort(members.begin(), members.end(), canonical_less);
   return View(epoch, std::move(members), lineage, std::move(evicted), std::move(excluded));
 }
