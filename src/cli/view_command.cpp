@@ -94,8 +94,9 @@ int view_command(std::span<const std::string> args) {
   std::vector<std::string> names;
   CLI::App* exclude = add_command(
       *app, "exclude", "shoal view exclude NAME... [--control PATH | --name NAME]",
-      "Keep members out of every view until readmitted: a host that keeps failing, or one to repair. NAME is a\n"
-      "member's name, or a host's name for every member on it. The asked agent (a member of the view)\n"
+      "Keep members out of every view until readmitted.\n"
+      "For a host that keeps failing, or one to repair. NAME is a member's name, or a host's name for\n"
+      "every member on it. The asked agent (a member of the view)\n"
       "proposes the next view without them, agreed by a majority like any view change; every later view\n"
       "carries the list, so no member proposes them back. Refused when the rest would not be a majority of\n"
       "the view, or fewer than --min-hosts. The excluded agents stay alive out of views.\n"
@@ -105,8 +106,9 @@ int view_command(std::span<const std::string> args) {
   exclude->add_option("NAME", names, "members or hosts to exclude")->required();
   CLI::App* readmit =
       add_command(*app, "readmit", "shoal view readmit NAME... [--control PATH | --name NAME]",
-                  "Let excluded members back: the next view no longer excludes them, and those alive join it at once\n"
-                  "(their failure count and hold-down are forgotten). Agreed like any view change.\n"
+                  "Let excluded members back into views.\n"
+                  "The next view no longer excludes them, and those alive join it at once (their failure count and\n"
+                  "hold-down are forgotten). Agreed like any view change.\n"
                   "Exit status: 0 once a committed view no longer excludes them, 1 when refused or not committed.");
   add_agent_socket_flags(*readmit, control, name);
   readmit->add_option("NAME", names, "excluded members or hosts to readmit")->required();

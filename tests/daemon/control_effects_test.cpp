@@ -50,6 +50,9 @@ const std::map<std::string, Access>& expected_access() {
       {"view-force", Access::owner},
       // this member leaves the cluster
       {"drain", Access::owner},
+      // members kept out of (or let back into) every view
+      {"view-exclude", Access::owner},
+      {"view-readmit", Access::owner},
   };
   return table;
 }
