@@ -43,11 +43,11 @@ class Round:
     def control(self, name):
         return os.path.join(self.logdir, name + ".sock")
 
-    def start(self, seed):
+    def start(self, seed, steps=100000000):
         name = "%s-h%d" % (self.job, self.counter)
         self.counter += 1
         script = "elastic_fsdp.py" if self.a.wrapper == "fsdp" else "elastic_ddp.py"
-        worker = [teh.PY, os.path.join(teh.REPO, "examples", "python", script), "--steps", "100000000",
+        worker = [teh.PY, os.path.join(teh.REPO, "examples", "python", script), "--steps", str(steps),
                   "--step-ms", str(self.a.step_ms), "--ckpt-every", "1" if self.a.wrapper == "fsdp" else "100000000"]
         argv = [self.shoal, "agent", "--insecure", "--name", name, "--host", name, "--bind", "127.0.0.1:0",
                 "--cluster", self.job, "--job", self.job, "--control", self.control(name), "--min-hosts", "2",

@@ -86,9 +86,13 @@ def step_line(job, step, ok, ckpt_every):
 
 def end_line(job):
     """The last line: "event" drained (the host drained: `shoal drain`; "safe": a peer held the checkpoint of
-    the last step) or done, the last completed step, and the steps discarded and redone on this rank."""
+    the last step) or done, the last completed step, the steps discarded and redone on this rank, and the run's
+    ETTR (productive training time over wall time, Elastic.stats())."""
     out = {"t": round(time.time(), 6), "event": "drained" if job.drained else "done", "last_step": job.completed,
            "discarded": job.discarded, "steps_redone": job.steps_redone}
+    stats = getattr(job, "stats", None)
+    if stats is not None:
+        out["ettr"] = round(stats().ettr, 4)  # productive training time / wall time (Elastic.stats())
     if job.drained:
         out["safe"] = bool(job.drain_safe)
     return out

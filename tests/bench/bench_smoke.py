@@ -205,6 +205,12 @@ SMOKES = {
         Lines({"bench": "drain", "result": "summary"}, ("drain_to_step_p50_ms", "drain_to_step_max_ms",
                                                         "drain_steps_redone", "step_ms_p50", "met")),
     ], needs=("python", "torch")),
+    # The same DDP job twice, without and with one kill of three hosts, to the end of its run.
+    "ettr": Smoke(["{python}", "{bench}/ettr_bench.py", "--build", "{build}", "--hosts", "3", "--steps", "120",
+                   "--kills", "1"], [
+        Lines({"bench": "ettr", "run": None}, ("ettr_p50", "ettr_min", "whole_run_hosts", "wall_s")),
+        Lines({"bench": "ettr", "result": "summary"}, ("ettr_no_kills", "ettr_kills", "ettr_ratio")),
+    ], needs=("python", "torch")),
     # Its hosts run a torch 2.6+ interpreter (FSDP2): this one's, else the build's -Dtest_pythons; skipped without.
     "torch_fsdp": Smoke(["{python}", "{bench}/torch_fsdp_bench.py", "--build", "{build}", "--hosts", "3", "--kills",
                          "1"], [

@@ -37,7 +37,11 @@ void check_view(const wire::ViewMsg& msg) {
   std::vector<std::string> evicted(msg.evicted().begin(), msg.evicted().end());
   bool bounded = msg.evicted_size() <= 16;  // what from_msg bounds beyond View::make
   for (const auto& name : evicted) bounded = bounded && name.size() <= membership::kMaxViewTextBytes;
-  auto made = membership::View::make(msg.epoch(), std::move(members), msg.lineage(), std::move(evicted));
+  std::vector<std::string> excluded(msg.excluded().begin(), msg.excluded().end());
+  bounded = bounded && excluded.size() <= membership::kMaxViewExcluded;
+  for (const auto& name : excluded) bounded = bounded && name.size() <= membership::kMaxViewTextBytes;
+  auto made =
+      membership::View::make(msg.epoch(), std::move(members), msg.lineage(), std::move(evicted), std::move(excluded));
   wire::ViewMsg fixed = msg;
   fixed.set_hash(made ? made->hash() : msg.hash());
   auto v = membership::from_msg(fixed);

@@ -191,6 +191,23 @@ void views() {
   membership::to_msg(*view, resp.mutable_accepted());
   resp.mutable_accepted()->set_hash(1);  // a wrong hash
   save("fuzz_view_codec", "nack-bad-hash", membership::encode(resp));
+
+  // A view that keeps two hosts out (`shoal view exclude`), committed with its body.
+  auto excluding = membership::View::make(
+      5, {{"node-a", "host-a", "10.0.0.1:7946", 8, 1, 7}, {"node-b", "host-b", "[fe80::1]:7946", 0, 2, 9}},
+      view->lineage(), {}, {"node-c", "node-d"});
+  if (!excluding) {
+    std::fprintf(stderr, "make_corpus: %s\n", excluding.error().message.c_str());
+    ok = false;
+    return;
+  }
+  wire::ViewRequest commit;
+  commit.set_epoch(5);
+  commit.set_from_name("node-a");
+  commit.set_from_generation(7);
+  commit.mutable_commit()->set_hash(excluding->hash());
+  membership::to_msg(*excluding, commit.mutable_commit()->mutable_view());
+  save("fuzz_view_codec", "commit-excluding", membership::encode(commit));
 }
 
 // A version as fuzz_ckpt_header.cpp reads it: [flags][core length u16 LE][header and table][data].
@@ -248,6 +265,7 @@ void control_text() {
                           {{"node-a", "ha", "10.0.0.1:7946", 1, 1, 5}, {"node-b", "hb", "10.0.0.2:7946", 1, 2, 6}},
                           {{0, 0, 0, "node-a", 0}, {1, 0, 1, "node-b", 0}},
                           {},
+                          {"node-c"},
                           {{"oversized", 1}}};
   save("fuzz_json", "view.json", control::write_reply(view));
   save("fuzz_json", "session-wait.json",
