@@ -59,6 +59,16 @@ class Round:
         return host
 
 
+def remove_segments(job):
+    """The checkpoint segments the job's agents left in /dev/shm (SIGKILLed hosts remove nothing)."""
+    for path in os.listdir("/dev/shm"):
+        if path.startswith("shoal.%s" % job):
+            try:
+                os.unlink(os.path.join("/dev/shm", path))
+            except OSError:
+                pass
+
+
 def newest_world(host):
     last = host.last()
     return last["world"] if last else 0
@@ -155,12 +165,7 @@ def main():
             teh.log("logs in %s" % logdir)
         else:
             shutil.rmtree(logdir, ignore_errors=True)
-        for path in os.listdir("/dev/shm"):
-            if path.startswith("shoal.%s" % r.job):
-                try:
-                    os.unlink(os.path.join("/dev/shm", path))
-                except OSError:
-                    pass
+        remove_segments(r.job)
     return 0
 
 

@@ -25,7 +25,7 @@ import tempfile
 import time
 
 import torch_elastic_hosts as teh  # bench/torch_elastic_hosts.py: Host, log, pct, wait_for
-from drain_bench import Round  # bench/drain_bench.py: the hosts of an elastic DDP job under shoal agent
+from drain_bench import Round, remove_segments  # bench/drain_bench.py: an elastic DDP job's hosts
 from shard_bench import choose_python, torch_of  # bench/shard_bench.py: the interpreter of the hosts
 
 
@@ -82,12 +82,7 @@ def one_run(a, logdir, kills):
     finally:
         for h in everyone:
             h.kill()
-        for path in os.listdir("/dev/shm"):
-            if path.startswith("shoal.%s" % r.job):
-                try:
-                    os.unlink(os.path.join("/dev/shm", path))
-                except OSError:
-                    pass
+        remove_segments(r.job)
 
 
 def main():

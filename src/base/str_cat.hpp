@@ -6,6 +6,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace shoal {
 
@@ -17,6 +18,16 @@ std::string str_cat(const Pieces&... pieces) {
   std::string out;
   out.reserve(size);
   for (const auto& v : views) out.append(v);
+  return out;
+}
+
+// "a, b, c": names for a message (empty for none).
+inline std::string joined(const std::vector<std::string>& names, std::string_view sep = ", ") {
+  std::string out;
+  for (const auto& n : names) {
+    if (!out.empty()) out.append(sep);
+    out.append(n);
+  }
   return out;
 }
 

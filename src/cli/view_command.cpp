@@ -3,6 +3,7 @@
 // `shoal view exclude NAME...` / `readmit NAME...`, the operator's hold on hosts that keep failing.
 #include <iostream>
 
+#include "base/str_cat.hpp"
 #include "cli/cli.hpp"
 #include "cli/command_line.hpp"
 #include "cli/control_ask.hpp"
@@ -48,11 +49,8 @@ int exclude_command(const std::optional<std::string>& control, const std::option
           std::cerr << who << ": " << (doc.pending ? "pending: " : "refused: ") << doc.error.value_or("?") << "\n";
           return kExitFailure;
         }
-        std::string names, excluded;
-        for (const auto& n : doc.members) names += (names.empty() ? "" : ", ") + n;
-        for (const auto& n : doc.excluded) excluded += (excluded.empty() ? "" : ", ") + n;
-        std::cout << (excluding ? "excluded: " : "readmitted: ") << names << " (committed epoch " << doc.epoch
-                  << "; excluded now: " << (excluded.empty() ? "none" : excluded) << ")\n";
+        std::cout << (excluding ? "excluded: " : "readmitted: ") << joined(doc.members) << " (committed epoch "
+                  << doc.epoch << "; excluded now: " << (doc.excluded.empty() ? "none" : joined(doc.excluded)) << ")\n";
         return kExitOk;
       },
       std::chrono::seconds(30));

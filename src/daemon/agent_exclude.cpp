@@ -6,6 +6,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "base/log.hpp"
+#include "base/str_cat.hpp"
 #include "control/replies/errors_and_acks.hpp"
 #include "daemon/agent.hpp"
 #include "daemon/membership_runtime.hpp"
@@ -124,12 +125,10 @@ bool Agent::precheck_excludes(const std::vector<std::string>& flagged, bool prop
       return false;
     }
   }
-  std::string names;
-  for (const auto& n : pe.names) names += (names.empty() ? "" : ", ") + n;
   log::agent().warn(
       "precheck: excluding the flagged host(s) {} before the view is handed on (`shoal view readmit` "
       "lets them back)",
-      names);
+      joined(pe.names));
   precheck_excluding_ = pe.names;
   return true;
 }

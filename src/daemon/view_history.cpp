@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "base/str_cat.hpp"
+
 namespace shoal::daemon {
 
 void ViewHistory::on_member(const gossip::MemberEvent& e) {
@@ -44,14 +46,14 @@ void ViewHistory::on_view(const membership::View& view) {
   }
   if (last_ && view.excluded() != last_->excluded()) {
     // No gossip event led to it either: the operator's `shoal view exclude` / `readmit` (or --precheck-exclude).
-    std::string in, out;
+    std::vector<std::string> in, out;
     for (const auto& n : view.excluded()) {
-      if (!last_->excludes(n)) out += (out.empty() ? "" : ", ") + n;
+      if (!last_->excludes(n)) out.push_back(n);
     }
     for (const auto& n : last_->excluded()) {
-      if (!view.excludes(n)) in += (in.empty() ? "" : ", ") + n;
+      if (!view.excludes(n)) in.push_back(n);
     }
-    c.trigger = !out.empty() ? out + " excluded (operator)" : in + " readmitted (operator)";
+    c.trigger = !out.empty() ? joined(out) + " excluded (operator)" : joined(in) + " readmitted (operator)";
   }
   c.committed_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   c.joined_count = c.joined.size();

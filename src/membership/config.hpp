@@ -110,8 +110,6 @@ struct KeeperStatus {
   std::optional<Evicted> evicted;
   uint64_t evictions = 0;    // views installed here that evicted someone
   std::string eviction;      // for people: the eviction that is pending or why none is made (empty: none)
-  // For people: the operator's exclusion this member is proposing (empty: none pending here).
-  std::string exclusion;
 };
 
 }  // namespace shoal::membership

@@ -3,16 +3,9 @@
 
 #include <algorithm>
 
+#include "base/str_cat.hpp"
+
 namespace shoal::membership {
-namespace {
-
-std::string joined(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out.empty() ? "none" : out;
-}
-
-}  // namespace
 
 Result<std::vector<std::string>> resolve_members(const View& view, const std::vector<gossip::Member>& gossip,
                                                  const std::vector<std::string>& words) {
@@ -77,7 +70,7 @@ Status check_exclusion(const View& view, const std::vector<std::string>& exclude
 Status check_readmit(const std::vector<std::string>& excluded, const std::vector<std::string>& drop) {
   for (const auto& n : drop) {
     if (!std::binary_search(excluded.begin(), excluded.end(), n)) {
-      return fail("'" + n + "' is not excluded (excluded: " + joined(excluded) + ")");
+      return fail("'" + n + "' is not excluded (excluded: " + (excluded.empty() ? "none" : joined(excluded)) + ")");
     }
   }
   return Ok{};

@@ -151,12 +151,6 @@ void ViewKeeper::evaluate(Time now, KeeperOutput& out) {
                                  want_excluded ? &*want_excluded : nullptr);
   // The operator asked this member: it proposes at once, whoever the designated proposer is.
   const bool operator_change = in_view && want_excluded.has_value() && !force_requested_;
-  status_.exclusion.clear();
-  if (want_excluded) {
-    std::string names;
-    for (const auto& n : *want_excluded) names += (names.empty() ? "" : ", ") + n;
-    status_.exclusion = "proposing the operator's exclusions: excluded [" + names + "]";
-  }
   status_.epoch = view_.epoch();
   status_.view_size = view_.size();
   status_.live_of_view = d.live_of_view;

@@ -1,6 +1,7 @@
 // ViewKeeper: the operator's exclusions (exclusion.hpp). The request is checked here, then proposed by this
 // member through the ordinary rounds (evaluate and start_round read wanted_excluded()).
 #include "base/log.hpp"
+#include "base/str_cat.hpp"
 #include "membership/exclusion.hpp"
 #include "membership/view_keeper.hpp"
 
@@ -42,10 +43,8 @@ Result<std::vector<std::string>> ViewKeeper::exclude(const std::vector<std::stri
   for (const auto& n : exclude_drop_) damper_.readmit(n);
   std::vector<std::string> named = *add;
   named.insert(named.end(), drop->begin(), drop->end());
-  std::string text;
-  for (const auto& n : named) text += (text.empty() ? "" : ", ") + n;
   log::membership().warn("operator {} {} (epoch {}): proposing the next view",
-                         exclude.empty() ? "readmits" : "excludes", text, view_.epoch());
+                         exclude.empty() ? "readmits" : "excludes", joined(named), view_.epoch());
   backoff_until_ = now;
   evaluate(now, out);
   return named;

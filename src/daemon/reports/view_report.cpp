@@ -48,9 +48,7 @@ std::string render_view_table(const control::ViewReply& view) {
                        m.join_epoch, rank_list.empty() ? "-" : rank_list);
   }
   if (!view.excluded.empty()) {
-    std::string names;
-    for (const auto& n : view.excluded) names += (names.empty() ? "" : ", ") + n;
-    out += "excluded by the operator (`shoal view readmit NAME` lets one back): " + names + "\n";
+    out += "excluded by the operator (`shoal view readmit NAME` lets one back): " + joined(view.excluded) + "\n";
   }
   return out;
 }
