@@ -79,6 +79,10 @@ if scripts/build.sh build-asan --configure-only "${asan_opts[@]}"; then
 else
   rc=1
 fi
+# In CI (a clean clone, built once): the precompiled headers served the compile and nothing rebuilds
+# build-asan/ later (its suites run with --no-rebuild), so their 2.6 GB go back to the disk before the fuzz
+# and wheel builds need it (CI's machine once ran out of space here). A developer's rerun keeps them.
+[ "$rc" -eq 0 ] && [ "${CI:-}" = "true" ] && scripts/drop-pch.sh build-asan
 echo "$rc" >"$log_dir/asan-build.rc"
 date +%s >"$log_dir/asan-build.end"
 part_done build-asan

@@ -34,12 +34,15 @@ all_start=$stage_start
 stage_cpu=$(cpu_busy)
 all_cpu=$stage_cpu
 
-stage_done() {  # records how long the stage that just ended took, and the CPU the whole machine spent meanwhile
+disk_free_gib() { df -P -k . | awk 'NR == 2 { printf "%.1f", $4 / 1048576 }'; }  # free space where the builds go
+
+stage_done() {  # records how long the stage that just ended took, the CPU the whole machine spent meanwhile, and the disk left
   local now cpu
   now=$(date +%s)
   cpu=$(cpu_busy)
-  stages+=("$(printf '%-44s %5d s   cpu %5d s (%3d%% of %d cores)' "$1" $((now - stage_start)) $((cpu - stage_cpu)) \
-    $(( (cpu - stage_cpu) * 100 / ( (now - stage_start > 0 ? now - stage_start : 1) * jobs ) )) "$jobs")")
+  stages+=("$(printf '%-44s %5d s   cpu %5d s (%3d%% of %d cores)   disk free %s GiB' "$1" $((now - stage_start)) \
+    $((cpu - stage_cpu)) $(( (cpu - stage_cpu) * 100 / ( (now - stage_start > 0 ? now - stage_start : 1) * jobs ) )) \
+    "$jobs" "$(disk_free_gib)")")
   stage_start=$now
   stage_cpu=$cpu
 }
@@ -69,6 +72,13 @@ finish() {
   exit $?
 }
 
+# A whole run writes about NEED GiB (measured: see docs/building.md); with less free it fails late, in a link or
+# a log write, so say so first. Not fatal: an earlier run's builds may already hold most of it.
+need_gib=12
+echo "test: $(disk_free_gib) GiB free on the disk of $(pwd) (a run from scratch writes about $need_gib GiB)" >&2
+if awk -v f="$(disk_free_gib)" -v n="$need_gib" 'BEGIN { exit !(f < n) }'; then
+  echo "test: warning: less than $need_gib GiB free; builds and logs may fail with 'No space left on device'" >&2
+fi
 if ! scripts/setup-debian.sh; then failed=$((failed + 1)); echo "test: setup failed" >&2; finish; fi
 stage_done "setup (Debian packages)"
 if ! venv_python=$(scripts/setup-venv.sh build-venv/torch2); then
@@ -91,6 +101,9 @@ if scripts/build.sh build -Dcpp_args=-g1 -Doptimization=1 "-Dtest_pythons=$venv_
 else
   echo "test: build failed" >&2; failed=$((failed + 1))
 fi
+# In CI, the test programs' precompiled headers (1.1 GB) go back to the disk: they are built, and the one
+# test that calls ninja again (readme_demo) builds only shoal and the example trainer, whose headers stay.
+[ "$built" -eq 1 ] && [ "${CI:-}" = "true" ] && scripts/drop-pch.sh build/tests
 stage_done "build/ (all targets)"
 
 # In the background, at the lowest CPU priority: the sanitizer build of what unit and sim run, then the fuzz

@@ -52,6 +52,9 @@ struct Config {
   Time retry_backoff{100'000};       // base of the randomised pause after a failed round
   Time takeover_after{2'000'000};    // a member that is not the designated proposer proposes after this long
   Time commit_retry{500'000};        // a commit that did not reach a member is sent again after this long
+  // A joiner that could not yet confirm a view offered to it asks its members again after a pause that
+  // doubles from settle_quiet up to this (a member of a view: up to commit_retry).
+  Time joiner_catch_up_max{8'000'000};
   // A member that left gracefully lingers as an acceptor until a view without it is committed, up to this
   // long (the agent's leave_linger_max): until then it still counts as reachable for the majority, so
   // hosts leaving at once never strand the rest in a stall.

@@ -178,51 +178,6 @@ bool SessionCheckpoints::wait_safe(uint64_t step, std::chrono::milliseconds time
   }
 }
 
-std::vector<ckpt::HolderReport> SessionCheckpoints::collect_reports(Communicator& comm, comm::RendezvousStore& store,
-                                                                    const std::string& prefix,
-                                                                    std::span<const ckpt::ExpectedHolder> expected) {
-  const int world = comm.world_size();
-  const auto rank = static_cast<uint32_t>(comm.rank());
-  wire::HolderReport mine;
-  mine.set_holder(ctx_.holder);
-  mine.set_addr(ctx_.agent_addr);
-  for (const auto& h : ckpt::scan_held(segment_store())) {
-    if (!h.version || h.version->id.job != ctx_.job) continue;
-    auto* e = mine.add_held();
-    e->set_rank(h.version->id.rank);
-    e->set_step(h.version->id.step);
-    e->set_world(h.version->id.world);
-    e->set_bytes(h.version->total_bytes);
-    e->set_local(!h.replica);
-  }
-  store.set(prefix + "report/" + std::to_string(rank), to_bytes(mine.SerializeAsString()));
-  std::vector<std::string> keys;
-  for (int r = 0; r < world; ++r) keys.push_back(prefix + "report/" + std::to_string(r));
-  const auto values = store.multi_get(keys, ctx_.rendezvous_timeout);
-  std::vector<ckpt::HolderReport> reports;
-  for (const auto& v : values) {
-    wire::HolderReport m;
-    if (!m.ParseFromArray(v.data(), static_cast<int>(v.size()))) throw Error("a malformed checkpoint report");
-    ckpt::HolderReport r{m.holder(), m.addr(), {}};
-    for (const auto& e : m.held()) r.held.push_back({e.rank(), e.step(), e.world(), e.bytes(), e.local()});
-    reports.push_back(std::move(r));
-  }
-  // Any key holder can write any rank's report: only what the view's own member for that rank says counts.
-  if (const auto dropped = ckpt::drop_foreign_reports(reports, expected); !dropped.empty()) {
-    foreign_reports_.fetch_add(dropped.size(), std::memory_order_relaxed);
-    std::lock_guard lock(mu_);
-    if (auto held = warn_.admit("foreign", log::WarnLimiter::Clock::now())) {
-      log::ckpt().warn(
-          "ckpt: ignored the checkpoint report of rank {}{}: it names another holder or address than the "
-          "view gives that rank (written by another key holder?); {} ignored so far{}",
-          dropped.front(), dropped.size() > 1 ? " and " + std::to_string(dropped.size() - 1) + " more" : "",
-          foreign_reports_.load(std::memory_order_relaxed),
-          *held ? " (" + std::to_string(*held) + " warnings held back)" : std::string());
-    }
-  }
-  return reports;
-}
-
 uint64_t SessionCheckpoints::next_restore_call(const Communicator& comm, uint32_t attempt) {
   std::lock_guard lock(mu_);
   std::erase_if(restores_, [&](const auto& e) { return e.first.first < comm.epoch(); });
@@ -234,7 +189,6 @@ std::optional<RestoredCheckpoint> SessionCheckpoints::restore(Communicator& comm
                                                               std::span<const ckpt::ExpectedHolder> expected,
                                                               std::optional<uint32_t> saved_rank,
                                                               const RestorePlacer* place) {
-  const int world = comm.world_size();
   const auto rank = static_cast<uint32_t>(comm.rank());
   uint64_t at_most = UINT64_MAX;
   // Keys must match across ranks: the n-th restore on this communicator on every rank (a collective is
@@ -242,31 +196,29 @@ std::optional<RestoredCheckpoint> SessionCheckpoints::restore(Communicator& comm
   const uint64_t call = next_restore_call(comm, attempt);
   for (int attempt = 0;; ++attempt) {
     const std::string prefix = "ckpt/" + std::to_string(call) + "/" + std::to_string(attempt) + "/";
-    // 1. What this host holds, for everyone; everyone's, for this rank.
-    auto reports = collect_reports(comm, store, prefix, expected);
-    std::vector<std::string> keys;
-    // 2. The same choice on every rank: by default each rank restores what its own host saved where it
-    // can (reports are in rank order); with saved_rank given (on every rank), the step every saved rank
-    // completed.
-    std::optional<ckpt::RestoreChoice> choice;
-    std::optional<uint32_t> wanted = saved_rank;
-    if (saved_rank) {
-      choice = ckpt::choose_restore(reports, at_most);
-    } else if (auto w = ckpt::choose_restore_for_world(reports, at_most)) {
-      choice = std::move(w->choice);
-      wanted = w->sources[rank];
+    // 1. What this host holds (one report per host), and the saved rank this rank asks for, if it does.
+    if (saved_rank) store.set(prefix + "want/" + std::to_string(rank), to_bytes(std::to_string(*saved_rank)));
+    // 2. Rank 0 alone reads the reports and plans for everyone: by default each rank restores what its own
+    // host saved where it can; with saved_rank given (on every rank), the step every saved rank completed.
+    if (rank == 0) {
+      plan_for_all(comm, store, prefix, expected, saved_rank.has_value(), at_most);
+    } else {
+      publish_report(comm, store, prefix, expected);
     }
-    if (!choice) {
+    const auto planned = read_plan(comm, store, prefix, expected);
+    if (!planned.part) {
       log::ckpt().info("ckpt: no checkpoint step is complete for a restore");
       return std::nullopt;
     }
-    if (!wanted || *wanted >= choice->world) {
-      throw Error("rank " + (wanted ? std::to_string(*wanted) : std::string("?")) + " did not exist at step " +
-                  std::to_string(choice->step) + " (world " + std::to_string(choice->world) + ")");
+    const ckpt::RankPlan& plan = *planned.part;
+    if (saved_rank && plan.source != *saved_rank) {
+      throw Error("rank " + std::to_string(rank) + " asked to restore saved rank " + std::to_string(*saved_rank) +
+                  ", but rank 0 planned saved rank " + std::to_string(plan.source) +
+                  " for it (every rank names a saved rank, or none does)");
     }
-    const uint32_t source = *wanted;
+    const uint32_t source = plan.source;
     // 3. Load: this host's memory first, then the peers that hold it, best first.
-    LoadRequest request{ctx_.job, segment_store(), source, choice->step, place};
+    LoadRequest request{ctx_.job, segment_store(), source, plan.step, place};
     std::optional<RestoredCheckpoint> loaded;
     std::string placer_failed;
     try {
@@ -277,42 +229,32 @@ std::optional<RestoredCheckpoint> SessionCheckpoints::restore(Communicator& comm
         if (auto it = stores_.find(source); it != stores_.end()) own = it->second;
       }
       if (own && !own->saving()) {
-        if (auto segment = own->sealed_segment(choice->step)) loaded = load_mapped(request, *segment);
+        if (auto segment = own->sealed_segment(plan.step)) loaded = load_mapped(request, *segment);
       }
       if (!loaded) loaded = load_local(request);
-      for (const auto& holder : choice->holders[source]) {
+      for (const auto& holder : plan.holders) {
         if (loaded) break;
-        const auto& report = reports[holder];
-        if (report.address == ctx_.agent_addr) continue;  // this host: load_local looked already
+        if (holder.address == ctx_.agent_addr) continue;  // this host: load_local looked already
         LoadRequest bounded = request;
-        bounded.max_bytes = ckpt::promised_bytes(reports, source, choice->step, holder);
-        loaded = load_from_peer(bounded, ckpt_service::TransferPeer{report.address, ctx_.ckpt_hello}, report.holder);
+        bounded.max_bytes = holder.bytes;
+        loaded = load_from_peer(bounded, ckpt_service::TransferPeer{holder.address, ctx_.ckpt_hello}, holder.holder);
       }
     } catch (const PlacerFailed& e) {
       placer_failed = e.what();
     }
-    // 4. Everyone loaded, or everyone tries an older step, or (a placer refused) everyone stops.
+    // 4. Everyone loaded, or everyone tries an older step, or (a placer refused) everyone stops: rank 0
+    // reads every outcome and says which.
     const std::string outcome = !placer_failed.empty() ? "E" + placer_failed : loaded ? "1" : "0";
-    store.set(prefix + "ok/" + std::to_string(rank), to_bytes(outcome));
-    keys.clear();
-    for (int r = 0; r < world; ++r) keys.push_back(prefix + "ok/" + std::to_string(r));
-    const auto oks = store.multi_get(keys, ctx_.rendezvous_timeout);
-    for (size_t r = 0; r < oks.size(); ++r) {
-      if (!oks[r].empty() && oks[r].front() == 'E') {
-        const std::string why(oks[r].begin() + 1, oks[r].end());
-        throw Error("restore of step " + std::to_string(choice->step) + " stopped by rank " + std::to_string(r) +
-                    ": " + why);
-      }
-    }
-    const bool all = std::all_of(oks.begin(), oks.end(), [](const comm::Bytes& b) { return b == comm::Bytes{'1'}; });
-    if (all) {
-      log::ckpt().info("ckpt: restored rank {} step {} from {} ({} in {:.3f} s)", source, choice->step, loaded->source,
+    const std::string all = verdict(comm, store, prefix, outcome, plan.step);
+    if (!all.empty() && all.front() == 'E') throw Error(all.substr(1));
+    if (all == "1" && loaded) {
+      log::ckpt().info("ckpt: restored rank {} step {} from {} ({} in {:.3f} s)", source, plan.step, loaded->source,
                        place ? "in place" : std::to_string(loaded->data.size()) + " bytes", loaded->seconds);
       return loaded;
     }
-    log::ckpt().warn("ckpt: step {} could not be loaded by every rank; trying an older one", choice->step);
-    if (choice->step == 0) return std::nullopt;
-    at_most = choice->step - 1;
+    log::ckpt().warn("ckpt: step {} could not be loaded by every rank; trying an older one", plan.step);
+    if (plan.step == 0) return std::nullopt;
+    at_most = plan.step - 1;
   }
 }
 

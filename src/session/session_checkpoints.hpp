@@ -15,11 +15,12 @@
 #include <utility>
 #include <vector>
 
-#include "ckpt_service/service.hpp"
 #include "base/warn_limiter.hpp"
+#include "ckpt_service/service.hpp"
 #include "ckpt_shm/rank_store.hpp"
 #include "ckpt_shm/report_check.hpp"
 #include "ckpt_shm/restore_choice.hpp"
+#include "ckpt_shm/restore_plan.hpp"
 #include "comm_wrap/rendezvous_store.hpp"
 #include "net/stream_hello.hpp"
 #include "shoal/checkpoint.hpp"
@@ -77,6 +78,23 @@ class SessionCheckpoints {
   std::vector<ckpt::HolderReport> collect_reports(Communicator& comm, comm::RendezvousStore& store,
                                                   const std::string& prefix,
                                                   std::span<const ckpt::ExpectedHolder> expected);
+  // This host's report under `prefix`, written by the lowest rank the view places on it (report_writers).
+  void publish_report(Communicator& comm, comm::RendezvousStore& store, const std::string& prefix,
+                      std::span<const ckpt::ExpectedHolder> expected);
+  // Rank 0: the restore planned from every host's report (ckpt::plan_restore), one value per host.
+  void plan_for_all(Communicator& comm, comm::RendezvousStore& store, const std::string& prefix,
+                    std::span<const ckpt::ExpectedHolder> expected, bool by_saved_rank, uint64_t at_most);
+  // This rank's part of rank 0's plan; no part: no step is complete. Throws on a refusal or a plan naming
+  // a holder outside the view.
+  struct PlanPart {
+    std::optional<ckpt::RankPlan> part;
+  };
+  PlanPart read_plan(Communicator& comm, comm::RendezvousStore& store, const std::string& prefix,
+                     std::span<const ckpt::ExpectedHolder> expected);
+  // Writes this rank's outcome ("1" loaded, "0" not, "E<why>" stop); rank 0 reads all and writes the
+  // verdict every rank returns: "1" all loaded, "0" try an older step, "E<message>" stop.
+  std::string verdict(Communicator& comm, comm::RendezvousStore& store, const std::string& prefix,
+                      const std::string& outcome, uint64_t step);
   // The number of this restore (or agreement) on comm's (epoch, attempt): makes rendezvous keys unique.
   uint64_t next_restore_call(const Communicator& comm, uint32_t attempt);
   // A ranged read of (step, saved_rank) (empty ranges: the table only), local memory first, then the

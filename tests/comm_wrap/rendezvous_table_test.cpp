@@ -215,9 +215,10 @@ TEST_CASE(
   const Row rows[] = {
       {0, 65536, 4096, size_t{64} << 20},
       {8, 65536, 4096, size_t{64} << 20},
-      {8192, 66560, 16640, size_t{64} << 20},                        // the old cap: 8,192 x 8 keys
-      {200000, 1601024, 400256, 200000 * 2048 + (size_t{1} << 20)},  // 25,000 hosts x 8
-      {uint64_t{1} << 40, (size_t{1} << 24) * 8 + 1024, (size_t{1} << 24) * 2 + 256, size_t{1} << 30},
+      {4096, 66560, 8448, size_t{64} << 20},                         // 16 keys per rank: just past the default
+      {8192, 132096, 16640, size_t{64} << 20},                       // the old cap: 8,192 x 8 keys
+      {200000, 3201024, 400256, 200000 * 2048 + (size_t{1} << 20)},  // 25,000 hosts x 8
+      {uint64_t{1} << 40, (size_t{1} << 24) * 16 + 1024, (size_t{1} << 24) * 2 + 256, size_t{1} << 30},
   };
   for (const Row& r : rows) {
     INFO("world " << r.world);

@@ -185,6 +185,33 @@ TEST_CASE("a joiner takes its first view only once members of that view, alive i
   check_one_view_per_epoch(c);
 }
 
+TEST_CASE("a joiner that cannot confirm the view offered to it asks again, backing off to joiner_catch_up_max") {
+  // Five members commit epoch 1; then three of them crash, still alive in the joiner's gossip. The joiner
+  // (h5) is offered epoch 1 and can hear only two of its five members hold it: too few to confirm. It
+  // asks again and again, but with pauses doubling to joiner_catch_up_max, not every commit_retry: in a
+  // join storm, every joiner asking every member twice a second filled the members' connection caps.
+  KeeperCluster c(6);
+  for (size_t i = 0; i < 5; ++i) c.set_gossip(i, {member(0), member(1), member(2), member(3), member(4)});
+  c.crash(5);
+  c.run_for(milliseconds(300));
+  REQUIRE(c.node(0).view().epoch() == 1);
+  REQUIRE(c.node(0).view().size() == 5);
+  const View offered = c.node(0).view();
+  for (size_t i : {2, 3, 4}) c.crash(i);
+  c.start(5);
+  c.set_gossip(5, {member(0), member(1), member(2), member(3), member(4), member(5)});
+  c.inject(5, commit_of(offered, "h0"));
+  c.run_for(milliseconds(60'000));
+  CHECK(c.node(5).view().epoch() == 0);
+  CHECK(refused(c, 5, ViewRefusal::unconfirmed) >= 1);
+  // Rounds of 5 queries each: 50 ms doubling to 8 s is 8 rounds in the first 13 s, then one per 8 s (about
+  // 14 in 60 s); at every commit_retry (0.5 s) it would have been about 120.
+  const size_t rounds = c.queries_sent(5) / 5;
+  CAPTURE(c.queries_sent(5));
+  CHECK(rounds >= 8);
+  CHECK(rounds <= 20);
+}
+
 TEST_CASE("a QUERY is answered with the committed view when it is newer than the asker's") {
   KeeperCluster c(3);
   c.everyone_sees(range(3));

@@ -108,6 +108,8 @@ class KeeperCluster {
 
   // Every view each node ever committed, by node: the safety check reads these.
   const std::vector<View>& committed(size_t i) const { return committed_[i]; }
+  // The QUERY requests (catch-up) node i has sent so far.
+  size_t queries_sent(size_t i) const { return i < queries_.size() ? queries_[i] : 0; }
 
  private:
   struct InFlight {
@@ -125,7 +127,14 @@ class KeeperCluster {
 
   void absorb(size_t i, KeeperOutput& out) {
     for (auto& v : out.committed) committed_[i].push_back(v);
-    for (auto& r : out.requests) inflight_.push_back({i, index_of(r.to), std::move(r)});
+    for (auto& r : out.requests) {
+      wire::ViewRequest decoded;
+      if (decoded.ParseFromArray(r.bytes.data(), static_cast<int>(r.bytes.size())) && decoded.has_query()) {
+        if (queries_.size() <= i) queries_.resize(i + 1);
+        ++queries_[i];
+      }
+      inflight_.push_back({i, index_of(r.to), std::move(r)});
+    }
     if (out.wake_at && *out.wake_at < wake_[i]) wake_[i] = *out.wake_at;
     out.clear();
   }
@@ -160,6 +169,7 @@ class KeeperCluster {
   std::vector<std::vector<View>> committed_;
   std::deque<InFlight> inflight_;
   std::set<std::pair<size_t, size_t>> cut_;
+  std::vector<size_t> queries_;
   Time now_{0};
 };
 

@@ -37,7 +37,7 @@ class RendezvousTable {
   // The bounds for a view of `world_size` ranks: `base` (the floor: a small job keeps the defaults), raised so
   // that a legal job of that size never meets them (per rank: kKeysPerRank keys, kWaitersPerRank parked waits,
   // kBytesPerRank bytes; plus headroom), the bytes at most kMaxBytesPerEpoch.
-  static constexpr size_t kKeysPerRank = 8;
+  static constexpr size_t kKeysPerRank = 16;
   static constexpr size_t kWaitersPerRank = 2;
   static constexpr size_t kBytesPerRank = 2048;
   static constexpr size_t kMaxBytesPerEpoch = size_t{1} << 30;
