@@ -72,10 +72,10 @@ finish() {
   exit $?
 }
 
-# A whole run writes about 12 GB at its peak (measured: docs/building.md), NEED with a margin; with less free it fails late, in a link or
+# A whole run writes about 12 GB at its peak (measured: docs/building.md); need_gib adds a margin. With less free it fails late, in a link or
 # a log write, so say so first. Not fatal: an earlier run's builds may already hold most of it.
 need_gib=14
-echo "test: $(disk_free_gib) GiB free on the disk of $(pwd) (a run from scratch writes about $need_gib GiB)" >&2
+echo "test: $(disk_free_gib) GiB free on the disk of $(pwd) (a run from scratch needs about $need_gib GiB)" >&2
 if awk -v f="$(disk_free_gib)" -v n="$need_gib" 'BEGIN { exit !(f < n) }'; then
   echo "test: warning: less than $need_gib GiB free; builds and logs may fail with 'No space left on device'" >&2
 fi
