@@ -18,7 +18,7 @@ from agent_fleet import Fleet  # noqa: E402
 def main():
     # Runs only when asked (SHOAL_MANY_AGENTS=1). It once passed only 3 of 5 runs on 2 cores (a storm of false
     # suspicions left 59 agents without a view), then 17 of 17 (with the join window and the cheaper keeper),
-    # and CI ran it again; on 2026-12-04 it failed 2 of 7 runs on this VM: once in a local CI run (beside the
+    # and CI ran it again; on 2026-12-04 it failed 2 of 10 runs on this VM: once in a local CI run (beside the
     # niced sanitizer build), once beside an un-niced compile. Each time the first view held 83-100 members and
     # never grew in 240 s; the seeds' connection caps stayed full (hundreds of connections closed before their
     # request every 10 s, hellos read 60-75 s after they were sent) while members flapped suspect/dead. A
