@@ -34,8 +34,11 @@ uint64_t promised_bytes(std::span<const HolderReport> reports, uint32_t rank, ui
     }
   }
   if (have_own) return own;
-  if (holder >= reports.size()) return 0;
-  for (const auto& h : reports[holder].held) {
+  return holder < reports.size() ? held_bytes(reports[holder], rank, step) : 0;
+}
+
+uint64_t held_bytes(const HolderReport& report, uint32_t rank, uint64_t step) {
+  for (const auto& h : report.held) {
     if (h.rank == rank && h.step == step) return h.bytes;
   }
   return 0;

@@ -30,6 +30,9 @@ std::vector<uint32_t> drop_foreign_reports(std::vector<HolderReport>& reports,
 // The most bytes saved rank `rank`'s version of `step` may have when fetched from `reports[holder]`: what
 // a report holding it as its own (the rank's own host: local) says, else what the holder's report says.
 // 0 when neither holds it, and so nothing of it is accepted.
+// What `report` says saved rank `rank`'s version of `step` holds, 0 when it holds none.
+uint64_t held_bytes(const HolderReport& report, uint32_t rank, uint64_t step);
+
 uint64_t promised_bytes(std::span<const HolderReport> reports, uint32_t rank, uint64_t step, size_t holder);
 
 }  // namespace shoal::ckpt

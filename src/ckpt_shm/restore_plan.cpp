@@ -80,17 +80,7 @@ RestorePlan plan_restore(std::span<const HolderReport> reports, std::span<const 
         return p.holder == report.holder && p.address == report.address;
       });
       if (seen || report.address.empty()) continue;
-      uint64_t bytes = 0;
-      if (own[source]) {
-        bytes = *own[source];
-      } else {
-        for (const auto& e : report.held) {
-          if (e.rank == source && e.step == step) {
-            bytes = e.bytes;
-            break;
-          }
-        }
-      }
+      const uint64_t bytes = own[source] ? *own[source] : held_bytes(report, source, step);
       mine.holders.push_back({report.holder, report.address, bytes});
     }
     plan.ranks.push_back(std::move(mine));

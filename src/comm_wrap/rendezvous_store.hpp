@@ -7,11 +7,14 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace shoal::comm {
 
 using Bytes = std::vector<char>;
+
+inline Bytes to_bytes(std::string_view s) { return Bytes(s.begin(), s.end()); }
 
 class RendezvousStore {
  public:

@@ -14,7 +14,13 @@
 namespace shoal::session {
 namespace {
 
-comm::Bytes bytes_of(const std::string& s) { return comm::Bytes(s.begin(), s.end()); }
+// report_writers for a communicator of `world` ranks: a rank the view does not place writes its own.
+std::vector<uint32_t> writers_for(std::span<const ckpt::ExpectedHolder> expected, size_t world) {
+  auto writers = ckpt::report_writers(expected);
+  writers.resize(world);
+  for (size_t r = expected.size(); r < world; ++r) writers[r] = static_cast<uint32_t>(r);
+  return writers;
+}
 
 // A saved rank as a rank wrote it under want/R: decimal digits only, below 2^32.
 std::optional<uint32_t> parse_rank(const comm::Bytes& v) {
@@ -30,8 +36,8 @@ std::optional<uint32_t> parse_rank(const comm::Bytes& v) {
 void SessionCheckpoints::publish_report(Communicator& comm, comm::RendezvousStore& store, const std::string& prefix,
                                         std::span<const ckpt::ExpectedHolder> expected) {
   const auto rank = static_cast<uint32_t>(comm.rank());
-  const auto writers = ckpt::report_writers(expected);
-  if (rank < writers.size() && writers[rank] != rank) return;  // another rank of this host reports for it
+  // Another rank of this host reports for it.
+  if (writers_for(expected, static_cast<size_t>(comm.world_size()))[rank] != rank) return;
   wire::HolderReport mine;
   mine.set_holder(ctx_.holder);
   mine.set_addr(ctx_.agent_addr);
@@ -44,7 +50,7 @@ void SessionCheckpoints::publish_report(Communicator& comm, comm::RendezvousStor
     e->set_bytes(h.version->total_bytes);
     e->set_local(!h.replica);
   }
-  store.set(prefix + "report/" + std::to_string(rank), bytes_of(mine.SerializeAsString()));
+  store.set(prefix + "report/" + std::to_string(rank), comm::to_bytes(mine.SerializeAsString()));
 }
 
 std::vector<ckpt::HolderReport> SessionCheckpoints::collect_reports(Communicator& comm, comm::RendezvousStore& store,
@@ -53,9 +59,7 @@ std::vector<ckpt::HolderReport> SessionCheckpoints::collect_reports(Communicator
   const auto world = static_cast<size_t>(comm.world_size());
   publish_report(comm, store, prefix, expected);
   // One report per host, read once, and copied to each of its ranks (reports are in rank order).
-  auto writers = ckpt::report_writers(expected);
-  writers.resize(world);
-  for (size_t r = expected.size(); r < world; ++r) writers[r] = static_cast<uint32_t>(r);
+  const auto writers = writers_for(expected, world);
   std::vector<std::string> keys;
   std::vector<size_t> index_of(world);
   for (size_t r = 0; r < world; ++r) {
@@ -117,9 +121,7 @@ void SessionCheckpoints::plan_for_all(Communicator& comm, comm::RendezvousStore&
   }
   if (plan.kind != ckpt::RestorePlan::Kind::refused) plan = ckpt::plan_restore(reports, wanted, at_most);
   // One value per host: the parts of its ranks, in rank order (or the same refusal or "none" for all).
-  auto writers = ckpt::report_writers(expected);
-  writers.resize(world);
-  for (size_t r = expected.size(); r < world; ++r) writers[r] = static_cast<uint32_t>(r);
+  const auto writers = writers_for(expected, world);
   std::map<uint32_t, std::vector<uint32_t>> ranks_of;
   for (size_t r = 0; r < world; ++r) ranks_of[writers[r]].push_back(static_cast<uint32_t>(r));
   for (const auto& [writer, ranks] : ranks_of) {
@@ -127,21 +129,20 @@ void SessionCheckpoints::plan_for_all(Communicator& comm, comm::RendezvousStore&
   }
 }
 
-SessionCheckpoints::PlanPart SessionCheckpoints::read_plan(Communicator& comm, comm::RendezvousStore& store,
-                                                           const std::string& prefix,
-                                                           std::span<const ckpt::ExpectedHolder> expected) {
+std::optional<ckpt::RankPlan> SessionCheckpoints::read_plan(Communicator& comm, comm::RendezvousStore& store,
+                                                            const std::string& prefix,
+                                                            std::span<const ckpt::ExpectedHolder> expected) {
   const auto rank = static_cast<uint32_t>(comm.rank());
-  const auto writers = ckpt::report_writers(expected);
-  const uint32_t writer = rank < writers.size() ? writers[rank] : rank;
+  const uint32_t writer = writers_for(expected, static_cast<size_t>(comm.world_size()))[rank];
   const auto value = store.get(prefix + "plan/" + std::to_string(writer), ctx_.rendezvous_timeout);
-  return PlanPart{decode_host_plan(value, rank, writer, expected)};
+  return decode_host_plan(value, rank, writer, expected);
 }
 
 std::string SessionCheckpoints::verdict(Communicator& comm, comm::RendezvousStore& store, const std::string& prefix,
                                         const std::string& outcome, uint64_t step) {
   const auto world = static_cast<size_t>(comm.world_size());
   const auto rank = static_cast<uint32_t>(comm.rank());
-  store.set(prefix + "ok/" + std::to_string(rank), bytes_of(outcome));
+  store.set(prefix + "ok/" + std::to_string(rank), comm::to_bytes(outcome));
   if (rank == 0) {
     std::vector<std::string> keys;
     for (size_t r = 0; r < world; ++r) keys.push_back(prefix + "ok/" + std::to_string(r));
@@ -155,7 +156,7 @@ std::string SessionCheckpoints::verdict(Communicator& comm, comm::RendezvousStor
       }
       if (oks[r] != comm::Bytes{'1'}) all = "0";
     }
-    store.set(prefix + "verdict", bytes_of(all));
+    store.set(prefix + "verdict", comm::to_bytes(all));
   }
   const auto v = store.get(prefix + "verdict", ctx_.rendezvous_timeout);
   return std::string(v.begin(), v.end());

@@ -31,8 +31,7 @@ comm::Bytes encode_host_plan(const ckpt::RestorePlan& plan, std::span<const uint
       }
     }
   }
-  const std::string bytes = v.SerializeAsString();
-  return comm::Bytes(bytes.begin(), bytes.end());
+  return comm::to_bytes(v.SerializeAsString());
 }
 
 std::optional<ckpt::RankPlan> decode_host_plan(const comm::Bytes& value, uint32_t rank, uint32_t writer,

@@ -1,16 +1,11 @@
 // Saving through RankStore, and the collective restore: reports, choice, load, agreement.
 #include "session/session_checkpoints.hpp"
 
-#include "ckpt_shm/chunk_lists.hpp"
-
 #include <algorithm>
 #include <thread>
 
 #include "base/log.hpp"
-#include "ckpt.pb.h"
 #include "ckpt_shm/chunk_lists.hpp"
-#include "ckpt_shm/held_scan.hpp"
-#include "ckpt_shm/restore_choice.hpp"
 #include "session/restore_loading.hpp"
 #include "shoal/errors.hpp"
 
@@ -86,8 +81,6 @@ class SaveInProgress : public CheckpointSave {
   std::function<void(uint32_t, uint64_t)> committed_;
   bool done_ = false;
 };
-
-comm::Bytes to_bytes(const std::string& s) { return comm::Bytes(s.begin(), s.end()); }
 
 }  // namespace
 
@@ -197,7 +190,7 @@ std::optional<RestoredCheckpoint> SessionCheckpoints::restore(Communicator& comm
   for (int attempt = 0;; ++attempt) {
     const std::string prefix = "ckpt/" + std::to_string(call) + "/" + std::to_string(attempt) + "/";
     // 1. What this host holds (one report per host), and the saved rank this rank asks for, if it does.
-    if (saved_rank) store.set(prefix + "want/" + std::to_string(rank), to_bytes(std::to_string(*saved_rank)));
+    if (saved_rank) store.set(prefix + "want/" + std::to_string(rank), comm::to_bytes(std::to_string(*saved_rank)));
     // 2. Rank 0 alone reads the reports and plans for everyone: by default each rank restores what its own
     // host saved where it can; with saved_rank given (on every rank), the step every saved rank completed.
     if (rank == 0) {
@@ -206,11 +199,11 @@ std::optional<RestoredCheckpoint> SessionCheckpoints::restore(Communicator& comm
       publish_report(comm, store, prefix, expected);
     }
     const auto planned = read_plan(comm, store, prefix, expected);
-    if (!planned.part) {
+    if (!planned) {
       log::ckpt().info("ckpt: no checkpoint step is complete for a restore");
       return std::nullopt;
     }
-    const ckpt::RankPlan& plan = *planned.part;
+    const ckpt::RankPlan& plan = *planned;
     if (saved_rank && plan.source != *saved_rank) {
       throw Error("rank " + std::to_string(rank) + " asked to restore saved rank " + std::to_string(*saved_rank) +
                   ", but rank 0 planned saved rank " + std::to_string(plan.source) +

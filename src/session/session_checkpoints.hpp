@@ -84,13 +84,10 @@ class SessionCheckpoints {
   // Rank 0: the restore planned from every host's report (ckpt::plan_restore), one value per host.
   void plan_for_all(Communicator& comm, comm::RendezvousStore& store, const std::string& prefix,
                     std::span<const ckpt::ExpectedHolder> expected, bool by_saved_rank, uint64_t at_most);
-  // This rank's part of rank 0's plan; no part: no step is complete. Throws on a refusal or a plan naming
+  // This rank's part of rank 0's plan; nullopt: no step is complete. Throws on a refusal or a plan naming
   // a holder outside the view.
-  struct PlanPart {
-    std::optional<ckpt::RankPlan> part;
-  };
-  PlanPart read_plan(Communicator& comm, comm::RendezvousStore& store, const std::string& prefix,
-                     std::span<const ckpt::ExpectedHolder> expected);
+  std::optional<ckpt::RankPlan> read_plan(Communicator& comm, comm::RendezvousStore& store, const std::string& prefix,
+                                          std::span<const ckpt::ExpectedHolder> expected);
   // Writes this rank's outcome ("1" loaded, "0" not, "E<why>" stop); rank 0 reads all and writes the
   // verdict every rank returns: "1" all loaded, "0" try an older step, "E<message>" stop.
   std::string verdict(Communicator& comm, comm::RendezvousStore& store, const std::string& prefix,
